@@ -1,0 +1,226 @@
+//! The stub decisions of DESIGN.md §5, as pure functions with reason codes.
+
+use crate::identity::{Caller, Source};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Scoping disabled: every stub allowed (legacy).
+    ScopeDisabled,
+    /// Caller and delivery are the same scope, no compaction since.
+    SameConversation,
+    /// Caller unknown but only one conversation is live (legacy behaviour).
+    SingleConversation,
+    /// Caller and delivery differ.
+    OtherConversation,
+    /// Several conversations are live and the caller is not exactly known.
+    Concurrent,
+    /// The caller's conversation was compacted after the delivery.
+    Compacted,
+    /// Nothing names the caller, and a stub cannot be proven safe.
+    UnknownCaller,
+    /// The delivery was not scoped (entry from before scoping).
+    UnknownDelivery,
+    /// A subagent of the caller's conversation is running and the caller's
+    /// source cannot tell them apart.
+    SubagentActive,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ScopeDisabled => "scope-disabled",
+            Reason::SameConversation => "same-conversation",
+            Reason::SingleConversation => "single-conversation",
+            Reason::OtherConversation => "other-conversation",
+            Reason::Concurrent => "concurrent",
+            Reason::Compacted => "compacted",
+            Reason::UnknownCaller => "unknown-caller",
+            Reason::UnknownDelivery => "unknown-delivery",
+            Reason::SubagentActive => "subagent-active",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub allow: bool,
+    pub reason: Reason,
+}
+
+impl Decision {
+    fn allow(reason: Reason) -> Decision {
+        Decision { allow: true, reason }
+    }
+    fn deny(reason: Reason) -> Decision {
+        Decision { allow: false, reason }
+    }
+}
+
+/// What the state says around the caller (from the journal, at `now`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// More than one live top-level conversation in the window.
+    pub concurrent: bool,
+    /// Latest compaction of the caller's conversation.
+    pub last_compaction: Option<u64>,
+    /// Compactions at or before this may have been forgotten.
+    pub compaction_floor: u64,
+    /// A subagent of the caller's conversation is running.
+    pub subagent_active: bool,
+}
+
+fn compacted_since(facts: &Facts, delivered_at: Option<u64>) -> bool {
+    match delivered_at {
+        // Equal times count as "after": when in doubt, withhold.
+        Some(t_d) => {
+            facts.last_compaction.is_some_and(|c| c >= t_d)
+                || (facts.compaction_floor > 0 && t_d <= facts.compaction_floor)
+        }
+        None => false,
+    }
+}
+
+/// Warm stub: the entry is in the server's live cache, delivered to scope
+/// `delivered` at `delivered_at` (unix ms, if known).
+pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
+    if caller.source == Source::Disabled {
+        return Decision::allow(Reason::ScopeDisabled);
+    }
+    let Some(current) = caller.scope.as_deref() else {
+        return if facts.concurrent {
+            Decision::deny(Reason::Concurrent)
+        } else {
+            Decision::allow(Reason::SingleConversation)
+        };
+    };
+    let Some(delivered) = delivered else {
+        return Decision::deny(Reason::UnknownDelivery);
+    };
+    if !caller.exact && facts.concurrent {
+        return Decision::deny(Reason::Concurrent);
+    }
+    if current != delivered {
+        return Decision::deny(Reason::OtherConversation);
+    }
+    if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
+        return Decision::deny(Reason::SubagentActive);
+    }
+    if compacted_since(facts, delivered_at) {
+        return Decision::deny(Reason::Compacted);
+    }
+    Decision::allow(Reason::SameConversation)
+}
+
+/// Cold stub: the entry comes from a persisted index (a new process). Both
+/// sides must be known and equal, the caller exact or uncontested, and no
+/// compaction since; no legacy escape. Without a delivery time any recorded
+/// compaction of the conversation withholds.
+pub fn cold(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
+    if caller.source == Source::Disabled {
+        return Decision::allow(Reason::ScopeDisabled);
+    }
+    let Some(current) = caller.scope.as_deref() else {
+        return Decision::deny(Reason::UnknownCaller);
+    };
+    let Some(delivered) = delivered else {
+        return Decision::deny(Reason::UnknownDelivery);
+    };
+    if !caller.exact && facts.concurrent {
+        return Decision::deny(Reason::Concurrent);
+    }
+    if current != delivered {
+        return Decision::deny(Reason::OtherConversation);
+    }
+    if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
+        return Decision::deny(Reason::SubagentActive);
+    }
+    let compacted = match delivered_at {
+        Some(_) => compacted_since(facts, delivered_at),
+        None => facts.last_compaction.is_some(),
+    };
+    if compacted {
+        return Decision::deny(Reason::Compacted);
+    }
+    Decision::allow(Reason::SameConversation)
+}
+
+/// `agent:`/`task:`/`custom:` scopes are already narrower than a conversation.
+fn is_subscope(scope: &str) -> bool {
+    scope.starts_with("agent:") || scope.starts_with("task:") || scope.starts_with("custom:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::Caller;
+
+    fn caller(source: Source, scope: Option<&str>) -> Caller {
+        Caller::new(source, scope.map(str::to_string), scope.map(str::to_string), None)
+    }
+
+    #[test]
+    fn warm_table() {
+        use Reason::*;
+        let quiet = Facts::default();
+        let busy = Facts { concurrent: true, ..Facts::default() };
+        let compacted = Facts { last_compaction: Some(200), ..Facts::default() };
+        let floor = Facts { compaction_floor: 150, ..Facts::default() };
+        let sub = Facts { subagent_active: true, ..Facts::default() };
+        let a = Some("A");
+        #[rustfmt::skip]
+        let table: Vec<(Caller, Option<&str>, Option<u64>, Facts, bool, Reason)> = vec![
+            (Caller::disabled(),                      Some("B"), None,      busy,      true,  ScopeDisabled),
+            (caller(Source::MetaSession, a),          a,         Some(100), busy,      true,  SameConversation),
+            (caller(Source::MetaSession, a),          Some("B"), Some(100), quiet,     false, OtherConversation),
+            (caller(Source::MetaSession, a),          a,         Some(100), compacted, false, Compacted),
+            (caller(Source::MetaSession, a),          a,         Some(200), compacted, false, Compacted),
+            (caller(Source::MetaSession, a),          a,         Some(201), compacted, true,  SameConversation),
+            (caller(Source::MetaSession, a),          a,         Some(100), floor,     false, Compacted),
+            (caller(Source::MetaSession, a),          a,         Some(151), floor,     true,  SameConversation),
+            (caller(Source::MetaSession, a),          a,         None,      compacted, true,  SameConversation),
+            (caller(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),
+            (caller(Source::ProcessEnv, a),           a,         Some(100), sub,       false, SubagentActive),
+            (caller(Source::ToolUseId, a),            a,         Some(100), sub,       true,  SameConversation),
+            (caller(Source::Slot, a),                 a,         Some(100), quiet,     true,  SameConversation),
+            (caller(Source::Slot, a),                 a,         Some(100), busy,      false, Concurrent),
+            (caller(Source::Slot, a),                 Some("B"), Some(100), quiet,     false, OtherConversation),
+            (caller(Source::Slot, a),                 a,         Some(100), compacted, false, Compacted),
+            (caller(Source::Slot, a),                 a,         Some(100), sub,       false, SubagentActive),
+            (caller(Source::Slot, Some("agent:x")),   Some("agent:x"), Some(100), sub, true,  SameConversation),
+            (Caller::unknown(),                       a,         Some(100), quiet,     true,  SingleConversation),
+            (Caller::unknown(),                       a,         Some(100), busy,      false, Concurrent),
+            (caller(Source::MetaSession, a),          None,      Some(100), quiet,     false, UnknownDelivery),
+            (caller(Source::Slot, a),                 None,      Some(100), quiet,     false, UnknownDelivery),
+        ];
+        for (i, (c, d, t, f, allow, reason)) in table.into_iter().enumerate() {
+            let got = warm(&c, d, t, &f);
+            assert_eq!(got, Decision { allow, reason }, "row {i}: {c:?} {d:?} {t:?} {f:?}");
+        }
+    }
+
+    #[test]
+    fn cold_table() {
+        use Reason::*;
+        let quiet = Facts::default();
+        let busy = Facts { concurrent: true, ..Facts::default() };
+        let compacted = Facts { last_compaction: Some(200), ..Facts::default() };
+        let a = Some("A");
+        #[rustfmt::skip]
+        let table: Vec<(Caller, Option<&str>, Option<u64>, Facts, bool, Reason)> = vec![
+            (Caller::unknown(),                a,         Some(100), quiet,     false, UnknownCaller),
+            (caller(Source::Slot, a),          a,         Some(100), quiet,     true,  SameConversation),
+            (caller(Source::Slot, a),          a,         Some(100), busy,      false, Concurrent),
+            (caller(Source::MetaSession, a),   a,         Some(100), busy,      true,  SameConversation),
+            (caller(Source::MetaSession, a),   a,         None,      compacted, false, Compacted),
+            (caller(Source::MetaSession, a),   a,         None,      quiet,     true,  SameConversation),
+            (caller(Source::MetaSession, a),   None,      None,      quiet,     false, UnknownDelivery),
+            (caller(Source::MetaSession, a),   Some("B"), None,      quiet,     false, OtherConversation),
+            (Caller::disabled(),               None,      None,      busy,      true,  ScopeDisabled),
+        ];
+        for (i, (c, d, t, f, allow, reason)) in table.into_iter().enumerate() {
+            assert_eq!(cold(&c, d, t, &f), Decision { allow, reason }, "row {i}");
+        }
+    }
+}

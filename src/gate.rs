@@ -1,0 +1,261 @@
+//! The MCP gate: evaluate policy files for one tool call and say what the
+//! strictest of them decides (deny > ask > allow; no rule = no opinion).
+
+use crate::policy::{self, Policy, PolicyError};
+use crate::tool::ToolRef;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// What the gate says about one call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Verdict {
+    NoOpinion,
+    Decide {
+        action: Action,
+        message: String,
+        /// Which file and rule decided (`path#index`), or the broken file.
+        decided_by: String,
+    },
+}
+
+/// A policy file as loaded for one call.
+#[derive(Clone, Debug)]
+pub enum Loaded {
+    Policy(Policy),
+    Broken(PolicyError),
+}
+
+/// The user file in the data dir, then `.lean-ctx/gate.json` in each
+/// workspace root. Missing files are skipped at the cost of one failed open.
+pub fn policy_paths(data_dir: Option<&Path>, roots: &[String]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(d) = data_dir {
+        out.push(d.join(crate::paths::POLICY_FILE));
+    }
+    for r in roots {
+        let p = Path::new(r).join(crate::paths::PROJECT_POLICY);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+pub fn load_all(paths: &[PathBuf]) -> Vec<Loaded> {
+    paths
+        .iter()
+        .filter_map(|p| match policy::load(p) {
+            Ok(Some(pol)) => Some(Loaded::Policy(pol)),
+            Ok(None) => None,
+            Err(e) => Some(Loaded::Broken(e)),
+        })
+        .collect()
+}
+
+/// One file's say: the first rule that matches any reading of the name; if
+/// readings disagree, the strictest.
+pub fn evaluate_file(policy: &Policy, tool: &ToolRef) -> Option<(Action, usize)> {
+    let mut best: Option<(Action, usize)> = None;
+    for (server, name) in tool.candidates() {
+        if let Some(i) = policy.rules.iter().position(|r| r.matches(server.as_deref(), &name)) {
+            let a = policy.rules[i].action;
+            if best.is_none_or(|(b, _)| a > b) {
+                best = Some((a, i));
+            }
+        }
+    }
+    best
+}
+
+/// The gate's verdict over all loaded files.
+pub fn evaluate(loaded: &[Loaded], tool: &ToolRef) -> Verdict {
+    let mut verdict = Verdict::NoOpinion;
+    let mut rank: Option<Action> = None;
+    for l in loaded {
+        let (action, message, by) = match l {
+            Loaded::Policy(p) => match evaluate_file(p, tool) {
+                Some((action, i)) => {
+                    let rule = &p.rules[i];
+                    let msg = rule.message.clone().unwrap_or_else(|| default_message(action, tool, &p.path, i));
+                    (action, msg, format!("{}#{}", p.path.display(), i))
+                }
+                None => continue,
+            },
+            Loaded::Broken(e) => (
+                Action::Ask,
+                format!("leanctx gate: policy file {e} — fix it; until then MCP calls need confirmation"),
+                e.path.display().to_string(),
+            ),
+        };
+        if rank.is_none_or(|r| action > r) {
+            rank = Some(action);
+            verdict = Verdict::Decide { action, message, decided_by: by };
+        }
+    }
+    verdict
+}
+
+fn default_message(action: Action, tool: &ToolRef, path: &Path, i: usize) -> String {
+    let what = match action {
+        Action::Allow => "allowed",
+        Action::Ask => "needs confirmation",
+        Action::Deny => "blocked",
+    };
+    format!("{} {what} by leanctx gate rule {} in {}", tool.raw, i, path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::parse;
+
+    fn pol(path: &str, json: &str) -> Loaded {
+        Loaded::Policy(parse(json, Path::new(path)).unwrap())
+    }
+
+    fn act(v: &Verdict) -> Option<Action> {
+        match v {
+            Verdict::NoOpinion => None,
+            Verdict::Decide { action, .. } => Some(*action),
+        }
+    }
+
+    #[test]
+    fn first_match_in_file_strictest_across_files() {
+        let user = pol("u", r#"{"rules":[{"tool":"ctx_read","action":"allow"},{"tool":"*","action":"deny"}]}"#);
+        let proj = pol("p", r#"{"rules":[{"server":"ctx","tool":"ctx_*","action":"ask","message":"confirm"}]}"#);
+        let read = ToolRef::parse("mcp__ctx__ctx_read", None);
+        let write = ToolRef::parse("mcp__ctx__ctx_write", None);
+        assert_eq!(act(&evaluate(&[user.clone()], &read)), Some(Action::Allow));
+        assert_eq!(act(&evaluate(&[user.clone()], &write)), Some(Action::Deny));
+        let v = evaluate(&[user.clone(), proj.clone()], &read);
+        assert_eq!(act(&v), Some(Action::Ask));
+        assert!(
+            matches!(&v, Verdict::Decide { message, decided_by, .. } if message == "confirm" && decided_by == "p#0")
+        );
+        assert_eq!(act(&evaluate(&[], &read)), None);
+        let other = ToolRef::parse("mcp__gh__issues", None);
+        assert_eq!(act(&evaluate(&[proj], &other)), None);
+    }
+
+    #[test]
+    fn ambiguous_names_take_the_strictest_reading() {
+        let p = pol("u", r#"{"rules":[{"server":"a__b","tool":"c","action":"deny"},{"tool":"*","action":"allow"}]}"#);
+        let t = ToolRef::parse("mcp__a__b__c", None);
+        assert_eq!(act(&evaluate(&[p], &t)), Some(Action::Deny));
+    }
+
+    #[test]
+    fn broken_file_asks() {
+        let e = parse("{", Path::new("/x/gate.json")).unwrap_err();
+        let v = evaluate(&[Loaded::Broken(e)], &ToolRef::parse("mcp__a__b", None));
+        assert!(
+            matches!(&v, Verdict::Decide { action: Action::Ask, message, .. } if message.contains("/x/gate.json:1:"))
+        );
+    }
+}
+
+/// What `leanctx gate check` shows: each policy file's say and the answer.
+#[derive(Debug, Serialize)]
+pub struct Explanation {
+    pub host: crate::host::Host,
+    pub tool: ToolRef,
+    pub files: Vec<FileSay>,
+    pub verdict: Verdict,
+    /// What the hook would print (`null` = nothing).
+    pub answer: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileSay {
+    pub path: PathBuf,
+    /// `missing`, `no-match`, `rule`, `broken`.
+    pub status: &'static str,
+    pub rule: Option<usize>,
+    pub action: Option<Action>,
+    pub error: Option<String>,
+}
+
+pub fn explain(host: crate::host::Host, raw_tool: &str, data_dir: Option<&Path>, cwd: &Path) -> Explanation {
+    let mut tool = ToolRef::parse(raw_tool, None);
+    // `gate check` is asked about MCP tools even when named bare (Cursor).
+    tool.is_mcp = true;
+    let paths = policy_paths(data_dir, &[cwd.display().to_string()]);
+    let mut files = Vec::new();
+    let mut loaded = Vec::new();
+    for p in paths {
+        match policy::load(&p) {
+            Ok(None) => files.push(FileSay { path: p, status: "missing", rule: None, action: None, error: None }),
+            Ok(Some(pol)) => {
+                let say = evaluate_file(&pol, &tool);
+                files.push(FileSay {
+                    path: p,
+                    status: if say.is_some() { "rule" } else { "no-match" },
+                    rule: say.map(|(_, i)| i),
+                    action: say.map(|(a, _)| a),
+                    error: None,
+                });
+                loaded.push(Loaded::Policy(pol));
+            }
+            Err(e) => {
+                files.push(FileSay {
+                    path: p,
+                    status: "broken",
+                    rule: None,
+                    action: Some(Action::Ask),
+                    error: Some(e.to_string()),
+                });
+                loaded.push(Loaded::Broken(e));
+            }
+        }
+    }
+    let verdict = evaluate(&loaded, &tool);
+    let event = if host == crate::host::Host::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
+    let answer = crate::hosts::answer(host, event, true, &verdict);
+    Explanation { host, tool, files, verdict, answer }
+}
+
+impl Explanation {
+    pub fn human(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "tool     {} (server {}, tool {})",
+            self.tool.raw,
+            self.tool.server.as_deref().unwrap_or("?"),
+            self.tool.tool
+        );
+        for f in &self.files {
+            let detail = match f.status {
+                "rule" => format!(
+                    "rule #{} says {}",
+                    f.rule.unwrap_or(0),
+                    f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default()
+                ),
+                "broken" => format!("does not parse: {} → ask", f.error.as_deref().unwrap_or("")),
+                "no-match" => "no rule matches".into(),
+                _ => "not present".into(),
+            };
+            let _ = writeln!(o, "policy   {}: {detail}", f.path.display());
+        }
+        let v = match &self.verdict {
+            Verdict::NoOpinion => "no opinion (the host's own permissions apply)".to_string(),
+            Verdict::Decide { action, message, decided_by } => {
+                format!("{} — {message} [{decided_by}]", format!("{action:?}").to_lowercase())
+            }
+        };
+        let _ = writeln!(o, "verdict  {v}");
+        let _ = writeln!(o, "{:<8} {}", self.host.as_str(), self.answer.as_deref().unwrap_or("(prints nothing)"));
+        o
+    }
+}

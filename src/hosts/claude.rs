@@ -1,0 +1,86 @@
+//! Claude Code. Codex and CodeBuddy send the same payload shape (session_id,
+//! agent_id, tool_name `mcp__server__tool`, tool_use_id), so their payloads
+//! are parsed here too; their answers differ and live in their own files.
+
+use crate::event::{Event, EventKind, Fields};
+use crate::fingerprint::args_fingerprint;
+use crate::gate::{Action, Verdict};
+use crate::host::Host;
+use crate::tool::ToolRef;
+use serde_json::{Value, json};
+
+/// Event names of the Claude-style hosts (Claude Code, Codex, CodeBuddy).
+pub fn kind_of(name: &str) -> EventKind {
+    match name {
+        "SessionStart" => EventKind::SessionStart,
+        "UserPromptSubmit" | "UserPromptExpansion" => EventKind::Prompt,
+        "PreToolUse" => EventKind::PreTool,
+        "PostToolUse" | "PostToolUseFailure" | "PostToolBatch" | "PermissionRequest" | "PermissionDenied" => {
+            EventKind::PostTool
+        }
+        "Stop" | "StopFailure" => EventKind::Stop,
+        "SubagentStart" => EventKind::SubagentStart,
+        "SubagentStop" => EventKind::SubagentStop,
+        "PreCompact" | "PostCompact" => EventKind::Compaction,
+        "SessionEnd" => EventKind::SessionEnd,
+        "Notification" | "MessageDisplay" | "InstructionsLoaded" | "PreModelRequest" | "PostModelRequest"
+        | "Interrupt" | "ConfigChange" | "CwdChanged" | "FileChanged" | "DirectoryAdded" | "TaskCreated"
+        | "TaskCompleted" | "TeammateIdle" | "PreModelSwitch" | "PostModelSwitch" | "Elicitation"
+        | "ElicitationResult" | "WorktreeCreate" | "WorktreeRemove" | "Setup" => EventKind::Activity,
+        _ => EventKind::Unknown,
+    }
+}
+
+/// Parse a Claude-style payload for `host`.
+pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event {
+    let f = Fields(payload);
+    let name = event_override.or(f.str("hook_event_name")).unwrap_or("");
+    let mut ev = Event::new(host, name, kind_of(name));
+    ev.conversation = f.id("session_id");
+    ev.agent = f.id("agent_id").map(|a| format!("agent:{a}"));
+    ev.transcript_path = f.path("transcript_path");
+    ev.source = f.id("source");
+    ev.call_id = f.id("tool_use_id");
+    if let Some(cwd) = f.path("cwd") {
+        ev.roots.push(cwd);
+    }
+    if let Some(name) = f.str("tool_name").filter(|s| crate::ids::is_plain_name(s)) {
+        let hint = f.get("mcp_server").and_then(|m| m.get("name")).and_then(Value::as_str);
+        let tool = ToolRef::parse(name, hint);
+        if ev.kind == EventKind::PreTool && tool.is_mcp {
+            ev.args_fingerprint = Some(args_fingerprint(f.get("tool_input")));
+        }
+        ev.tool = Some(tool);
+    }
+    ev
+}
+
+/// `hookSpecificOutput` for a PreToolUse decision.
+pub(crate) fn pre_tool_use_output(decision: &str, reason: &str) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    })
+}
+
+/// Claude Code: nothing for "no opinion" (an explicit allow would bypass the
+/// user's own permission prompt); an explicit decision otherwise.
+pub fn answer(verdict: &Verdict) -> Option<String> {
+    match verdict {
+        Verdict::NoOpinion => None,
+        Verdict::Decide { action, message, .. } => Some(pre_tool_use_output(action.as_str(), message).to_string()),
+    }
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Ask => "ask",
+            Action::Deny => "deny",
+        }
+    }
+}

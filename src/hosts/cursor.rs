@@ -1,0 +1,95 @@
+//! Cursor: lowerCamel event names, `conversation_id`, flat answers with
+//! `permission` for the gating events.
+
+use super::HookEnv;
+use crate::event::{Event, EventKind, Fields};
+use crate::fingerprint::args_fingerprint;
+use crate::gate::{Action, Verdict};
+use crate::host::Host;
+use crate::tool::{ToolRef, server_from_cursor};
+use serde_json::{Value, json};
+
+pub fn kind_of(name: &str) -> EventKind {
+    match name {
+        "sessionStart" => EventKind::SessionStart,
+        "beforeSubmitPrompt" => EventKind::Prompt,
+        "beforeMCPExecution" | "preToolUse" => EventKind::PreTool,
+        "afterMCPExecution"
+        | "postToolUse"
+        | "postToolUseFailure"
+        | "beforeShellExecution"
+        | "afterShellExecution"
+        | "beforeReadFile"
+        | "afterFileEdit" => EventKind::PostTool,
+        "stop" => EventKind::Stop,
+        "subagentStart" => EventKind::SubagentStart,
+        "subagentStop" => EventKind::SubagentStop,
+        "preCompact" => EventKind::Compaction,
+        "sessionEnd" => EventKind::SessionEnd,
+        "afterAgentResponse" | "afterAgentThought" => EventKind::Activity,
+        _ => EventKind::Unknown,
+    }
+}
+
+/// Events where Cursor reads a `permission` from the answer.
+fn is_gating(name: &str) -> bool {
+    matches!(name, "beforeMCPExecution" | "preToolUse" | "beforeShellExecution" | "beforeReadFile")
+}
+
+pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Event {
+    let f = Fields(payload);
+    let name = event_override.or(f.str("hook_event_name")).unwrap_or("");
+    let mut ev = Event::new(Host::Cursor, name, kind_of(name));
+    ev.conversation = f.id("conversation_id").or_else(|| f.id("session_id"));
+    if ev.kind == EventKind::SubagentStart {
+        if let Some(parent) = f.id("parent_conversation_id") {
+            ev.conversation = Some(parent);
+        }
+        ev.started_agent = f.id("subagent_id").map(|a| format!("task:{a}"));
+    }
+    ev.agent = env.cursor_task_id.as_ref().map(|t| format!("task:{t}"));
+    ev.transcript_path = f.path("transcript_path");
+    ev.call_id = f.id("tool_use_id");
+    if let Some(Value::Array(roots)) = f.get("workspace_roots") {
+        ev.roots.extend(
+            roots.iter().filter_map(Value::as_str).filter(|s| !s.is_empty() && s.len() <= 4096).map(str::to_string),
+        );
+    }
+    if let Some(cwd) = f.path("cwd") {
+        if !ev.roots.contains(&cwd) {
+            ev.roots.push(cwd);
+        }
+    }
+    if let Some(raw) = f.str("tool_name").filter(|s| crate::ids::is_plain_name(s)) {
+        let hint = server_from_cursor(f.str("command"), f.str("url"));
+        let mut tool = ToolRef::parse(raw, hint.as_deref());
+        if name == "beforeMCPExecution" || name == "afterMCPExecution" {
+            tool.is_mcp = true;
+        }
+        if ev.kind == EventKind::PreTool && tool.is_mcp {
+            ev.args_fingerprint = Some(args_fingerprint(f.get("tool_input")));
+        }
+        ev.tool = Some(tool);
+    }
+    ev
+}
+
+/// Cursor wants JSON from every hook. Gating events get a `permission`
+/// ("no opinion" is `allow`: Cursor's own approval settings still apply);
+/// `beforeSubmitPrompt` gets `continue: true`; the rest `{}`.
+pub fn answer(event_name: &str, gated: bool, verdict: &Verdict) -> Option<String> {
+    let out = match verdict {
+        Verdict::Decide { action, message, .. } if gated => {
+            let mut o = json!({ "permission": action.as_str() });
+            if *action != Action::Allow || !message.is_empty() {
+                o["user_message"] = Value::String(message.clone());
+                o["agent_message"] = Value::String(message.clone());
+            }
+            o
+        }
+        _ if is_gating(event_name) => json!({ "permission": "allow" }),
+        _ if event_name == "beforeSubmitPrompt" => json!({ "continue": true }),
+        _ => json!({}),
+    };
+    Some(out.to_string())
+}

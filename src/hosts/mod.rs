@@ -1,0 +1,55 @@
+//! Per-host payloads and answers. Each host file turns a payload into an
+//! [`Event`] and a gate verdict into the host's own dialect.
+
+pub mod claude;
+pub mod codebuddy;
+pub mod codex;
+pub mod cursor;
+
+use crate::event::Event;
+use crate::gate::Verdict;
+use crate::host::Host;
+use serde_json::Value;
+
+/// Parse a payload for `host`. `event_override` is `--event`.
+pub fn parse(host: Host, payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Event {
+    match host {
+        Host::Cursor => cursor::parse(payload, event_override, env),
+        Host::ClaudeCode => claude::parse(Host::ClaudeCode, payload, event_override),
+        Host::Codex => claude::parse(Host::Codex, payload, event_override),
+        Host::CodeBuddy => claude::parse(Host::CodeBuddy, payload, event_override),
+    }
+}
+
+/// What the host wants on stdout for this event and verdict; `None` prints
+/// nothing. `event_name` is the raw event name (may be empty when the payload
+/// could not be read).
+pub fn answer(host: Host, event_name: &str, gated: bool, verdict: &Verdict) -> Option<String> {
+    match host {
+        Host::Cursor => cursor::answer(event_name, gated, verdict),
+        Host::ClaudeCode => claude::answer(verdict),
+        Host::Codex => codex::answer(verdict),
+        Host::CodeBuddy => codebuddy::answer(verdict),
+    }
+}
+
+/// The parts of the hook process environment that shape an event.
+#[derive(Clone, Debug, Default)]
+pub struct HookEnv {
+    /// `CURSOR_TASK_ID`: the hook runs inside a Cursor subagent.
+    pub cursor_task_id: Option<String>,
+    /// `CLAUDE_PID`: the Claude Code process (lineage across `/clear`).
+    pub claude_pid: Option<u32>,
+}
+
+impl HookEnv {
+    pub fn from_process() -> HookEnv {
+        HookEnv {
+            cursor_task_id: std::env::var("CURSOR_TASK_ID")
+                .ok()
+                .filter(|s| crate::ids::is_valid_id(s.trim()))
+                .map(|s| s.trim().to_string()),
+            claude_pid: std::env::var("CLAUDE_PID").ok().and_then(|s| s.trim().parse().ok()),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Who is calling: the scope chain of DESIGN.md §4, as a pure function of
+//! what the environment, the MCP call and the state say.
+
+use crate::host::Host;
+use serde::Serialize;
+
+/// How the caller was found. Serialized as the reason-style code the CLI
+/// prints (`meta-session`, `tool-use-id`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// `LEAN_CTX_CONVERSATION_SCOPE=0|false|off`.
+    Disabled,
+    /// `LEAN_CTX_SCOPE=<s>`.
+    Custom,
+    /// Codex `_meta.sessionId` (+ `threadId`).
+    MetaSession,
+    /// Claude Code `_meta["claudecode/toolUseId"]` matched a hook call record.
+    ToolUseId,
+    /// Cursor: the unique unclaimed call record with this tool and arguments.
+    Fingerprint,
+    /// `CURSOR_TASK_ID`.
+    TaskEnv,
+    /// `CLAUDE_CODE_SESSION_ID` of the MCP server process.
+    ProcessEnv,
+    /// `active_transcript.json`.
+    Slot,
+    /// Nothing named the caller.
+    None,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Disabled => "disabled",
+            Source::Custom => "custom",
+            Source::MetaSession => "meta-session",
+            Source::ToolUseId => "tool-use-id",
+            Source::Fingerprint => "fingerprint",
+            Source::TaskEnv => "task-env",
+            Source::ProcessEnv => "process-env",
+            Source::Slot => "slot",
+            Source::None => "none",
+        }
+    }
+
+    /// Sources that name this very caller (per call or per process), as
+    /// opposed to the last writer of a shared slot.
+    pub fn is_exact(self) -> bool {
+        matches!(
+            self,
+            Source::Custom
+                | Source::MetaSession
+                | Source::ToolUseId
+                | Source::Fingerprint
+                | Source::TaskEnv
+                | Source::ProcessEnv
+        )
+    }
+
+    /// Sources that cannot tell a conversation from its own subagents (they
+    /// share the MCP server, the slot and, in Cursor, possibly the id).
+    pub fn blind_to_subagents(self) -> bool {
+        matches!(self, Source::Fingerprint | Source::ProcessEnv | Source::Slot)
+    }
+}
+
+/// The resolved caller.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Caller {
+    /// The scope stubs are keyed by: a conversation id, `agent:<id>`,
+    /// `task:<id>` or `custom:<s>`. `None` = unknown.
+    pub scope: Option<String>,
+    /// The top-level conversation behind the scope (for compaction and
+    /// subagent checks), when known.
+    pub conversation: Option<String>,
+    pub source: Source,
+    pub exact: bool,
+    pub host: Option<Host>,
+}
+
+impl Caller {
+    pub fn new(source: Source, scope: Option<String>, conversation: Option<String>, host: Option<Host>) -> Caller {
+        let exact = source.is_exact() && scope.is_some();
+        Caller { scope, conversation, source, exact, host }
+    }
+
+    pub fn unknown() -> Caller {
+        Caller::new(Source::None, None, None, None)
+    }
+
+    pub fn disabled() -> Caller {
+        Caller::new(Source::Disabled, None, None, None)
+    }
+}
+
+/// What the MCP server's environment says (read once at the edge).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScopeEnv {
+    /// `LEAN_CTX_CONVERSATION_SCOPE` set to 0/false/off.
+    pub scoping_disabled: bool,
+    /// `LEAN_CTX_SCOPE`, trimmed, if not blank.
+    pub custom: Option<String>,
+    /// `CURSOR_TASK_ID`, if a valid id.
+    pub cursor_task_id: Option<String>,
+    /// `CLAUDE_CODE_SESSION_ID`, if a valid id.
+    pub claude_session_id: Option<String>,
+    /// The parent process (the host that spawned the MCP server).
+    pub parent_pid: Option<u32>,
+}
+
+impl ScopeEnv {
+    pub fn from_process() -> ScopeEnv {
+        let var = |k: &str| std::env::var(k).ok().map(|s| s.trim().to_string());
+        let valid = |k: &str| var(k).filter(|s| crate::ids::is_valid_id(s));
+        ScopeEnv {
+            scoping_disabled: var("LEAN_CTX_CONVERSATION_SCOPE")
+                .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "0" | "false" | "off" | "no")),
+            custom: var("LEAN_CTX_SCOPE")
+                .filter(|s| !s.is_empty() && !s.chars().any(char::is_control) && s.len() <= 256),
+            cursor_task_id: valid("CURSOR_TASK_ID"),
+            claude_session_id: valid("CLAUDE_CODE_SESSION_ID"),
+            // SAFETY: getppid has no preconditions and cannot fail.
+            parent_pid: Some(unsafe { libc::getppid() } as u32),
+        }
+    }
+}
+
+/// Steps 1, 2, 4 and 5 of the chain: what the environment alone says.
+/// Returns `None` when the environment names nobody (go on to the slot).
+/// `lineage` is the conversation the parent process moved to after a
+/// `/clear` (from the journal), which overrides a stale
+/// `CLAUDE_CODE_SESSION_ID`.
+pub fn from_env(env: &ScopeEnv, lineage: Option<&str>) -> Option<Caller> {
+    overrides(env).or_else(|| env_after_call(env, lineage))
+}
+
+/// Steps 1 and 2: the explicit overrides, before anything else.
+pub fn overrides(env: &ScopeEnv) -> Option<Caller> {
+    if env.scoping_disabled {
+        return Some(Caller::disabled());
+    }
+    env.custom.as_ref().map(|c| Caller::new(Source::Custom, Some(format!("custom:{c}")), None, None))
+}
+
+/// Steps 4 and 5 (after per-call identity).
+pub fn env_after_call(env: &ScopeEnv, lineage: Option<&str>) -> Option<Caller> {
+    if let Some(t) = &env.cursor_task_id {
+        return Some(Caller::new(Source::TaskEnv, Some(format!("task:{t}")), None, Some(Host::Cursor)));
+    }
+    if let Some(s) = &env.claude_session_id {
+        let conv = lineage.unwrap_or(s).to_string();
+        return Some(Caller::new(Source::ProcessEnv, Some(conv.clone()), Some(conv), Some(Host::ClaudeCode)));
+    }
+    None
+}
+
+/// Step 6: a caller from the slot.
+pub fn from_slot(slot: &crate::slot::Slot) -> Caller {
+    let host = slot.host.as_deref().and_then(|h| h.parse().ok());
+    Caller::new(Source::Slot, slot.scope().map(str::to_string), slot.conversation().map(str::to_string), host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_order() {
+        let mut env = ScopeEnv {
+            scoping_disabled: true,
+            custom: Some("x".into()),
+            cursor_task_id: Some("t1".into()),
+            claude_session_id: Some("s1".into()),
+            parent_pid: Some(1),
+        };
+        assert_eq!(from_env(&env, None).unwrap().source, Source::Disabled);
+        env.scoping_disabled = false;
+        let c = from_env(&env, None).unwrap();
+        assert_eq!((c.source, c.scope.as_deref(), c.exact), (Source::Custom, Some("custom:x"), true));
+        env.custom = None;
+        assert_eq!(from_env(&env, None).unwrap().scope.as_deref(), Some("task:t1"));
+        env.cursor_task_id = None;
+        let c = from_env(&env, None).unwrap();
+        assert_eq!((c.source, c.scope.as_deref()), (Source::ProcessEnv, Some("s1")));
+        let c = from_env(&env, Some("s2")).unwrap();
+        assert_eq!(c.scope.as_deref(), Some("s2"), "a /clear lineage overrides the stale env id");
+        env.claude_session_id = None;
+        assert!(from_env(&env, None).is_none());
+    }
+}

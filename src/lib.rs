@@ -1,0 +1,37 @@
+//! leanctx: daemon-less conversation identity for context-saving MCP servers.
+//!
+//! Hosts (Cursor, Claude Code, Codex CLI, CodeBuddy Code) run `leanctx hook
+//! <host>` on their events; it records who is talking into shared state in
+//! the data dir (an `active_transcript.json` slot and a bounded journal) and
+//! gates MCP calls. MCP servers ask the read path ([`readpath`]) whether a
+//! re-read stub is true for the caller of this call. Design of record:
+//! DESIGN.md; the modules follow its sections.
+
+pub mod clock;
+pub mod decision;
+pub mod event;
+pub mod fingerprint;
+pub mod gate;
+pub mod hook;
+pub mod host;
+pub mod hosts;
+pub mod identity;
+pub mod ids;
+pub mod install;
+pub mod journal;
+pub mod mcp_call;
+pub mod paths;
+pub mod policy;
+pub mod readpath;
+pub mod slot;
+pub mod status;
+pub mod stdin;
+pub mod tool;
+
+pub use decision::{Decision, Reason};
+pub use host::Host;
+pub use identity::{Caller, Source};
+pub use readpath::{
+    ReadPath, StubAnswer, StubQuery, conversation_allows_cold_stub, conversation_allows_stub, current_conversation_id,
+    current_conversation_id_fresh, multiple_conversations_recent, stub_decision,
+};

@@ -1,0 +1,307 @@
+//! The `leanctx` binary: parse the command line, call the library, print.
+//!
+//! Exit codes: `hook` always 0 (fail open). `scope check`: 0 stub allowed,
+//! 1 withhold, 2 error. `scope current`: 0 caller known, 1 unknown, 2 error.
+//! Everything else: 0 success, 1 failure, 2 usage error.
+
+use clap::{Args, Parser, Subcommand};
+use leanctx::hook::{self, HookContext};
+use leanctx::hosts::HookEnv;
+use leanctx::mcp_call::McpCall;
+use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::{Host, clock, gate, install, paths, status, stdin};
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "leanctx", version, about = "Conversation identity and MCP gate for context-saving MCP servers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Handle one hook event: payload on stdin, the host's answer on stdout. Always exits 0.
+    Hook {
+        /// cursor, claude-code (claude), codex or codebuddy
+        host: Host,
+        /// Override the payload's hook_event_name.
+        #[arg(long)]
+        event: Option<String>,
+    },
+    /// Who is calling, and may they get a stub.
+    #[command(subcommand)]
+    Scope(ScopeCmd),
+    /// What the state says now.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Explain what the MCP gate decides for a tool.
+    #[command(subcommand)]
+    Gate(GateCmd),
+    /// Install, remove or inspect leanctx's entries in a host's hook config.
+    #[command(subcommand)]
+    Hooks(HooksCmd),
+}
+
+#[derive(Subcommand)]
+enum ScopeCmd {
+    /// Print the caller's scope (exit 0 known, 1 unknown).
+    Current {
+        /// Re-read now instead of the ~3 s cache (a CLI process has no cache to reuse anyway).
+        #[arg(long)]
+        fresh: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        call: CallArg,
+    },
+    /// Decide a stub: exit 0 allow, 1 withhold, 2 error.
+    Check {
+        /// Scope the content was delivered to; omit for an unscoped delivery.
+        #[arg(long)]
+        delivered: Option<String>,
+        /// Delivery time, unix milliseconds (enables the compaction check).
+        #[arg(long = "at")]
+        at: Option<u64>,
+        /// Cold stub (entry from a persisted index).
+        #[arg(long)]
+        cold: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        call: CallArg,
+    },
+}
+
+#[derive(Args)]
+struct CallArg {
+    /// The MCP tools/call request (or its params) as JSON: a file, or - for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    call: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum GateCmd {
+    /// Show which policy rule decides for a tool, and the answer each host would get.
+    Check {
+        #[arg(long)]
+        host: Host,
+        /// Tool name as the host spells it (mcp__server__tool, MCP:server:tool, tool).
+        #[arg(long)]
+        tool: String,
+        /// Workspace dir whose .lean-ctx/gate.json applies (default: current dir).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum HooksCmd {
+    /// Add leanctx's hook entries to the host's config.
+    Install {
+        host: Host,
+        #[command(flatten)]
+        opts: InstallArgs,
+        /// Print the change, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove exactly leanctx's hook entries.
+    Uninstall {
+        host: Host,
+        #[command(flatten)]
+        opts: InstallArgs,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Where each host's config is, whether our hooks are in it, and whether they fired.
+    Status {
+        host: Option<Host>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    /// Project scope: the project dir (default: user scope).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Claude Code / CodeBuddy: write settings.local.json.
+    #[arg(long)]
+    local: bool,
+}
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Hook { host, event } => run_hook(host, event, started),
+        Command::Scope(cmd) => exit(scope(cmd)),
+        Command::Status { json } => {
+            let s = status::gather(&ReadPath::from_process());
+            let text = if json { to_json(&s) } else { s.human() };
+            print_out(&text);
+            ExitCode::SUCCESS
+        }
+        Command::Gate(GateCmd::Check { host, tool, cwd, json }) => exit(gate_check(host, &tool, cwd, json)),
+        Command::Hooks(cmd) => {
+            let mut out = io::stdout().lock();
+            let r = match cmd {
+                HooksCmd::Install { host, opts, dry_run } => {
+                    install::install(host, &install_opts(opts, dry_run), &mut out)
+                }
+                HooksCmd::Uninstall { host, opts, dry_run } => {
+                    install::uninstall(host, &install_opts(opts, dry_run), &mut out)
+                }
+                HooksCmd::Status { host, json } => install::status(host, json, &mut out),
+            };
+            match r {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    let _ = out.flush();
+                    eprintln!("leanctx: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+fn install_opts(a: InstallArgs, dry_run: bool) -> install::InstallOptions {
+    install::InstallOptions { project: a.project, local: a.local, dry_run }
+}
+
+/// The hook: never anything but exit 0 and a well-formed answer.
+fn run_hook(host: Host, event: Option<String>, started: Instant) -> ExitCode {
+    let fallback_event = event.clone().unwrap_or_default();
+    let result = std::panic::catch_unwind(|| {
+        let input = stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
+        let ctx = HookContext {
+            host,
+            event_override: event,
+            env: HookEnv::from_process(),
+            now_ms: clock::now_ms_env(),
+            data_dir: paths::data_dir_path(),
+        };
+        hook::run(&ctx, input)
+    });
+    match result {
+        Ok(outcome) => {
+            for d in &outcome.diagnostics {
+                eprintln!("leanctx hook {host}: {d}");
+            }
+            if let Some(s) = outcome.stdout {
+                print_out(&s);
+            }
+        }
+        Err(_) => {
+            eprintln!("leanctx hook {host}: internal error; answering without recording");
+            if let Some(s) = hook::fail_open_answer(host, &fallback_event) {
+                print_out(&s);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Print a line to stdout; a closed pipe is not an error.
+fn print_out(s: &str) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(s.as_bytes());
+    if !s.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+fn exit(r: Result<u8, String>) -> ExitCode {
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("leanctx: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Read an MCP call from a file or stdin (bounded like a hook payload).
+fn read_call(arg: &CallArg) -> Result<Option<McpCall>, String> {
+    let Some(path) = &arg.call else { return Ok(None) };
+    let bytes = if path.as_os_str() == "-" {
+        match stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, Instant::now() + stdin::STDIN_DEADLINE) {
+            stdin::Input::Complete(b) => b,
+            stdin::Input::TimedOut(b) if serde_json::from_slice::<serde_json::Value>(&b).is_ok() => b,
+            stdin::Input::TimedOut(_) => return Err("--call -: stdin did not close in time".into()),
+            stdin::Input::TooLarge { .. } => return Err("--call -: input too large".into()),
+            stdin::Input::Error(e) => return Err(format!("--call -: {e}")),
+        }
+    } else {
+        let mut f = std::fs::File::open(path).map_err(|e| format!("--call {}: {e}", path.display()))?;
+        let mut b = Vec::new();
+        (&mut f)
+            .take(stdin::MAX_PAYLOAD_BYTES as u64 + 1)
+            .read_to_end(&mut b)
+            .map_err(|e| format!("--call {}: {e}", path.display()))?;
+        if b.len() > stdin::MAX_PAYLOAD_BYTES {
+            return Err(format!("--call {}: larger than {} bytes", path.display(), stdin::MAX_PAYLOAD_BYTES));
+        }
+        b
+    };
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("--call: not JSON: {e}"))?;
+    McpCall::from_json(&v).map(Some).ok_or_else(|| "--call: no tool name (params.name) in the call".into())
+}
+
+fn scope(cmd: ScopeCmd) -> Result<u8, String> {
+    let rp = ReadPath::from_process();
+    match cmd {
+        ScopeCmd::Current { fresh: _, json, call } => {
+            let call = read_call(&call)?;
+            let res = rp.resolve(call.as_ref(), rp.now());
+            if json {
+                print_out(&to_json(&res));
+            } else if let Some(s) = &res.caller.scope {
+                print_out(s);
+            }
+            Ok(if res.caller.scope.is_some() { 0 } else { 1 })
+        }
+        ScopeCmd::Check { delivered, at, cold, json, call } => {
+            let call = read_call(&call)?;
+            let delivered = delivered.filter(|d| !d.is_empty());
+            let ans = rp.decide(&StubQuery {
+                delivered: delivered.as_deref(),
+                delivered_at_ms: at,
+                cold,
+                call: call.as_ref(),
+            });
+            if json {
+                print_out(&to_json(&ans));
+            } else {
+                let verb = if ans.decision.allow { "allow" } else { "withhold" };
+                print_out(&format!("{verb} {}", ans.decision.reason.as_str()));
+            }
+            Ok(if ans.decision.allow { 0 } else { 1 })
+        }
+    }
+}
+
+fn gate_check(host: Host, tool: &str, cwd: Option<PathBuf>, json: bool) -> Result<u8, String> {
+    let cwd = match cwd {
+        Some(c) => c,
+        None => std::env::current_dir().map_err(|e| format!("current dir: {e}"))?,
+    };
+    let report = gate::explain(host, tool, paths::data_dir_path().ok().as_deref(), &cwd);
+    print_out(&if json { to_json(&report) } else { report.human() });
+    Ok(0)
+}

@@ -1,0 +1,137 @@
+//! Per-call caller identity (DESIGN.md §4 item 3): an MCP `tools/call`'s
+//! name, arguments and `_meta`, matched to what the hooks recorded.
+
+use crate::fingerprint::args_fingerprint;
+use crate::host::Host;
+use crate::identity::{Caller, Source};
+use crate::ids;
+use crate::journal::View;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The parts of an MCP `tools/call` that identify its caller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpCall {
+    pub name: String,
+    pub arguments: Value,
+    pub meta: Value,
+}
+
+impl McpCall {
+    /// Accepts a whole JSON-RPC request (`{"method":"tools/call","params":…}`)
+    /// or just its `params` (`{"name","arguments","_meta"}`).
+    pub fn from_json(v: &Value) -> Option<McpCall> {
+        let params = v.get("params").filter(|p| p.is_object()).unwrap_or(v);
+        let name = params.get("name")?.as_str()?.to_string();
+        Some(McpCall {
+            name,
+            arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
+            meta: params.get("_meta").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    pub fn fingerprint(&self) -> String {
+        args_fingerprint(Some(&self.arguments))
+    }
+
+    fn meta_id(&self, key: &str) -> Option<&str> {
+        self.meta.get(key).and_then(Value::as_str).and_then(ids::valid_id)
+    }
+
+    /// Codex: `_meta.sessionId` names the session; `threadId` (or the turn
+    /// metadata's `thread_id` under a `parent_thread_id`) names a subagent
+    /// thread when it differs from the session.
+    pub fn codex_caller(&self) -> Option<Caller> {
+        let turn = self.meta.get("x-codex-turn-metadata");
+        let tm = |k: &str| turn.and_then(|t| t.get(k)).and_then(Value::as_str).and_then(ids::valid_id);
+        let session = self.meta_id("sessionId").or_else(|| tm("session_id"))?;
+        let thread = self.meta_id("threadId").or_else(|| tm("thread_id"));
+        let scope = match thread {
+            Some(t) if t != session => format!("agent:{t}"),
+            _ => session.to_string(),
+        };
+        Some(Caller::new(Source::MetaSession, Some(scope), Some(session.to_string()), Some(Host::Codex)))
+    }
+
+    /// Claude Code: `_meta["claudecode/toolUseId"]`.
+    pub fn claude_tool_use_id(&self) -> Option<&str> {
+        self.meta_id("claudecode/toolUseId")
+    }
+
+    /// The host's call id under any known key (Codex `callId` too).
+    pub fn host_call_id(&self) -> Option<&str> {
+        self.claude_tool_use_id().or_else(|| self.meta_id("callId"))
+    }
+}
+
+/// How per-call resolution went, for `--json` output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PerCall {
+    /// No call context was given.
+    NotGiven,
+    /// The call named its caller.
+    Resolved,
+    /// Claude call id given but no hook record has it (hooks missing or late).
+    NoRecord,
+    /// Several scopes made the same call in the claim window.
+    Ambiguous,
+    /// No unclaimed call record matches.
+    NoMatch,
+    /// The journal could not be read or locked.
+    StateError,
+}
+
+/// Claude: the call record with this tool-use id gives session and agent.
+pub fn caller_from_record(view: &View<'_>, call_id: &str) -> Option<Caller> {
+    let c = view.call_by_id(call_id)?;
+    let scope = c.agent.unwrap_or(c.conv).to_string();
+    Some(Caller::new(Source::ToolUseId, Some(scope), Some(c.conv.to_string()), Some(c.host)))
+}
+
+/// Cursor: choose the claim for a fingerprint match. Returns the caller and
+/// the key to claim, or why there is none. Pure: the caller appends the claim
+/// under the same lock.
+pub fn choose_claim<'v>(view: &'v View<'_>, call: &McpCall, now: u64) -> Result<(Caller, &'v str), PerCall> {
+    let tool = call.name.as_str();
+    let fp = call.fingerprint();
+    let candidates = view.claim_candidates(tool, &fp, now);
+    let Some(first) = candidates.first() else {
+        return Err(PerCall::NoMatch);
+    };
+    let scope_of = |c: &crate::journal::Call<'_>| c.agent.unwrap_or(c.conv).to_string();
+    let scope = scope_of(first);
+    if candidates.iter().any(|c| scope_of(c) != scope) {
+        return Err(PerCall::Ambiguous);
+    }
+    let caller = Caller::new(Source::Fingerprint, Some(scope), Some(first.conv.to_string()), Some(first.host));
+    Ok((caller, first.key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn codex_meta_main_and_subagent() {
+        let main = McpCall::from_json(
+            &json!({"method":"tools/call","params":{"name":"ctx_read","arguments":{"path":"README.md"},
+            "_meta":{"sessionId":"S","threadId":"S","callId":"call_1"}}}),
+        )
+        .unwrap();
+        let c = main.codex_caller().unwrap();
+        assert_eq!((c.scope.as_deref(), c.source, c.exact), (Some("S"), Source::MetaSession, true));
+        let sub = McpCall::from_json(&json!({"name":"ctx_read","_meta":{"sessionId":"S","threadId":"T"}})).unwrap();
+        assert_eq!(sub.codex_caller().unwrap().scope.as_deref(), Some("agent:T"));
+        assert_eq!(sub.codex_caller().unwrap().conversation.as_deref(), Some("S"));
+        let claude = McpCall::from_json(
+            &json!({"name":"ctx_read","_meta":{"claudecode/toolUseId":"toolu_1","progressToken":2}}),
+        )
+        .unwrap();
+        assert!(claude.codex_caller().is_none());
+        assert_eq!(claude.claude_tool_use_id(), Some("toolu_1"));
+        let bad = McpCall::from_json(&json!({"name":"x","_meta":{"sessionId":"../etc"}})).unwrap();
+        assert!(bad.codex_caller().is_none());
+    }
+}

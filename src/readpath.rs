@@ -1,0 +1,310 @@
+//! The read path: what an MCP server asks before serving an `[unchanged]`
+//! stub. Library API here; the same decisions are CLI commands (`leanctx
+//! scope …`) for servers not written in Rust.
+//!
+//! ```no_run
+//! use leanctx::readpath::{ReadPath, StubQuery};
+//! let rp = ReadPath::from_process();
+//! // At delivery: remember who got the content, and when.
+//! let who = rp.resolve(None, leanctx::clock::now_ms()).caller.scope;
+//! // At re-read: may this caller get the stub?
+//! let ans = rp.decide(&StubQuery { delivered: who.as_deref(), delivered_at_ms: Some(0), cold: false, call: None });
+//! if ans.decision.allow { /* serve the stub */ }
+//! ```
+
+use crate::clock;
+use crate::decision::{self, Decision, Facts};
+use crate::host::Host;
+use crate::identity::{self, Caller, ScopeEnv};
+use crate::journal::{Journal, View};
+use crate::mcp_call::{self, McpCall, PerCall};
+use crate::paths;
+use crate::slot::{self, SlotRead};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long [`current_conversation_id`] trusts its last answer.
+pub const CACHE_TTL: Duration = Duration::from_secs(3);
+
+/// A reader bound to one data dir and one environment.
+#[derive(Clone, Debug)]
+pub struct ReadPath {
+    dir: Option<PathBuf>,
+    env: ScopeEnv,
+    /// Fixed "now" for tests; `None` = the clock.
+    now_override: Option<u64>,
+}
+
+/// A stub question.
+#[derive(Clone, Debug, Default)]
+pub struct StubQuery<'a> {
+    /// Scope the content was delivered to (`None` = unscoped delivery).
+    pub delivered: Option<&'a str>,
+    /// When it was delivered (unix ms), for the compaction check.
+    pub delivered_at_ms: Option<u64>,
+    /// Cold stub (entry from a persisted index) rather than warm.
+    pub cold: bool,
+    /// The MCP call being answered, for per-call identity.
+    pub call: Option<&'a McpCall>,
+}
+
+/// The caller and how it was found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Resolution {
+    pub caller: Caller,
+    /// What per-call identity made of the call context.
+    pub per_call: PerCall,
+}
+
+/// A stub decision with everything that led to it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StubAnswer {
+    pub decision: Decision,
+    pub caller: Caller,
+    pub per_call: PerCall,
+    pub concurrent: bool,
+    pub last_compaction_ms: Option<u64>,
+}
+
+impl ReadPath {
+    /// The process's data dir and environment.
+    pub fn from_process() -> ReadPath {
+        ReadPath { dir: paths::data_dir_path().ok(), env: ScopeEnv::from_process(), now_override: None }
+    }
+
+    pub fn new(dir: &Path, env: ScopeEnv) -> ReadPath {
+        ReadPath { dir: Some(dir.to_path_buf()), env, now_override: None }
+    }
+
+    /// Pin "now" (tests and fault injection).
+    pub fn at(mut self, now_ms: u64) -> ReadPath {
+        self.now_override = Some(now_ms);
+        self
+    }
+
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    pub fn now(&self) -> u64 {
+        self.now_override.unwrap_or_else(clock::now_ms_env)
+    }
+
+    /// A data dir we may read: ours and closed. Readers never create it.
+    fn usable_dir(&self) -> Option<&Path> {
+        let d = self.dir.as_deref()?;
+        paths::check_data_dir(d).ok().map(|()| d)
+    }
+
+    fn read_journal(&self) -> Option<String> {
+        Journal::new(self.usable_dir()?).read().ok()
+    }
+
+    /// Resolve the caller: the whole scope chain, per-call identity included
+    /// when `call` is given. A Cursor fingerprint match is claimed here.
+    pub fn resolve(&self, call: Option<&McpCall>, now: u64) -> Resolution {
+        let text = self.read_journal().unwrap_or_default();
+        let view = View::parse(&text);
+        self.resolve_with(call, &view, now)
+    }
+
+    fn resolve_with(&self, call: Option<&McpCall>, view: &View<'_>, now: u64) -> Resolution {
+        if let Some(c) = identity::overrides(&self.env) {
+            return Resolution { caller: c, per_call: PerCall::NotGiven };
+        }
+        let mut per_call = PerCall::NotGiven;
+        if let Some(call) = call {
+            match self.per_call(call, view, now) {
+                Ok(c) => return Resolution { caller: c, per_call: PerCall::Resolved },
+                Err(p) => per_call = p,
+            }
+        }
+        let lineage = self
+            .env
+            .parent_pid
+            .filter(|_| self.env.claude_session_id.is_some())
+            .and_then(|pid| view.lineage_for(Host::ClaudeCode, pid, now))
+            .map(|(_, c)| c);
+        if let Some(c) = identity::env_after_call(&self.env, lineage) {
+            return Resolution { caller: c, per_call };
+        }
+        let caller = match self.usable_dir().map(|d| slot::read_slot(d, now)) {
+            Some(Ok(SlotRead::Live(s))) => identity::from_slot(&s),
+            _ => Caller::unknown(),
+        };
+        Resolution { caller, per_call }
+    }
+
+    fn per_call(&self, call: &McpCall, view: &View<'_>, now: u64) -> Result<Caller, PerCall> {
+        if let Some(c) = call.codex_caller() {
+            return Ok(c);
+        }
+        if let Some(id) = call.claude_tool_use_id() {
+            return mcp_call::caller_from_record(view, id).ok_or(PerCall::NoRecord);
+        }
+        // Fingerprint: decide and claim under one exclusive lock, so a call
+        // record is claimed exactly once across processes.
+        let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
+        let res = Journal::new(dir).read_then_append(now, |v| match mcp_call::choose_claim(v, call, now) {
+            Ok((caller, key)) => {
+                let mut line = String::new();
+                crate::journal::Record::Claim { t: now, key }.write_line(&mut line);
+                (Ok(caller), vec![line])
+            }
+            Err(p) => (Err(p), Vec::new()),
+        });
+        res.unwrap_or(Err(PerCall::StateError))
+    }
+
+    /// What the journal says around `caller` at `now`.
+    pub fn facts(&self, view: &View<'_>, caller: &Caller, now: u64) -> Facts {
+        let conv = caller.conversation.as_deref().or(caller.scope.as_deref());
+        Facts {
+            concurrent: view.concurrent(now),
+            last_compaction: conv.and_then(|c| view.last_compaction(c)),
+            compaction_floor: view.compaction_floor(),
+            subagent_active: conv.is_some_and(|c| !view.active_subagents(c, now).is_empty()),
+        }
+    }
+
+    /// The full decision for one stub question.
+    pub fn decide(&self, q: &StubQuery<'_>) -> StubAnswer {
+        let now = self.now();
+        // One read serves both: a claim appended by resolution changes no fact.
+        let text = self.read_journal().unwrap_or_default();
+        let view = View::parse(&text);
+        let res = self.resolve_with(q.call, &view, now);
+        self.decide_for(&res, &view, q, now)
+    }
+
+    fn decide_for(&self, res: &Resolution, view: &View<'_>, q: &StubQuery<'_>, now: u64) -> StubAnswer {
+        let facts = self.facts(view, &res.caller, now);
+        let decision = if q.cold {
+            decision::cold(&res.caller, q.delivered, q.delivered_at_ms, &facts)
+        } else {
+            decision::warm(&res.caller, q.delivered, q.delivered_at_ms, &facts)
+        };
+        StubAnswer {
+            decision,
+            caller: res.caller.clone(),
+            per_call: res.per_call.clone(),
+            concurrent: facts.concurrent,
+            last_compaction_ms: facts.last_compaction,
+        }
+    }
+
+    /// A decision where the caller's scope was given by the server (lean-ctx's
+    /// `conversation_allows_stub(current, delivered)`): if `current` is what
+    /// the chain resolves now, its source and exactness apply; otherwise it
+    /// is treated like a slot answer (not exact).
+    pub fn decide_given(&self, current: Option<&str>, delivered: Option<&str>, cold: bool) -> Decision {
+        let now = self.now();
+        let text = self.read_journal().unwrap_or_default();
+        let view = View::parse(&text);
+        let res = self.resolve_with(None, &view, now);
+        let caller = if res.caller.source == identity::Source::Disabled || res.caller.scope.as_deref() == current {
+            res.caller
+        } else {
+            Caller::new(identity::Source::Slot, current.map(str::to_string), current.map(str::to_string), None)
+        };
+        let r = Resolution { caller, per_call: PerCall::NotGiven };
+        let q = StubQuery { delivered, delivered_at_ms: None, cold, call: None };
+        self.decide_for(&r, &view, &q, now).decision
+    }
+
+    /// More than one live top-level conversation in the window.
+    pub fn concurrent(&self) -> bool {
+        let text = self.read_journal().unwrap_or_default();
+        View::parse(&text).concurrent(self.now())
+    }
+}
+
+struct Cached {
+    at: Instant,
+    value: Option<String>,
+}
+
+static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
+/// Last known good answer and when it was learnt (unix ms), kept across a
+/// transient read failure.
+static LAST_GOOD: Mutex<Option<(String, u64)>> = Mutex::new(None);
+
+/// The caller's scope from the environment and the slot (no call context),
+/// re-read now. `None` when nothing names the caller or scoping is disabled.
+pub fn current_conversation_id_fresh() -> Option<String> {
+    let rp = ReadPath::from_process();
+    let now = rp.now();
+    let res = rp.resolve(None, now);
+    let value = res.caller.scope.clone();
+    let mut lkg = LAST_GOOD.lock().unwrap_or_else(|e| e.into_inner());
+    match &value {
+        Some(v) => *lkg = Some((v.clone(), now)),
+        None if res.caller.source == identity::Source::None && slot_read_failed(&rp, now) => {
+            // A transient failure (unreadable slot) keeps the last good id,
+            // within the slot TTL.
+            if let Some((v, at)) = lkg.as_ref() {
+                if now.saturating_sub(*at) <= slot::SLOT_TTL_MS {
+                    return Some(v.clone());
+                }
+            }
+        }
+        None => {}
+    }
+    value
+}
+
+fn slot_read_failed(rp: &ReadPath, now: u64) -> bool {
+    match rp.usable_dir() {
+        Some(d) => matches!(slot::read_slot(d, now), Err(_) | Ok(SlotRead::Invalid)),
+        None => true,
+    }
+}
+
+/// [`current_conversation_id_fresh`] behind a ~3 s in-process cache.
+pub fn current_conversation_id() -> Option<String> {
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cached) = c.as_ref() {
+        if cached.at.elapsed() < CACHE_TTL {
+            return cached.value.clone();
+        }
+    }
+    let value = current_conversation_id_fresh();
+    *c = Some(Cached { at: Instant::now(), value: value.clone() });
+    value
+}
+
+/// Drop the in-process cache (tests; a server that knows the slot changed).
+pub fn invalidate_cache() {
+    *CACHE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// More than one live top-level conversation in the 30 s window, computed
+/// from the journal (so it sees every process's hooks).
+pub fn multiple_conversations_recent() -> bool {
+    ReadPath::from_process().concurrent()
+}
+
+/// lean-ctx's warm-stub question: may a stub delivered to `delivered` be
+/// served to `current`? No delivery time: no compaction check — use
+/// [`ReadPath::decide`] with `delivered_at_ms` for that.
+pub fn conversation_allows_stub(current: Option<&str>, delivered: Option<&str>) -> bool {
+    ReadPath::from_process().decide_given(current, delivered, false).allow
+}
+
+/// lean-ctx's cold-stub question (entry from a persisted index).
+pub fn conversation_allows_cold_stub(current: Option<&str>, delivered: Option<&str>) -> bool {
+    ReadPath::from_process().decide_given(current, delivered, true).allow
+}
+
+/// The rich decision: caller resolved from the process (and `call`, if
+/// given), delivery time checked against compactions, with a reason code.
+pub fn stub_decision(
+    delivered: Option<&str>,
+    delivered_at_ms: Option<u64>,
+    cold: bool,
+    call: Option<&McpCall>,
+) -> StubAnswer {
+    ReadPath::from_process().decide(&StubQuery { delivered, delivered_at_ms, cold, call })
+}

@@ -1,0 +1,223 @@
+//! `leanctx status`: what the state says now.
+
+use crate::host::Host;
+use crate::identity::Caller;
+use crate::journal::{self, Journal, View};
+use crate::paths;
+use crate::readpath::ReadPath;
+use crate::slot::{self, SlotRead};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub data_dir: Option<PathBuf>,
+    pub now_ms: u64,
+    pub current: Caller,
+    pub slot: Option<SlotStatus>,
+    pub window_ms: u64,
+    pub live: Vec<LiveStatus>,
+    pub concurrent: bool,
+    pub hosts: Vec<HostStatus>,
+    pub journal_bytes: u64,
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SlotStatus {
+    pub conversation: Option<String>,
+    pub agent: Option<String>,
+    pub host: Option<String>,
+    pub event: Option<String>,
+    pub age_ms: u64,
+    pub ttl_left_ms: u64,
+    pub live: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LiveStatus {
+    pub host: Host,
+    pub conversation: String,
+    pub last_seen_ms: u64,
+    pub last_event: String,
+    pub last_compaction_ms: Option<u64>,
+    pub active_subagents: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HostStatus {
+    pub host: Host,
+    pub last_event: String,
+    pub last_seen_ms: u64,
+    pub conversation: String,
+}
+
+pub fn gather(rp: &ReadPath) -> Status {
+    let now = rp.now();
+    let mut problems = Vec::new();
+    let dir = rp.data_dir().map(|d| d.to_path_buf());
+    match &dir {
+        None => problems.push(match paths::data_dir_path() {
+            Err(e) => e.to_string(),
+            Ok(_) => "no data dir".into(),
+        }),
+        Some(d) => {
+            if let Err(e) = paths::check_data_dir(d) {
+                problems.push(e.to_string());
+            } else {
+                let probe = d.join(format!(".tmp-status-probe-{}", std::process::id()));
+                match std::fs::write(&probe, b"") {
+                    Ok(()) => {
+                        let _ = std::fs::remove_file(&probe);
+                    }
+                    Err(e) => {
+                        problems.push(format!("data dir {} is not writable: {e}; hooks cannot record", d.display()))
+                    }
+                }
+            }
+        }
+    }
+    let usable = dir.as_deref().filter(|d| paths::check_data_dir(d).is_ok());
+    let text = match usable.map(|d| Journal::new(d).read()) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            problems.push(format!("cannot read the journal: {e}"));
+            String::new()
+        }
+        None => String::new(),
+    };
+    let view = View::parse(&text);
+    let slot = usable.and_then(|d| match slot::read_slot(d, now) {
+        Ok(SlotRead::Live(s)) => Some((s, true)),
+        Ok(SlotRead::Expired(s)) => Some((s, false)),
+        Ok(SlotRead::Absent) => None,
+        Ok(SlotRead::Invalid) => {
+            problems.push("active_transcript.json does not parse".into());
+            None
+        }
+        Err(e) => {
+            problems.push(format!("cannot read active_transcript.json: {e}"));
+            None
+        }
+    });
+    let live = view
+        .live_conversations(now)
+        .into_iter()
+        .map(|l| LiveStatus {
+            host: l.host,
+            conversation: l.conversation.to_string(),
+            last_seen_ms: l.last_seen_ms,
+            last_event: l.last_event.to_string(),
+            last_compaction_ms: view.last_compaction(l.conversation),
+            active_subagents: view.active_subagents(l.conversation, now).into_iter().map(str::to_string).collect(),
+        })
+        .collect();
+    let hosts = view
+        .last_event_per_host()
+        .into_iter()
+        .map(|l| HostStatus {
+            host: l.host,
+            last_event: l.last_event.to_string(),
+            last_seen_ms: l.last_seen_ms,
+            conversation: l.conversation.to_string(),
+        })
+        .collect();
+    Status {
+        current: rp.resolve(None, now).caller,
+        slot: slot.map(|(s, live)| SlotStatus {
+            conversation: s.conversation().map(str::to_string),
+            agent: s.agent.clone(),
+            host: s.host.clone(),
+            event: s.event.clone(),
+            age_ms: s.age_ms(now),
+            ttl_left_ms: slot::SLOT_TTL_MS.saturating_sub(s.age_ms(now)),
+            live,
+        }),
+        window_ms: journal::WINDOW_MS,
+        concurrent: view.concurrent(now),
+        live,
+        hosts,
+        journal_bytes: usable.map(|d| Journal::new(d).size()).unwrap_or(0),
+        data_dir: dir,
+        now_ms: now,
+        problems,
+    }
+}
+
+fn ago(now: u64, t: u64) -> String {
+    let ms = now.saturating_sub(t);
+    match ms {
+        0..=999 => format!("{ms} ms ago"),
+        1000..=119_999 => format!("{} s ago", ms / 1000),
+        120_000..=7_199_999 => format!("{} min ago", ms / 60_000),
+        _ => format!("{} h ago", ms / 3_600_000),
+    }
+}
+
+impl Status {
+    pub fn human(&self) -> String {
+        let mut o = String::new();
+        let now = self.now_ms;
+        let _ = writeln!(
+            o,
+            "data dir     {}",
+            self.data_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "(none)".into())
+        );
+        let cur = match &self.current.scope {
+            Some(s) => format!("{s} (from {})", self.current.source.as_str()),
+            None if self.current.source == crate::identity::Source::Disabled => {
+                "scoping disabled (LEAN_CTX_CONVERSATION_SCOPE)".into()
+            }
+            None => "unknown".into(),
+        };
+        let _ = writeln!(o, "current      {cur}");
+        match &self.slot {
+            Some(s) => {
+                let _ = writeln!(
+                    o,
+                    "slot         {} via {} {}, {}{}",
+                    s.agent.as_deref().or(s.conversation.as_deref()).unwrap_or("-"),
+                    s.host.as_deref().unwrap_or("?"),
+                    s.event.as_deref().unwrap_or("?"),
+                    ago(now, now - s.age_ms),
+                    if s.live { format!(", TTL left {} min", s.ttl_left_ms / 60_000) } else { ", expired".into() }
+                );
+            }
+            None => {
+                let _ = writeln!(o, "slot         none");
+            }
+        }
+        let verdict = if self.concurrent { "CONCURRENT (slot-based stubs withheld)" } else { "single" };
+        let _ =
+            writeln!(o, "conversations {} live in the last {} s: {verdict}", self.live.len(), self.window_ms / 1000);
+        for l in &self.live {
+            let comp = l.last_compaction_ms.map(|c| format!(", compacted {}", ago(now, c))).unwrap_or_default();
+            let subs = if l.active_subagents.is_empty() {
+                String::new()
+            } else {
+                format!(", subagents: {}", l.active_subagents.join(" "))
+            };
+            let _ = writeln!(
+                o,
+                "  {:<11} {}  {} {}{comp}{subs}",
+                l.host.as_str(),
+                l.conversation,
+                l.last_event,
+                ago(now, l.last_seen_ms)
+            );
+        }
+        if self.hosts.is_empty() {
+            let _ = writeln!(o, "hosts        no hook has fired yet");
+        } else {
+            let _ = writeln!(o, "hosts        last event seen:");
+            for h in &self.hosts {
+                let _ = writeln!(o, "  {:<11} {} {}", h.host.as_str(), h.last_event, ago(now, h.last_seen_ms));
+            }
+        }
+        for p in &self.problems {
+            let _ = writeln!(o, "problem      {p}");
+        }
+        o
+    }
+}
