@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""One-tool MCP stdio server for the leanctx e2e harness (python3 stdlib only).
+
+Configured in the hosts as server `ctx`; it offers one tool, `ctx_read` ({"path": string}), which
+returns the fixed text `fixture content of <path>` (no file is read).
+
+Usage:  mcp_server.py [--log FILE] [LOGFILE]
+The log path comes from --log / the first positional argument, else from $E2E_MCP_LOG (Codex
+filters the MCP server's environment down to HOME, LANG, PATH, SHELL, TERM, TMPDIR, USER, so pass
+it on the command line there). Every `tools/call` appends one JSON line:
+  {"ts", "method", "name", "arguments", "_meta", "pid", "ppid",
+   "CLAUDE_CODE_SESSION_ID": <env value or null>, "HOME": <env value or null>}
+Nothing else from the environment is recorded.
+
+Protocol: newline-delimited JSON-RPC 2.0 on stdin/stdout. Answers `initialize`, `tools/list`,
+`tools/call`, `ping`; ignores notifications; every other request with an id gets -32601
+"Method not found" (Claude Code first sends `server/discover`).
+
+Fixture switches (by argument value, for tests that need them):
+  path containing "E2E-TOOL-ERROR"  -> result with isError: true ("ctx_read fixture error: no such file")
+  path containing "E2E-SLOW-<n>"    -> sleeps n seconds (max 60) before answering
+"""
+import json
+import os
+import re
+import sys
+import time
+
+SERVER_NAME = "ctx"
+TOOL = {
+    "name": "ctx_read",
+    "description": "Read a file through the ctx fixture server (returns fixture text).",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "File path to read"}},
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+}
+
+
+def parse_log_path(argv):
+    path = None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--log" and i + 1 < len(argv):
+            path = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--log="):
+            path = a.split("=", 1)[1]
+        elif not a.startswith("-") and path is None:
+            path = a
+        i += 1
+    return path or os.environ.get("E2E_MCP_LOG")
+
+
+LOG_PATH = parse_log_path(sys.argv[1:])
+
+
+def log_call(params):
+    if not LOG_PATH:
+        return
+    rec = {
+        "ts": time.time(),
+        "method": "tools/call",
+        "name": params.get("name"),
+        "arguments": params.get("arguments"),
+        "_meta": params.get("_meta"),
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "CLAUDE_CODE_SESSION_ID": os.environ.get("CLAUDE_CODE_SESSION_ID"),
+        "HOME": os.environ.get("HOME"),
+    }
+    line = json.dumps(rec, sort_keys=True) + "\n"
+    # One write() with O_APPEND: lines from concurrent servers do not interleave.
+    fd = os.open(LOG_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def result(mid, res):
+    send({"jsonrpc": "2.0", "id": mid, "result": res})
+
+
+def error(mid, code, message):
+    send({"jsonrpc": "2.0", "id": mid, "error": {"code": code, "message": message}})
+
+
+def handle(msg):
+    method = msg.get("method")
+    mid = msg.get("id")
+    is_request = "id" in msg and method is not None
+    params = msg.get("params") or {}
+    if method is None:
+        return  # a response to something we never sent
+    if not is_request:
+        return  # notifications (notifications/initialized, cancelled, ...)
+    if method == "initialize":
+        result(mid, {
+            "protocolVersion": params.get("protocolVersion") or "2025-06-18",
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": SERVER_NAME, "version": "0.1.0"},
+        })
+    elif method == "ping":
+        result(mid, {})
+    elif method == "tools/list":
+        result(mid, {"tools": [TOOL]})
+    elif method == "tools/call":
+        log_call(params)
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        if name != "ctx_read":
+            error(mid, -32602, "Unknown tool: %s" % name)
+            return
+        path = str(args.get("path", ""))
+        m = re.search(r"E2E-SLOW-(\d+)", path)
+        if m:
+            time.sleep(min(int(m.group(1)), 60))
+        if "E2E-TOOL-ERROR" in path:
+            result(mid, {"content": [{"type": "text", "text": "ctx_read fixture error: no such file"}],
+                         "isError": True})
+            return
+        result(mid, {"content": [{"type": "text", "text": "fixture content of %s" % path}],
+                     "isError": False})
+    else:
+        error(mid, -32601, "Method not found: %s" % method)
+
+
+def main():
+    for raw in sys.stdin:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+            continue
+        batch = msg if isinstance(msg, list) else [msg]
+        for m in batch:
+            if isinstance(m, dict):
+                try:
+                    handle(m)
+                except Exception as e:  # never die on one bad message
+                    if "id" in m:
+                        error(m.get("id"), -32603, "Internal error: %s" % e)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass

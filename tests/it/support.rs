@@ -1,0 +1,162 @@
+//! A small fluent builder for running the real `leanctx` binary in a
+//! sandbox: temp HOME, data dir and host config dirs, never the real home.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_leanctx");
+
+/// The shared fixtures (../shared/hosts/payloads), found from the repo root.
+pub fn payloads() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for cand in [root.join("../shared/hosts/payloads"), root.join("tests/fixtures/payloads")] {
+        if cand.is_dir() {
+            return cand;
+        }
+    }
+    panic!("host payload fixtures not found (../shared/hosts/payloads or tests/fixtures/payloads)");
+}
+
+pub fn payload(rel: &str) -> String {
+    std::fs::read_to_string(payloads().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// A sandbox: every path a test run could touch lives under one temp dir.
+pub struct Sandbox {
+    pub tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub data: PathBuf,
+    pub project: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let project = tmp.path().join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let data = tmp.path().join("data");
+        Sandbox { tmp, home, data, project }
+    }
+
+    /// `leanctx <args>` with the sandbox environment.
+    pub fn cmd<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut c = Command::new(BIN);
+        c.args(args);
+        c.env_clear();
+        c.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        c.env("HOME", &self.home);
+        c.env("LEAN_CTX_DATA_DIR", &self.data);
+        c.env("CLAUDE_CONFIG_DIR", self.home.join(".claude"));
+        c.env("CODEX_HOME", self.home.join(".codex"));
+        c.env("CODEBUDDY_CONFIG_DIR", self.home.join(".codebuddy"));
+        c.current_dir(&self.project);
+        Run { cmd: c, stdin: Vec::new(), timeout: Duration::from_secs(30) }
+    }
+
+    /// `leanctx hook <host>` fed `payload`.
+    pub fn hook(&self, host: &str, payload: &str) -> Run {
+        self.cmd(["hook", host]).stdin(payload)
+    }
+
+    pub fn journal(&self) -> String {
+        std::fs::read_to_string(self.data.join("journal")).unwrap_or_default()
+    }
+
+    pub fn slot(&self) -> Option<serde_json::Value> {
+        let t = std::fs::read_to_string(self.data.join("active_transcript.json")).ok()?;
+        Some(serde_json::from_str(&t).expect("slot parses"))
+    }
+}
+
+pub struct Run {
+    pub cmd: Command,
+    stdin: Vec<u8>,
+    timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Out {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
+    }
+}
+
+impl Run {
+    pub fn stdin(mut self, s: impl AsRef<[u8]>) -> Run {
+        self.stdin = s.as_ref().to_vec();
+        self
+    }
+
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Run {
+        self.cmd.env(k, v);
+        self
+    }
+
+    pub fn env_remove(mut self, k: &str) -> Run {
+        self.cmd.env_remove(k);
+        self
+    }
+
+    pub fn current_dir(mut self, d: &Path) -> Run {
+        self.cmd.current_dir(d);
+        self
+    }
+
+    pub fn spawn(mut self) -> std::process::Child {
+        self.cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn leanctx");
+        let input = std::mem::take(&mut self.stdin);
+        let mut sin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let _ = sin.write_all(&input);
+        });
+        child
+    }
+
+    pub fn run(self) -> Out {
+        let timeout = self.timeout;
+        let start = Instant::now();
+        let mut child = self.spawn();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if start.elapsed() > timeout {
+                let _ = child.kill();
+                panic!("leanctx did not finish within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let o = child.wait_with_output().unwrap();
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            elapsed: start.elapsed(),
+        }
+    }
+
+    /// Run and require exit 0.
+    pub fn ok(self) -> Out {
+        let o = self.run();
+        assert_eq!(o.code, 0, "exit {}; stderr: {}", o.code, o.stderr);
+        o
+    }
+}
