@@ -156,6 +156,9 @@ mod tests {
     use super::*;
     use crate::identity::Caller;
 
+    /// caller, delivered, delivered at, facts → allow, reason.
+    type Row = (Caller, Option<&'static str>, Option<u64>, Facts, bool, Reason);
+
     fn caller(source: Source, scope: Option<&str>) -> Caller {
         Caller::new(source, scope.map(str::to_string), scope.map(str::to_string), None)
     }
@@ -170,7 +173,7 @@ mod tests {
         let sub = Facts { subagent_active: true, ..Facts::default() };
         let a = Some("A");
         #[rustfmt::skip]
-        let table: Vec<(Caller, Option<&str>, Option<u64>, Facts, bool, Reason)> = vec![
+        let table: Vec<Row> = vec![
             (Caller::disabled(),                      Some("B"), None,      busy,      true,  ScopeDisabled),
             (caller(Source::MetaSession, a),          a,         Some(100), busy,      true,  SameConversation),
             (caller(Source::MetaSession, a),          Some("B"), Some(100), quiet,     false, OtherConversation),
@@ -208,7 +211,7 @@ mod tests {
         let compacted = Facts { last_compaction: Some(200), ..Facts::default() };
         let a = Some("A");
         #[rustfmt::skip]
-        let table: Vec<(Caller, Option<&str>, Option<u64>, Facts, bool, Reason)> = vec![
+        let table: Vec<Row> = vec![
             (Caller::unknown(),                a,         Some(100), quiet,     false, UnknownCaller),
             (caller(Source::Slot, a),          a,         Some(100), quiet,     true,  SameConversation),
             (caller(Source::Slot, a),          a,         Some(100), busy,      false, Concurrent),

@@ -135,8 +135,8 @@ mod tests {
         let proj = pol("p", r#"{"rules":[{"server":"ctx","tool":"ctx_*","action":"ask","message":"confirm"}]}"#);
         let read = ToolRef::parse("mcp__ctx__ctx_read", None);
         let write = ToolRef::parse("mcp__ctx__ctx_write", None);
-        assert_eq!(act(&evaluate(&[user.clone()], &read)), Some(Action::Allow));
-        assert_eq!(act(&evaluate(&[user.clone()], &write)), Some(Action::Deny));
+        assert_eq!(act(&evaluate(std::slice::from_ref(&user), &read)), Some(Action::Allow));
+        assert_eq!(act(&evaluate(std::slice::from_ref(&user), &write)), Some(Action::Deny));
         let v = evaluate(&[user.clone(), proj.clone()], &read);
         assert_eq!(act(&v), Some(Action::Ask));
         assert!(

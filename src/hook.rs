@@ -97,12 +97,11 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
         }
     };
 
-    if event.kind != EventKind::Unknown {
-        if let Some(dir) = dir {
-            if let Err(e) = record(dir, &event, &ctx.env, ctx.now_ms) {
-                out.diagnostics.push(format!("could not record {} event: {e}", event.name));
-            }
-        }
+    if event.kind != EventKind::Unknown
+        && let Some(dir) = dir
+        && let Err(e) = record(dir, &event, &ctx.env, ctx.now_ms)
+    {
+        out.diagnostics.push(format!("could not record {} event: {e}", event.name));
     }
 
     let gated = event.is_mcp_call();
@@ -113,10 +112,10 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
     } else {
         Verdict::NoOpinion
     };
-    if let Verdict::Decide { decided_by, .. } = &verdict {
-        if !decided_by.contains('#') {
-            out.diagnostics.push(format!("gate policy {decided_by} does not parse; asking"));
-        }
+    if let Verdict::Decide { decided_by, .. } = &verdict
+        && !decided_by.contains('#')
+    {
+        out.diagnostics.push(format!("gate policy {decided_by} does not parse; asking"));
     }
     out.stdout = hosts::answer(ctx.host, &event.name, gated, &verdict);
     out.event = Some(event);

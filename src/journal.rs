@@ -611,15 +611,18 @@ impl Journal {
         Ok(())
     }
 
-    /// Read the journal and, under the same exclusive lock, append what `f`
-    /// returns. Used for claims, which must be taken exactly once.
-    pub fn read_then_append<R>(&self, now: u64, f: impl FnOnce(&View<'_>) -> (R, Vec<String>)) -> io::Result<R> {
+    /// Read the journal and, under the same exclusive lock, append the
+    /// records `f` returns. Used for claims, which must be taken exactly once.
+    pub fn read_then_append<R>(
+        &self,
+        now: u64,
+        f: impl for<'v> FnOnce(&View<'v>) -> (R, Vec<Record<'v>>),
+    ) -> io::Result<R> {
         let _guard = self.lock(true)?;
         let text = self.read_unlocked()?;
         let view = View::parse(&text);
-        let (result, lines) = f(&view);
-        if !lines.is_empty() {
-            let recs: Vec<Record<'_>> = lines.iter().filter_map(|l| parse_line(l)).collect();
+        let (result, recs) = f(&view);
+        if !recs.is_empty() {
             self.append_locked(&recs, now)?;
         }
         Ok(result)

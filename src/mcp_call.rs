@@ -92,7 +92,7 @@ pub fn caller_from_record(view: &View<'_>, call_id: &str) -> Option<Caller> {
 /// Cursor: choose the claim for a fingerprint match. Returns the caller and
 /// the key to claim, or why there is none. Pure: the caller appends the claim
 /// under the same lock.
-pub fn choose_claim<'v>(view: &'v View<'_>, call: &McpCall, now: u64) -> Result<(Caller, &'v str), PerCall> {
+pub fn choose_claim<'a>(view: &View<'a>, call: &McpCall, now: u64) -> Result<(Caller, &'a str), PerCall> {
     let tool = call.name.as_str();
     let fp = call.fingerprint();
     let candidates = view.claim_candidates(tool, &fp, now);

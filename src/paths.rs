@@ -55,10 +55,10 @@ impl std::error::Error for DirProblem {}
 /// Where the data dir is, from the environment (does not touch the disk
 /// beyond checking whether `~/.lean-ctx` exists).
 pub fn data_dir_path() -> Result<PathBuf, DirProblem> {
-    if let Some(v) = std::env::var_os("LEAN_CTX_DATA_DIR") {
-        if !v.is_empty() {
-            return Ok(PathBuf::from(v));
-        }
+    if let Some(v) = std::env::var_os("LEAN_CTX_DATA_DIR")
+        && !v.is_empty()
+    {
+        return Ok(PathBuf::from(v));
     }
     let base = directories::BaseDirs::new().ok_or(DirProblem::NoHome)?;
     let legacy = base.home_dir().join(".lean-ctx");

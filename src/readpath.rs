@@ -148,11 +148,7 @@ impl ReadPath {
         // record is claimed exactly once across processes.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
         let res = Journal::new(dir).read_then_append(now, |v| match mcp_call::choose_claim(v, call, now) {
-            Ok((caller, key)) => {
-                let mut line = String::new();
-                crate::journal::Record::Claim { t: now, key }.write_line(&mut line);
-                (Ok(caller), vec![line])
-            }
+            Ok((caller, key)) => (Ok(caller), vec![crate::journal::Record::Claim { t: now, key }]),
             Err(p) => (Err(p), Vec::new()),
         });
         res.unwrap_or(Err(PerCall::StateError))
@@ -244,10 +240,10 @@ pub fn current_conversation_id_fresh() -> Option<String> {
         None if res.caller.source == identity::Source::None && slot_read_failed(&rp, now) => {
             // A transient failure (unreadable slot) keeps the last good id,
             // within the slot TTL.
-            if let Some((v, at)) = lkg.as_ref() {
-                if now.saturating_sub(*at) <= slot::SLOT_TTL_MS {
-                    return Some(v.clone());
-                }
+            if let Some((v, at)) = lkg.as_ref()
+                && now.saturating_sub(*at) <= slot::SLOT_TTL_MS
+            {
+                return Some(v.clone());
             }
         }
         None => {}
@@ -265,10 +261,10 @@ fn slot_read_failed(rp: &ReadPath, now: u64) -> bool {
 /// [`current_conversation_id_fresh`] behind a ~3 s in-process cache.
 pub fn current_conversation_id() -> Option<String> {
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(cached) = c.as_ref() {
-        if cached.at.elapsed() < CACHE_TTL {
-            return cached.value.clone();
-        }
+    if let Some(cached) = c.as_ref()
+        && cached.at.elapsed() < CACHE_TTL
+    {
+        return cached.value.clone();
     }
     let value = current_conversation_id_fresh();
     *c = Some(Cached { at: Instant::now(), value: value.clone() });

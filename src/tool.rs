@@ -25,17 +25,17 @@ impl ToolRef {
     /// Parse a host tool name. `server_hint` is what the payload says about the
     /// server outside the name (Cursor `command`/`url`).
     pub fn parse(raw: &str, server_hint: Option<&str>) -> ToolRef {
-        if let Some(rest) = strip_prefix_ci(raw, "mcp__") {
-            if let Some((server, tool)) = rest.split_once("__") {
-                if !server.is_empty() && !tool.is_empty() {
-                    return ToolRef {
-                        raw: raw.to_string(),
-                        server: Some(server.to_string()),
-                        tool: tool.to_string(),
-                        is_mcp: true,
-                    };
-                }
-            }
+        if let Some(rest) = strip_prefix_ci(raw, "mcp__")
+            && let Some((server, tool)) = rest.split_once("__")
+            && !server.is_empty()
+            && !tool.is_empty()
+        {
+            return ToolRef {
+                raw: raw.to_string(),
+                server: Some(server.to_string()),
+                tool: tool.to_string(),
+                is_mcp: true,
+            };
         }
         if let Some(rest) = strip_prefix_ci(raw, "MCP:") {
             let (server, tool) = match rest.split_once(':') {

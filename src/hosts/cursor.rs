@@ -55,10 +55,10 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
             roots.iter().filter_map(Value::as_str).filter(|s| !s.is_empty() && s.len() <= 4096).map(str::to_string),
         );
     }
-    if let Some(cwd) = f.path("cwd") {
-        if !ev.roots.contains(&cwd) {
-            ev.roots.push(cwd);
-        }
+    if let Some(cwd) = f.path("cwd")
+        && !ev.roots.contains(&cwd)
+    {
+        ev.roots.push(cwd);
     }
     if let Some(raw) = f.str("tool_name").filter(|s| crate::ids::is_plain_name(s)) {
         let hint = server_from_cursor(f.str("command"), f.str("url"));

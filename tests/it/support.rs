@@ -64,7 +64,7 @@ impl Sandbox {
     }
 
     /// `leanctx hook <host>` fed `payload`.
-    pub fn hook(&self, host: &str, payload: &str) -> Run {
+    pub fn hook(&self, host: &str, payload: impl AsRef<[u8]>) -> Run {
         self.cmd(["hook", host]).stdin(payload)
     }
 

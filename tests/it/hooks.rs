@@ -1,0 +1,506 @@
+//! `leanctx hook <host>` through the real binary: every captured and
+//! composed payload, each host's answer, bad input, bounds, secrets and
+//! many processes at once.
+
+use crate::support::{Sandbox, payload, payloads};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn host_of_dir(dir: &str) -> &'static str {
+    match dir {
+        "claude" => "claude-code",
+        "codex" => "codex",
+        "cursor" => "cursor",
+        "codebuddy" => "codebuddy",
+        other => panic!("unknown fixture dir {other}"),
+    }
+}
+
+/// Every payload file, in order, per (host dir, scenario).
+fn scenarios() -> Vec<(String, String, Vec<std::path::PathBuf>)> {
+    let mut out = Vec::new();
+    for host in ["claude", "codex", "cursor", "codebuddy"] {
+        let hdir = payloads().join(host);
+        let mut scen: Vec<_> = std::fs::read_dir(&hdir).unwrap().flatten().map(|e| e.path()).collect();
+        scen.sort();
+        for s in scen {
+            let mut files: Vec<_> = std::fs::read_dir(&s)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                    n.ends_with(".json") && !n.starts_with("mcp-tools-call")
+                })
+                .collect();
+            files.sort();
+            out.push((host.to_string(), s.file_name().unwrap().to_string_lossy().into_owned(), files));
+        }
+    }
+    out
+}
+
+/// Check an answer is what the host accepts: nothing, or one JSON object
+/// of the right dialect.
+fn assert_dialect(host: &str, event: &str, stdout: &str) {
+    match host {
+        "cursor" => {
+            let v: Value = serde_json::from_str(stdout.trim()).expect("cursor always gets JSON");
+            assert!(v.is_object());
+            if event == "beforeMCPExecution" || event == "preToolUse" {
+                assert!(v.get("permission").is_some(), "{event}: {stdout}");
+            }
+        }
+        _ => {
+            if !stdout.trim().is_empty() {
+                let v: Value = serde_json::from_str(stdout.trim()).expect("JSON answer");
+                assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_fixture_is_accepted_and_answered_in_the_hosts_dialect() {
+    let mut n = 0;
+    for (hdir, scen, files) in scenarios() {
+        let sb = Sandbox::new();
+        let host = host_of_dir(&hdir);
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let event = serde_json::from_str::<Value>(&text).unwrap()["hook_event_name"].as_str().unwrap().to_string();
+            let o = sb.hook(host, &text).ok();
+            assert!(o.stderr.is_empty(), "{hdir}/{scen}/{}: stderr {:?}", f.display(), o.stderr);
+            assert_dialect(host, &event, &o.stdout);
+            // No policy: Claude-style hosts print nothing at all.
+            if host != "cursor" {
+                assert_eq!(o.stdout, "", "{hdir}/{scen}/{event}");
+            }
+            n += 1;
+        }
+        let slot = sb.slot().unwrap_or_else(|| panic!("{hdir}/{scen}: no slot written"));
+        let want_key = if host == "cursor" { "conversation_id" } else { "session_id" };
+        assert!(slot[want_key].is_string(), "{hdir}/{scen}: {slot}");
+        assert!(slot["transcript_path"].is_string());
+        assert!(slot["updated_at"].is_u64());
+        assert!(!sb.journal().is_empty(), "{hdir}/{scen}: nothing journaled");
+    }
+    assert!(n > 150, "only {n} fixtures found");
+}
+
+#[test]
+fn claude_baseline_records_sightings_call_and_end() {
+    let sb = Sandbox::new();
+    for i in 1..=12 {
+        let f = std::fs::read_dir(payloads().join("claude/baseline"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&format!("{i:02}-")))
+            .unwrap();
+        sb.hook("claude", std::fs::read_to_string(f.path()).unwrap()).ok();
+    }
+    let j = sb.journal();
+    let sid = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
+    assert!(j.lines().any(|l| l.starts_with("S\t") && l.contains(sid)));
+    let call = j.lines().find(|l| l.starts_with("C\t")).expect("call record");
+    let f: Vec<&str> = call.split('\t').collect();
+    assert_eq!(&f[2..8], &["claude-code", sid, "-", "ctx", "ctx_read", f[7]]);
+    assert_eq!(f[7].len(), 64, "sha256 fingerprint");
+    assert_eq!(f[8], "toolu_mock_3ea9fac1ab1948ea");
+    assert!(j.lines().any(|l| l.starts_with("E\t") && l.contains(sid)));
+    // ToolSearch is not an MCP tool: one call record only.
+    assert_eq!(j.lines().filter(|l| l.starts_with("C\t")).count(), 1);
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert_eq!(st["live"].as_array().unwrap().len(), 0, "ended session is not live");
+    assert_eq!(st["hosts"][0]["host"], "claude-code");
+    assert_eq!(st["hosts"][0]["last_event"], "Stop");
+}
+
+#[test]
+fn cursor_events_normalise() {
+    let sb = Sandbox::new();
+    let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
+    for f in [
+        "01-sessionStart.json",
+        "03-beforeMCPExecution-string-input.json",
+        "04-beforeMCPExecution-object-input.json",
+        "05-beforeMCPExecution-prefixed-name.json",
+        "07-preCompact.json",
+        "08-subagentStart.json",
+    ] {
+        let o = sb.hook("cursor", payload(&format!("cursor/composed/{f}"))).ok();
+        if f.contains("MCP") {
+            assert_eq!(o.json(), json!({"permission": "allow"}));
+        }
+    }
+    let j = sb.journal();
+    let calls: Vec<Vec<&str>> = j.lines().filter(|l| l.starts_with("C\t")).map(|l| l.split('\t').collect()).collect();
+    assert_eq!(calls.len(), 3);
+    // String and object tool_input give one fingerprint.
+    assert_eq!(calls[0][7], calls[1][7]);
+    assert_eq!(calls[0][5], "lean-ctx", "server from `command`");
+    assert_eq!(calls[2][5], "lean-ctx", "server from MCP:server:tool");
+    assert!(calls.iter().all(|c| c[6] == "ctx_read" && c[3] == conv));
+    assert!(j.lines().any(|l| l.starts_with("P\t") && l.contains(conv)), "preCompact is a compaction");
+    assert!(j.lines().any(|l| l.starts_with(&"U\t".to_string()) && l.ends_with("task:sa_7c1d2e")));
+    assert_eq!(sb.slot().unwrap()["conversation_id"], conv);
+    let o = sb.hook("cursor", payload("cursor/composed/02-beforeSubmitPrompt.json")).ok();
+    assert_eq!(o.json(), json!({"continue": true}));
+    let o = sb.hook("cursor", payload("cursor/composed/10-stop.json")).ok();
+    assert_eq!(o.json(), json!({}));
+}
+
+#[test]
+fn cursor_task_scope_writes_its_own_slot_and_no_sighting() {
+    let sb = Sandbox::new();
+    sb.hook("cursor", payload("cursor/composed/01-sessionStart.json")).ok();
+    let before = sb.slot().unwrap();
+    sb.hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json"))
+        .env("CURSOR_TASK_ID", "task-77")
+        .ok();
+    assert_eq!(sb.slot().unwrap()["updated_at_ms"], before["updated_at_ms"], "main slot untouched");
+    let scopes: Vec<_> = std::fs::read_dir(sb.data.join("scopes")).unwrap().flatten().collect();
+    assert_eq!(scopes.len(), 1);
+    let name = scopes[0].file_name().to_string_lossy().into_owned();
+    assert!(!name.contains("task-77"), "ids never reach file names");
+    let scope_slot: Value = serde_json::from_str(&std::fs::read_to_string(scopes[0].path()).unwrap()).unwrap();
+    assert_eq!(scope_slot["agent"], "task:task-77");
+    let j = sb.journal();
+    assert_eq!(j.lines().filter(|l| l.starts_with("S\t")).count(), 1, "only the sessionStart sighting");
+    assert!(j.lines().any(|l| l.starts_with("C\t") && l.contains("\ttask:task-77\t")));
+}
+
+#[test]
+fn unknown_events_are_accepted_and_ignored() {
+    let sb = Sandbox::new();
+    for host in ["claude", "codex", "codebuddy", "cursor"] {
+        let p = json!({"hook_event_name": "SomethingNew", "session_id": "s1", "conversation_id": "c1"});
+        let o = sb.hook(host, p.to_string()).ok();
+        assert!(o.stderr.is_empty());
+        if host == "cursor" {
+            assert_eq!(o.json(), json!({}));
+        } else {
+            assert_eq!(o.stdout, "");
+        }
+    }
+    assert_eq!(sb.journal(), "");
+    assert!(sb.slot().is_none());
+}
+
+#[test]
+fn event_override_wins() {
+    let sb = Sandbox::new();
+    let p = json!({"session_id": "s1", "hook_event_name": "Stop"});
+    sb.cmd(["hook", "claude", "--event", "SessionEnd"]).stdin(p.to_string()).ok();
+    assert!(sb.journal().starts_with("E\t"));
+}
+
+/// Inputs no host should send: each must give exit 0, a well-formed
+/// fail-open answer, a reason on stderr, and no bad slot.
+#[test]
+fn bad_input_fails_open_and_writes_no_bad_slot() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let long_id = "a".repeat(1 << 20);
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        ("empty", b"".to_vec(), true),
+        ("whitespace", b"  \n".to_vec(), true),
+        ("not json", b"{ not json".to_vec(), true),
+        ("non-utf8", vec![b'{', 0xff, 0xfe, b'}'], true),
+        ("array", b"[1,2]".to_vec(), true),
+        ("string", b"\"x\"".to_vec(), true),
+        ("deeply nested", deep.into_bytes(), true),
+        ("wrong types", br#"{"hook_event_name": 5, "session_id": {"a": 1}, "tool_name": []}"#.to_vec(), false),
+        ("slash id", br#"{"hook_event_name":"SessionStart","session_id":"a/b"}"#.to_vec(), false),
+        ("dotdot id", br#"{"hook_event_name":"SessionStart","session_id":".."}"#.to_vec(), false),
+        ("nul id", b"{\"hook_event_name\":\"SessionStart\",\"session_id\":\"a\\u0000b\"}".to_vec(), false),
+        ("control id", b"{\"hook_event_name\":\"SessionStart\",\"session_id\":\"a\\nb\"}".to_vec(), false),
+        (
+            "megabyte id",
+            format!(r#"{{"hook_event_name":"SessionStart","session_id":"{long_id}"}}"#).into_bytes(),
+            false,
+        ),
+    ];
+    for host in ["claude", "codex", "codebuddy", "cursor"] {
+        let sb = Sandbox::new();
+        for (name, input, says_why) in &cases {
+            let o = sb.hook(host, input).run();
+            assert_eq!(o.code, 0, "{host} {name}");
+            if host == "cursor" {
+                assert_eq!(o.json(), json!({}), "{host} {name}");
+            } else {
+                assert_eq!(o.stdout, "", "{host} {name}");
+            }
+            if *says_why {
+                assert!(o.stderr.contains("leanctx hook"), "{host} {name}: stderr {:?}", o.stderr);
+            }
+            assert!(o.elapsed < Duration::from_secs(10), "{host} {name}");
+        }
+        assert!(sb.slot().is_none(), "{host}: a bad payload wrote a slot");
+        assert_eq!(sb.journal(), "", "{host}: a bad payload was journaled");
+    }
+}
+
+#[test]
+fn gated_call_with_bad_input_on_cursor_still_answers_permission() {
+    let sb = Sandbox::new();
+    let o = sb.cmd(["hook", "cursor", "--event", "beforeMCPExecution"]).stdin("garbage").run();
+    assert_eq!(o.code, 0);
+    assert_eq!(o.json(), json!({"permission": "allow"}));
+}
+
+#[test]
+fn stdin_that_never_closes_is_bounded() {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .cmd(["hook", "codex"])
+        .cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sin = child.stdin.take().unwrap();
+    sin.write_all(br#"{"hook_event_name":"SessionStart","session_id":"s1""#).unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(10), "hook hung on an open stdin");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let o = child.wait_with_output().unwrap();
+    drop(sin);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did not close"));
+    assert!(sb.slot().is_none());
+}
+
+#[test]
+fn complete_payload_on_an_open_stdin_is_still_used() {
+    let sb = Sandbox::new();
+    let mut child = sb.cmd(["hook", "codex"]).cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut sin = child.stdin.take().unwrap();
+    sin.write_all(br#"{"hook_event_name":"SessionStart","session_id":"s-open"}"#).unwrap();
+    let o = child.wait_with_output().unwrap();
+    drop(sin);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(sb.slot().unwrap()["session_id"], "s-open");
+}
+
+#[test]
+fn huge_stdin_is_drained_and_fails_open() {
+    let sb = Sandbox::new();
+    // 12 MiB: over the 4 MiB payload bound. The writer must not get EPIPE
+    // before the hook has read (drained) it all.
+    let mut big =
+        br#"{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"mcp__a__b","tool_input":{"x":""#.to_vec();
+    big.extend(std::iter::repeat_n(b'a', 12 << 20));
+    big.extend_from_slice(b"\"}}");
+    let mut child = sb
+        .cmd(["hook", "claude"])
+        .cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || sin.write_all(&big));
+    let o = child.wait_with_output().unwrap();
+    assert!(writer.join().unwrap().is_ok(), "host's write must complete");
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("larger than"));
+}
+
+#[test]
+fn nothing_secret_reaches_the_disk() {
+    let sb = Sandbox::new();
+    let secrets = ["SECRET-PROMPT-7f3a", "SECRET-ARG-91bc", "SECRET-CONTENT-2d4e", "SECRET-MSG-55aa"];
+    let events = vec![
+        ("claude", json!({"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":secrets[0]})),
+        (
+            "claude",
+            json!({"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"mcp__ctx__ctx_read",
+            "tool_input":{"path":secrets[1]},"tool_use_id":"toolu_1"}),
+        ),
+        (
+            "claude",
+            json!({"hook_event_name":"PostToolUse","session_id":"s1","tool_name":"mcp__ctx__ctx_read",
+            "tool_input":{"path":secrets[1]},"tool_response":[{"type":"text","text":secrets[2]}]}),
+        ),
+        ("claude", json!({"hook_event_name":"Stop","session_id":"s1","last_assistant_message":secrets[3]})),
+        (
+            "cursor",
+            json!({"hook_event_name":"beforeMCPExecution","conversation_id":"c1","tool_name":"ctx_read",
+            "tool_input": format!("{{\"path\":\"{}\"}}", secrets[1]),"command":"lean-ctx"}),
+        ),
+        ("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":"c1","prompt":secrets[0]})),
+        ("codex", json!({"hook_event_name":"PostCompact","session_id":"s2","compact_summary":secrets[2]})),
+    ];
+    for (host, p) in events {
+        sb.hook(host, p.to_string()).ok();
+    }
+    let mut files = 0;
+    for e in walk(&sb.data) {
+        let bytes = std::fs::read(&e).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for s in secrets {
+            assert!(!text.contains(s), "{} contains {s}", e.display());
+        }
+        files += 1;
+    }
+    assert!(files >= 3);
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn state_files_are_0600_and_dirs_0700() {
+    let sb = Sandbox::new();
+    sb.hook("cursor", payload("cursor/composed/01-sessionStart.json")).ok();
+    sb.hook("cursor", payload("cursor/composed/01-sessionStart.json")).env("CURSOR_TASK_ID", "t1").ok();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sb.data), 0o700);
+    assert_eq!(mode(&sb.data.join("scopes")), 0o700);
+    for f in walk(&sb.data) {
+        assert_eq!(mode(&f), 0o600, "{}", f.display());
+    }
+}
+
+#[test]
+fn unsafe_data_dir_is_refused_but_the_hook_answers() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = sb.hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json")).ok();
+    assert_eq!(o.json(), json!({"permission": "allow"}));
+    assert!(o.stderr.contains("refusing"), "{}", o.stderr);
+    assert!(sb.slot().is_none());
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert!(st["problems"][0].as_str().unwrap().contains("writable by group or others"));
+
+    // A data dir path that is a file.
+    let sb = Sandbox::new();
+    std::fs::write(&sb.data, "x").unwrap();
+    let o = sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).ok();
+    assert!(o.stderr.contains("not a directory"), "{}", o.stderr);
+    assert_eq!(std::fs::read_to_string(&sb.data).unwrap(), "x");
+}
+
+#[test]
+fn read_only_data_dir_fails_open() {
+    if unsafe_is_root() {
+        // root ignores directory permissions; the read-only case is covered
+        // with a read-only mount in the fault suite.
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let o = sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).ok();
+    assert!(o.stderr.contains("could not record"), "{}", o.stderr);
+}
+
+fn unsafe_is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false)
+}
+
+/// 64 hook processes at once, plus readers of the slot and the journal:
+/// every answer well-formed, no record lost, no torn slot, no stuck lock.
+#[test]
+fn sixty_four_hooks_at_once_with_readers() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slot_path = sb.data.join("active_transcript.json");
+    let torn = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reader_threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, torn, reads, slot_path) = (stop.clone(), torn.clone(), reads.clone(), slot_path.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok(t) = std::fs::read_to_string(&slot_path) {
+                        reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if serde_json::from_str::<Value>(&t).is_err() {
+                            torn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut cli_readers = Vec::new();
+    let mut children = Vec::new();
+    for i in 0..64 {
+        let p = json!({"hook_event_name":"PreToolUse","session_id":format!("sess-{}", i % 8),
+            "tool_name":"mcp__ctx__ctx_read","tool_input":{"path":format!("f{i}")},"tool_use_id":format!("toolu_{i}")});
+        children.push(sb.hook("claude", p.to_string()).spawn());
+        if i % 8 == 0 {
+            cli_readers.push(sb.cmd(["scope", "check", "--delivered", "sess-1", "--json"]).spawn());
+        }
+    }
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        assert!(o.stdout.is_empty());
+        assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for c in cli_readers {
+        let o = c.wait_with_output().unwrap();
+        assert!(matches!(o.status.code(), Some(0) | Some(1)));
+        serde_json::from_slice::<Value>(&o.stdout).expect("reader output parses");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in reader_threads {
+        t.join().unwrap();
+    }
+    assert_eq!(torn.load(std::sync::atomic::Ordering::Relaxed), 0, "torn slot reads");
+    let j = sb.journal();
+    for i in 0..64 {
+        assert!(j.contains(&format!("\ttoolu_{i}\t")), "call record {i} lost");
+    }
+    // Not a stuck lock: it can be taken exclusively right away.
+    let lock = std::fs::OpenOptions::new().write(true).open(sb.data.join("journal.lock")).unwrap();
+    lock.try_lock().expect("journal lock is free");
+    // No temp file left behind.
+    assert!(walk(&sb.data).iter().all(|p| !p.file_name().unwrap().to_string_lossy().starts_with(".tmp")));
+}
+
+#[test]
+fn broken_pipe_on_stdout_is_not_an_error() {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json"))
+        .cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload("cursor/composed/03-beforeMCPExecution-string-input.json").as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panick"));
+}

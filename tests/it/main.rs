@@ -1,0 +1,7 @@
+//! One integration test binary (fast to link), one module per area.
+
+mod support;
+
+mod hooks;
+mod install;
+mod readpath;
