@@ -1,0 +1,1 @@
+//! Installer tests (hooks install/uninstall/status).
