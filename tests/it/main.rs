@@ -2,6 +2,7 @@
 
 mod support;
 
+mod gate;
 mod hooks;
 mod install;
 mod readpath;

@@ -1,0 +1,175 @@
+//! The MCP gate through the real binary: each host's dialect, user and
+//! project policy, strictest wins, broken policy, `gate check`.
+
+use crate::support::{Sandbox, payload};
+use serde_json::{Value, json};
+
+fn user_policy(sb: &Sandbox, rules: Value) {
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::write(sb.data.join("gate.json"), json!({ "rules": rules }).to_string()).unwrap();
+}
+
+fn project_policy(dir: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(dir.join(".lean-ctx")).unwrap();
+    std::fs::write(dir.join(".lean-ctx/gate.json"), text).unwrap();
+}
+
+/// A gated MCP call for `host`, with `cwd` (or Cursor workspace root) set.
+fn mcp_call(host: &str, cwd: &std::path::Path) -> String {
+    let mut v: Value = match host {
+        "claude" => serde_json::from_str(&payload("claude/baseline/07-PreToolUse.json")).unwrap(),
+        "codex" => serde_json::from_str(&payload("codex/baseline/05-PreToolUse.json")).unwrap(),
+        "codebuddy" => serde_json::from_str(&payload("codebuddy/composed/03-PreToolUse-mcp.json")).unwrap(),
+        "cursor" => serde_json::from_str(&payload("cursor/composed/05-beforeMCPExecution-prefixed-name.json")).unwrap(),
+        _ => unreachable!(),
+    };
+    if host == "cursor" {
+        v["workspace_roots"] = json!([cwd]);
+    } else {
+        v["cwd"] = json!(cwd);
+    }
+    // Same tool everywhere: server ctx, tool ctx_read.
+    v["tool_name"] = json!(if host == "cursor" { "MCP:ctx:ctx_read" } else { "mcp__ctx__ctx_read" });
+    v.to_string()
+}
+
+fn answer(sb: &Sandbox, host: &str) -> (String, String) {
+    let o = sb.hook(host, mcp_call(host, &sb.project)).run();
+    assert_eq!(o.code, 0, "the gate never exits non-zero");
+    (o.stdout.trim().to_string(), o.stderr)
+}
+
+fn pre_tool(decision: &str, reason: &str) -> Value {
+    json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":decision,"permissionDecisionReason":reason}})
+}
+
+#[test]
+fn no_policy_means_no_opinion_in_every_dialect() {
+    let sb = Sandbox::new();
+    for host in ["claude", "codex", "codebuddy"] {
+        assert_eq!(answer(&sb, host).0, "", "{host}");
+    }
+    assert_eq!(serde_json::from_str::<Value>(&answer(&sb, "cursor").0).unwrap(), json!({"permission":"allow"}));
+}
+
+#[test]
+fn deny_in_every_dialect_and_the_call_is_still_recorded() {
+    let sb = Sandbox::new();
+    user_policy(&sb, json!([{"server": "ctx", "tool": "ctx_read", "action": "deny", "message": "no reads today"}]));
+    let j = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+    assert_eq!(j(&answer(&sb, "claude").0), pre_tool("deny", "no reads today"));
+    assert_eq!(j(&answer(&sb, "codex").0), pre_tool("deny", "no reads today"));
+    let mut cb = pre_tool("deny", "no reads today");
+    cb["continue"] = json!(true);
+    assert_eq!(j(&answer(&sb, "codebuddy").0), cb);
+    assert_eq!(
+        j(&answer(&sb, "cursor").0),
+        json!({"permission":"deny","user_message":"no reads today","agent_message":"no reads today"})
+    );
+    let calls = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+    assert_eq!(calls, 4, "a denied call is recorded before the answer");
+}
+
+#[test]
+fn ask_degrades_to_deny_on_codex_only() {
+    let sb = Sandbox::new();
+    user_policy(&sb, json!([{"tool": "ctx_*", "action": "ask", "message": "confirm reads"}]));
+    let claude: Value = serde_json::from_str(&answer(&sb, "claude").0).unwrap();
+    assert_eq!(claude, pre_tool("ask", "confirm reads"));
+    let codex: Value = serde_json::from_str(&answer(&sb, "codex").0).unwrap();
+    assert_eq!(codex["hookSpecificOutput"]["permissionDecision"], "deny");
+    let reason = codex["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.starts_with("confirm reads") && reason.contains("cannot ask"), "{reason}");
+    let cursor: Value = serde_json::from_str(&answer(&sb, "cursor").0).unwrap();
+    assert_eq!(cursor["permission"], "ask");
+}
+
+#[test]
+fn explicit_allow_is_printed_only_where_the_host_takes_it() {
+    let sb = Sandbox::new();
+    user_policy(&sb, json!([{"tool": "ctx_read", "action": "allow"}]));
+    let claude: Value = serde_json::from_str(&answer(&sb, "claude").0).unwrap();
+    assert_eq!(claude["hookSpecificOutput"]["permissionDecision"], "allow");
+    assert_eq!(answer(&sb, "codex").0, "", "Codex fails a hook that says allow");
+    let cursor: Value = serde_json::from_str(&answer(&sb, "cursor").0).unwrap();
+    assert_eq!(cursor["permission"], "allow");
+}
+
+#[test]
+fn project_policy_and_strictest_wins() {
+    let sb = Sandbox::new();
+    user_policy(&sb, json!([{"tool": "*", "action": "allow"}]));
+    project_policy(&sb.project, r#"{"rules":[{"server":"ctx","action":"deny","message":"project says no"}]}"#);
+    for host in ["claude", "codex", "codebuddy", "cursor"] {
+        let (out, _) = answer(&sb, host);
+        assert!(out.contains("project says no"), "{host}: {out}");
+        assert!(out.contains("deny"), "{host}: {out}");
+    }
+    // First matching rule in a file decides.
+    project_policy(&sb.project, r#"{"rules":[{"tool":"ctx_read","action":"allow"},{"server":"ctx","action":"deny"}]}"#);
+    let claude: Value = serde_json::from_str(&answer(&sb, "claude").0).unwrap();
+    assert_eq!(claude["hookSpecificOutput"]["permissionDecision"], "allow");
+}
+
+#[test]
+fn broken_policy_asks_naming_file_and_position() {
+    let sb = Sandbox::new();
+    project_policy(&sb.project, "{\n  \"rules\": [\n    {\"tool\": \"x\", \"action\": \"block\"}\n  ]\n}\n");
+    let (out, err) = answer(&sb, "claude");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap();
+    let want = format!("{}:3:", sb.project.join(".lean-ctx/gate.json").display());
+    assert!(reason.contains(&want), "{reason}");
+    assert!(err.contains("does not parse"), "{err}");
+    let (out, _) = answer(&sb, "codex");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "Codex cannot ask");
+}
+
+#[test]
+fn non_mcp_tools_are_never_gated() {
+    let sb = Sandbox::new();
+    user_policy(&sb, json!([{"action": "deny"}]));
+    let bash = json!({"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":sb.project});
+    assert_eq!(sb.hook("claude", bash.to_string()).ok().stdout, "");
+    let search = payload("claude/baseline/04-PreToolUse.json");
+    assert_eq!(sb.hook("claude", search).ok().stdout, "", "ToolSearch is not an MCP tool");
+    // A post-tool event of an MCP tool is not gated either.
+    assert_eq!(sb.hook("claude", payload("claude/baseline/08-PostToolUse.json")).ok().stdout, "");
+}
+
+#[test]
+fn name_tricks_do_not_bypass_a_deny() {
+    let sb = Sandbox::new();
+    user_policy(&sb, json!([{"server": "gh", "tool": "delete_*", "action": "deny"}]));
+    for name in ["mcp__gh__delete_repo", "mcp__GH__Delete_Repo", "MCP__gh__DELETE_REPO"] {
+        let p =
+            json!({"hook_event_name":"PreToolUse","session_id":"s1","tool_name":name,"tool_input":{},"cwd":sb.project});
+        let out = sb.hook("claude", p.to_string()).ok().stdout;
+        assert!(out.contains("\"deny\""), "{name}: {out:?}");
+    }
+    user_policy(&sb, json!([{"server": "a__b", "tool": "c", "action": "deny"}]));
+    let p = json!({"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"mcp__a__b__c","tool_input":{},"cwd":sb.project});
+    assert!(sb.hook("claude", p.to_string()).ok().stdout.contains("\"deny\""));
+}
+
+#[test]
+fn gate_check_explains() {
+    let sb = Sandbox::new();
+    user_policy(
+        &sb,
+        json!([{"tool": "ctx_write", "action": "deny"}, {"tool": "ctx_*", "action": "ask", "message": "confirm"}]),
+    );
+    let o = sb.cmd(["gate", "check", "--host", "codex", "--tool", "mcp__ctx__ctx_read", "--json"]).ok();
+    let v = o.json();
+    assert_eq!(v["verdict"]["verdict"], "decide");
+    assert_eq!(v["verdict"]["action"], "ask");
+    assert!(v["verdict"]["decided_by"].as_str().unwrap().ends_with("gate.json#1"));
+    assert!(v["answer"].as_str().unwrap().contains("deny"), "Codex answer for ask is a deny");
+    let o = sb.cmd(["gate", "check", "--host", "claude", "--tool", "mcp__ctx__ctx_write"]).ok();
+    assert!(o.stdout.contains("rule #0 says deny"), "{}", o.stdout);
+    assert!(o.stdout.contains("not present"), "project file absent: {}", o.stdout);
+    let o = sb.cmd(["gate", "check", "--host", "cursor", "--tool", "other_tool"]).ok();
+    assert!(o.stdout.contains("no opinion"), "{}", o.stdout);
+}
