@@ -598,9 +598,22 @@ impl Journal {
         for r in records {
             r.write_line(&mut buf);
         }
-        let mut f = OpenOptions::new().append(true).create(true).mode(0o600).open(self.path())?;
-        f.write_all(buf.as_bytes())?;
-        let len = f.metadata()?.len();
+        let mut f = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(self.path())?;
+        let before = f.metadata()?.len();
+        // A tail without its newline (a write cut short by a full disk)
+        // must not swallow our first record.
+        if before > 0 {
+            let mut last = [0u8; 1];
+            if f.read_at(&mut last, before - 1)? == 1 && last[0] != b'\n' {
+                buf.insert(0, '\n');
+            }
+        }
+        if let Err(e) = f.write_all(buf.as_bytes()) {
+            // Leave nothing half-written: cut back to where we started.
+            let _ = f.set_len(before);
+            return Err(e);
+        }
+        let len = before + buf.len() as u64;
         if len > TRIM_MIN_BYTES {
             let kept = read_kept_header(&f).unwrap_or(0);
             if len > TRIM_MIN_BYTES.max(kept.saturating_mul(2)) {
@@ -824,5 +837,22 @@ mod tests {
         assert_eq!(v.compaction_floor(), now - 300 + (300 - MAX_CONVERSATIONS as u64 - 1));
         let n = v.records.iter().filter(|r| matches!(r, Record::Sighting { .. })).count();
         assert_eq!(n, MAX_CONVERSATIONS);
+    }
+}
+
+#[cfg(test)]
+mod append_tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_tail_does_not_swallow_the_next_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = Journal::new(tmp.path());
+        fs::write(j.path(), "S\t1\tcursor\ta\tx\nS\t2\tcur").unwrap();
+        j.append(&[Record::End { t: 3, host: Host::Cursor, conv: "a" }], 3).unwrap();
+        let text = j.read().unwrap();
+        let recs = parse(&text);
+        assert_eq!(recs.len(), 2, "{text:?}");
+        assert!(matches!(recs[1], Record::End { t: 3, .. }));
     }
 }
