@@ -57,15 +57,51 @@ pub const LOCK_WAIT: Duration = Duration::from_millis(800);
 /// A journal record, borrowing its strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record<'a> {
-    Sighting { t: u64, host: Host, conv: &'a str, event: &'a str },
-    SubagentStart { t: u64, host: Host, conv: &'a str, agent: &'a str },
-    SubagentStop { t: u64, host: Host, conv: &'a str, agent: Option<&'a str> },
+    Sighting {
+        t: u64,
+        host: Host,
+        conv: &'a str,
+        event: &'a str,
+    },
+    SubagentStart {
+        t: u64,
+        host: Host,
+        conv: &'a str,
+        agent: &'a str,
+    },
+    SubagentStop {
+        t: u64,
+        host: Host,
+        conv: &'a str,
+        agent: Option<&'a str>,
+    },
     Call(Call<'a>),
-    Claim { t: u64, key: &'a str },
-    Compaction { t: u64, host: Host, conv: &'a str },
-    End { t: u64, host: Host, conv: &'a str },
-    Lineage { t: u64, host: Host, pid: u32, conv: &'a str },
-    Floor { t: u64 },
+    /// `claimant`: a token of the MCP request that claimed it, so the same
+    /// request resolving again gets the same answer.
+    Claim {
+        t: u64,
+        key: &'a str,
+        claimant: Option<&'a str>,
+    },
+    Compaction {
+        t: u64,
+        host: Host,
+        conv: &'a str,
+    },
+    End {
+        t: u64,
+        host: Host,
+        conv: &'a str,
+    },
+    Lineage {
+        t: u64,
+        host: Host,
+        pid: u32,
+        conv: &'a str,
+    },
+    Floor {
+        t: u64,
+    },
 }
 
 /// A gated MCP call, as the hook saw it before answering.
@@ -127,7 +163,7 @@ impl Record<'_> {
                 o(c.call_id),
                 f(c.key)
             ),
-            Record::Claim { t, key } => writeln!(out, "K\t{t}\t{}", f(key)),
+            Record::Claim { t, key, claimant } => writeln!(out, "K\t{t}\t{}\t{}", f(key), o(*claimant)),
             Record::Compaction { t, host, conv } => writeln!(out, "P\t{t}\t{host}\t{}", f(conv)),
             Record::End { t, host, conv } => writeln!(out, "E\t{t}\t{host}\t{}", f(conv)),
             Record::Lineage { t, host, pid, conv } => {
@@ -196,7 +232,7 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
             call_id: opt(it.next()?),
             key: it.next()?,
         }),
-        "K" => Record::Claim { t, key: it.next()? },
+        "K" => Record::Claim { t, key: it.next()?, claimant: it.next().and_then(opt) },
         "P" => Record::Compaction { t, host: parse_host(it.next()?)?, conv: it.next()? },
         "E" => Record::End { t, host: parse_host(it.next()?)?, conv: it.next()? },
         "L" => Record::Lineage { t, host: parse_host(it.next()?)?, pid: it.next()?.parse().ok()?, conv: it.next()? },
@@ -349,6 +385,18 @@ impl<'a> View<'a> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The call record this claimant (one MCP request) already claimed.
+    pub fn claimed_by(&self, claimant: &str) -> Option<&Call<'a>> {
+        let key = self.records.iter().rev().find_map(|r| match *r {
+            Record::Claim { key, claimant: Some(c), .. } if c == claimant => Some(key),
+            _ => None,
+        })?;
+        self.records.iter().find_map(|r| match r {
+            Record::Call(c) if c.key == key => Some(c),
+            _ => None,
+        })
     }
 
     /// Unclaimed call records of hosts that give the MCP server no per-call
@@ -624,19 +672,21 @@ impl Journal {
         Ok(())
     }
 
-    /// Read the journal and, under the same exclusive lock, append the
-    /// records `f` returns. Used for claims, which must be taken exactly once.
-    pub fn read_then_append<R>(
+    /// Read the journal and, under the same exclusive lock, claim the call
+    /// record whose key `choose` returns (for `claimant`). A call record is
+    /// thereby claimed exactly once across processes.
+    pub fn claim<R>(
         &self,
         now: u64,
-        f: impl for<'v> FnOnce(&View<'v>) -> (R, Vec<Record<'v>>),
+        claimant: Option<&str>,
+        choose: impl for<'v> FnOnce(&View<'v>) -> (R, Option<&'v str>),
     ) -> io::Result<R> {
         let _guard = self.lock(true)?;
         let text = self.read_unlocked()?;
         let view = View::parse(&text);
-        let (result, recs) = f(&view);
-        if !recs.is_empty() {
-            self.append_locked(&recs, now)?;
+        let (result, key) = choose(&view);
+        if let Some(key) = key {
+            self.append_locked(&[Record::Claim { t: now, key, claimant }], now)?;
         }
         Ok(result)
     }
@@ -734,7 +784,7 @@ mod tests {
                 call_id: None,
                 key: "k1",
             }),
-            Record::Claim { t: 5, key: "k1" },
+            Record::Claim { t: 5, key: "k1", claimant: Some("tok") },
             Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a" },
             Record::End { t: 7, host: Host::ClaudeCode, conv: "a" },
             Record::Lineage { t: 8, host: Host::ClaudeCode, pid: 42, conv: "b" },

@@ -264,7 +264,7 @@ fn read_call(arg: &CallArg) -> Result<Option<McpCall>, String> {
 }
 
 fn scope(cmd: ScopeCmd) -> Result<u8, String> {
-    let rp = ReadPath::from_process();
+    let rp = ReadPath::from_process_for_cli();
     match cmd {
         ScopeCmd::Current { fresh: _, json, call } => {
             let call = read_call(&call)?;

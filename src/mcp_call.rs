@@ -12,6 +12,8 @@ use serde_json::Value;
 /// The parts of an MCP `tools/call` that identify its caller.
 #[derive(Clone, Debug, PartialEq)]
 pub struct McpCall {
+    /// The JSON-RPC request id, when the whole request was given.
+    pub request_id: Option<String>,
     pub name: String,
     pub arguments: Value,
     pub meta: Value,
@@ -23,7 +25,13 @@ impl McpCall {
     pub fn from_json(v: &Value) -> Option<McpCall> {
         let params = v.get("params").filter(|p| p.is_object()).unwrap_or(v);
         let name = params.get("name")?.as_str()?.to_string();
+        let request_id = match v.get("id") {
+            Some(Value::String(s)) if v.get("params").is_some() => Some(s.clone()),
+            Some(Value::Number(n)) if v.get("params").is_some() => Some(n.to_string()),
+            _ => None,
+        };
         Some(McpCall {
+            request_id,
             name,
             arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
             meta: params.get("_meta").cloned().unwrap_or(Value::Null),
@@ -90,22 +98,44 @@ pub fn caller_from_record(view: &View<'_>, call_id: &str) -> Option<Caller> {
 }
 
 /// Cursor: choose the claim for a fingerprint match. Returns the caller and
-/// the key to claim, or why there is none. Pure: the caller appends the claim
-/// under the same lock.
-pub fn choose_claim<'a>(view: &View<'a>, call: &McpCall, now: u64) -> Result<(Caller, &'a str), PerCall> {
-    let tool = call.name.as_str();
+/// the key to claim (`None` when this request already holds its claim), or
+/// why there is none. Pure: the caller appends the claim under the same lock.
+///
+/// `claimant` identifies the MCP request (server process + JSON-RPC id): a
+/// request that resolves twice (check, then deliver) must get the same
+/// caller both times, not fall back to the slot on the second.
+pub fn choose_claim<'a>(
+    view: &View<'a>,
+    call: &McpCall,
+    claimant: Option<&str>,
+    now: u64,
+) -> Result<(Caller, Option<&'a str>), PerCall> {
+    let scope_of = |c: &crate::journal::Call<'_>| c.agent.unwrap_or(c.conv).to_string();
+    let caller_of = |c: &crate::journal::Call<'_>| {
+        Caller::new(Source::Fingerprint, Some(scope_of(c)), Some(c.conv.to_string()), Some(c.host))
+    };
+    if let Some(held) = claimant.and_then(|t| view.claimed_by(t)) {
+        return Ok((caller_of(held), None));
+    }
     let fp = call.fingerprint();
-    let candidates = view.claim_candidates(tool, &fp, now);
+    let candidates = view.claim_candidates(&call.name, &fp, now);
     let Some(first) = candidates.first() else {
         return Err(PerCall::NoMatch);
     };
-    let scope_of = |c: &crate::journal::Call<'_>| c.agent.unwrap_or(c.conv).to_string();
     let scope = scope_of(first);
     if candidates.iter().any(|c| scope_of(c) != scope) {
         return Err(PerCall::Ambiguous);
     }
-    let caller = Caller::new(Source::Fingerprint, Some(scope), Some(first.conv.to_string()), Some(first.host));
-    Ok((caller, first.key))
+    Ok((caller_of(first), Some(first.key)))
+}
+
+/// The claimant token of one MCP request: the server process and the
+/// request's JSON-RPC id (hashed; `None` without an id).
+pub fn claimant_token(server_pid: u32, call: &McpCall) -> Option<String> {
+    let id = call.request_id.as_deref()?;
+    let h =
+        crate::fingerprint::sha256_hex(format!("{server_pid}\0{id}\0{}\0{}", call.name, call.fingerprint()).as_bytes());
+    Some(h[..32].to_string())
 }
 
 #[cfg(test)]

@@ -35,6 +35,9 @@ pub struct ReadPath {
     env: ScopeEnv,
     /// Fixed "now" for tests; `None` = the clock.
     now_override: Option<u64>,
+    /// The MCP server process: this one for the library, the parent for
+    /// the CLI (the server that spawned `leanctx scope …`).
+    server_pid: u32,
 }
 
 /// A stub question.
@@ -71,11 +74,29 @@ pub struct StubAnswer {
 impl ReadPath {
     /// The process's data dir and environment.
     pub fn from_process() -> ReadPath {
-        ReadPath { dir: paths::data_dir_path().ok(), env: ScopeEnv::from_process(), now_override: None }
+        ReadPath {
+            dir: paths::data_dir_path().ok(),
+            env: ScopeEnv::from_process(),
+            now_override: None,
+            server_pid: std::process::id(),
+        }
+    }
+
+    /// For the CLI: the MCP server is the parent process.
+    pub fn from_process_for_cli() -> ReadPath {
+        let rp = ReadPath::from_process();
+        let server_pid = rp.env.parent_pid.unwrap_or(rp.server_pid);
+        ReadPath { server_pid, ..rp }
     }
 
     pub fn new(dir: &Path, env: ScopeEnv) -> ReadPath {
-        ReadPath { dir: Some(dir.to_path_buf()), env, now_override: None }
+        ReadPath { dir: Some(dir.to_path_buf()), env, now_override: None, server_pid: std::process::id() }
+    }
+
+    /// Set the MCP server process whose requests claim Cursor call records.
+    pub fn with_server_pid(mut self, pid: u32) -> ReadPath {
+        self.server_pid = pid;
+        self
     }
 
     /// Pin "now" (tests and fault injection).
@@ -147,9 +168,12 @@ impl ReadPath {
         // Fingerprint: decide and claim under one exclusive lock, so a call
         // record is claimed exactly once across processes.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
-        let res = Journal::new(dir).read_then_append(now, |v| match mcp_call::choose_claim(v, call, now) {
-            Ok((caller, key)) => (Ok(caller), vec![crate::journal::Record::Claim { t: now, key }]),
-            Err(p) => (Err(p), Vec::new()),
+        let token = mcp_call::claimant_token(self.server_pid, call);
+        let res = Journal::new(dir).claim(now, token.as_deref(), |v| {
+            match mcp_call::choose_claim(v, call, token.as_deref(), now) {
+                Ok((caller, key)) => (Ok(caller), key),
+                Err(p) => (Err(p), None),
+            }
         });
         res.unwrap_or(Err(PerCall::StateError))
     }
@@ -173,6 +197,15 @@ impl ReadPath {
         let view = View::parse(&text);
         let res = self.resolve_with(q.call, &view, now);
         self.decide_for(&res, &view, q, now)
+    }
+
+    /// Decide for a caller already resolved (resolve once per MCP call,
+    /// then use the same resolution to decide and to label a delivery).
+    /// `q.call` is ignored.
+    pub fn decide_resolved(&self, res: &Resolution, q: &StubQuery<'_>) -> StubAnswer {
+        let now = self.now();
+        let text = self.read_journal().unwrap_or_default();
+        self.decide_for(res, &View::parse(&text), q, now)
     }
 
     fn decide_for(&self, res: &Resolution, view: &View<'_>, q: &StubQuery<'_>, now: u64) -> StubAnswer {

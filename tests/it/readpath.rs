@@ -439,3 +439,29 @@ fn journal_stays_bounded_after_a_million_events() {
     assert!(v.compaction_floor() >= t0);
     println!("journal after 1,000,000 events: {} bytes, {} records (after 1,000: {} bytes)", big.0, big.1, small.0);
 }
+
+/// A server that resolves one request twice (check, then record the
+/// delivery) must get the same caller both times; another request must not
+/// reuse the claim.
+#[test]
+fn a_request_resolving_twice_keeps_its_claim() {
+    let sb = Sandbox::new();
+    let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
+    sb.hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json")).ok();
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).with_server_pid(4242);
+    let req = |id: u64| {
+        McpCall::from_json(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"ctx_read","arguments":{"path":"src/main.rs","mode":"map"}}}))
+        .unwrap()
+    };
+    let first = rp.resolve(Some(&req(7)), rp.now());
+    assert_eq!((first.caller.scope.as_deref(), first.caller.source), (Some(conv), Source::Fingerprint));
+    let again = rp.resolve(Some(&req(7)), rp.now());
+    assert_eq!((again.caller.scope.as_deref(), again.caller.source), (Some(conv), Source::Fingerprint));
+    let other = rp.resolve(Some(&req(8)), rp.now());
+    assert_ne!(other.caller.source, Source::Fingerprint, "a different request cannot reuse the claim");
+    let other_server = ReadPath::new(&sb.data, ScopeEnv::default()).with_server_pid(5151);
+    assert_ne!(other_server.resolve(Some(&req(7)), rp.now()).caller.source, Source::Fingerprint);
+    // Only one claim line was written.
+    assert_eq!(sb.journal().lines().filter(|l| l.starts_with("K\t")).count(), 1);
+}
