@@ -25,6 +25,8 @@ pub enum Reason {
     /// A subagent of the caller's conversation is running and the caller's
     /// source cannot tell them apart.
     SubagentActive,
+    /// The state could not be read: nothing can be proven, so withhold.
+    StateUnavailable,
 }
 
 impl Reason {
@@ -39,6 +41,7 @@ impl Reason {
             Reason::UnknownCaller => "unknown-caller",
             Reason::UnknownDelivery => "unknown-delivery",
             Reason::SubagentActive => "subagent-active",
+            Reason::StateUnavailable => "state-unavailable",
         }
     }
 }
@@ -69,6 +72,9 @@ pub struct Facts {
     pub compaction_floor: u64,
     /// A subagent of the caller's conversation is running.
     pub subagent_active: bool,
+    /// The journal exists but could not be read (permissions, a busy lock):
+    /// every other fact is unknown.
+    pub unavailable: bool,
 }
 
 fn compacted_since(facts: &Facts, delivered_at: Option<u64>) -> bool {
@@ -87,6 +93,9 @@ fn compacted_since(facts: &Facts, delivered_at: Option<u64>) -> bool {
 pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
     if caller.source == Source::Disabled {
         return Decision::allow(Reason::ScopeDisabled);
+    }
+    if facts.unavailable {
+        return Decision::deny(Reason::StateUnavailable);
     }
     let Some(current) = caller.scope.as_deref() else {
         return if facts.concurrent {
@@ -120,6 +129,9 @@ pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>,
 pub fn cold(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
     if caller.source == Source::Disabled {
         return Decision::allow(Reason::ScopeDisabled);
+    }
+    if facts.unavailable {
+        return Decision::deny(Reason::StateUnavailable);
     }
     let Some(current) = caller.scope.as_deref() else {
         return Decision::deny(Reason::UnknownCaller);
@@ -171,10 +183,13 @@ mod tests {
         let compacted = Facts { last_compaction: Some(200), ..Facts::default() };
         let floor = Facts { compaction_floor: 150, ..Facts::default() };
         let sub = Facts { subagent_active: true, ..Facts::default() };
+        let gone = Facts { unavailable: true, ..Facts::default() };
         let a = Some("A");
         #[rustfmt::skip]
         let table: Vec<Row> = vec![
             (Caller::disabled(),                      Some("B"), None,      busy,      true,  ScopeDisabled),
+            (caller(Source::MetaSession, a),          a,         Some(100), gone,      false, StateUnavailable),
+            (Caller::unknown(),                       a,         Some(100), gone,      false, StateUnavailable),
             (caller(Source::MetaSession, a),          a,         Some(100), busy,      true,  SameConversation),
             (caller(Source::MetaSession, a),          Some("B"), Some(100), quiet,     false, OtherConversation),
             (caller(Source::MetaSession, a),          a,         Some(100), compacted, false, Compacted),

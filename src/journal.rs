@@ -586,14 +586,20 @@ impl Journal {
         self.dir.join(JOURNAL_FILE)
     }
 
+    /// Writers: an exclusive lock, creating the lock file if needed.
     fn lock(&self, exclusive: bool) -> io::Result<LockGuard> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(self.dir.join(JOURNAL_LOCK_FILE))?;
+        let file = if exclusive {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(self.dir.join(JOURNAL_LOCK_FILE))?
+        } else {
+            // Readers need no write access: flock works on a read-only fd.
+            File::open(self.dir.join(JOURNAL_LOCK_FILE))?
+        };
         let try_once = |f: &File| if exclusive { f.try_lock() } else { f.try_lock_shared() };
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_micros(50);
@@ -615,9 +621,14 @@ impl Journal {
         }
     }
 
-    /// Read the whole journal under a shared lock. A missing journal is empty.
+    /// Read the whole journal under a shared lock. A missing journal is
+    /// empty; so is one whose lock file was never created (no hook ran).
     pub fn read(&self) -> io::Result<String> {
-        let _guard = self.lock(false)?;
+        let _guard = match self.lock(false) {
+            Ok(g) => g,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !self.path().exists() => return Ok(String::new()),
+            Err(e) => return Err(e),
+        };
         self.read_unlocked()
     }
 

@@ -119,8 +119,16 @@ impl ReadPath {
         paths::check_data_dir(d).ok().map(|()| d)
     }
 
-    fn read_journal(&self) -> Option<String> {
-        Journal::new(self.usable_dir()?).read().ok()
+    /// The journal text; `Ok("")` when there is no usable data dir (no
+    /// hook has run: nothing is known, the legacy rules apply); `Err` when
+    /// state exists but cannot be read (the decisions then withhold).
+    fn read_journal(&self) -> Result<String, std::io::Error> {
+        let Some(d) = self.dir.as_deref() else { return Ok(String::new()) };
+        match paths::check_data_dir(d) {
+            Ok(()) => Journal::new(d).read(),
+            Err(paths::DirProblem::Io { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+            Err(p) => Err(std::io::Error::other(p.to_string())),
+        }
     }
 
     /// Resolve the caller: the whole scope chain, per-call identity included
@@ -182,6 +190,7 @@ impl ReadPath {
     pub fn facts(&self, view: &View<'_>, caller: &Caller, now: u64) -> Facts {
         let conv = caller.conversation.as_deref().or(caller.scope.as_deref());
         Facts {
+            unavailable: false,
             concurrent: view.concurrent(now),
             last_compaction: conv.and_then(|c| view.last_compaction(c)),
             compaction_floor: view.compaction_floor(),
@@ -193,10 +202,10 @@ impl ReadPath {
     pub fn decide(&self, q: &StubQuery<'_>) -> StubAnswer {
         let now = self.now();
         // One read serves both: a claim appended by resolution changes no fact.
-        let text = self.read_journal().unwrap_or_default();
+        let (text, unavailable) = self.journal_or_unavailable();
         let view = View::parse(&text);
         let res = self.resolve_with(q.call, &view, now);
-        self.decide_for(&res, &view, q, now)
+        self.decide_for(&res, &view, unavailable, q, now)
     }
 
     /// Decide for a caller already resolved (resolve once per MCP call,
@@ -204,12 +213,26 @@ impl ReadPath {
     /// `q.call` is ignored.
     pub fn decide_resolved(&self, res: &Resolution, q: &StubQuery<'_>) -> StubAnswer {
         let now = self.now();
-        let text = self.read_journal().unwrap_or_default();
-        self.decide_for(res, &View::parse(&text), q, now)
+        let (text, unavailable) = self.journal_or_unavailable();
+        self.decide_for(res, &View::parse(&text), unavailable, q, now)
     }
 
-    fn decide_for(&self, res: &Resolution, view: &View<'_>, q: &StubQuery<'_>, now: u64) -> StubAnswer {
-        let facts = self.facts(view, &res.caller, now);
+    fn journal_or_unavailable(&self) -> (String, bool) {
+        match self.read_journal() {
+            Ok(t) => (t, false),
+            Err(_) => (String::new(), true),
+        }
+    }
+
+    fn decide_for(
+        &self,
+        res: &Resolution,
+        view: &View<'_>,
+        unavailable: bool,
+        q: &StubQuery<'_>,
+        now: u64,
+    ) -> StubAnswer {
+        let facts = Facts { unavailable, ..self.facts(view, &res.caller, now) };
         let decision = if q.cold {
             decision::cold(&res.caller, q.delivered, q.delivered_at_ms, &facts)
         } else {
@@ -230,7 +253,7 @@ impl ReadPath {
     /// is treated like a slot answer (not exact).
     pub fn decide_given(&self, current: Option<&str>, delivered: Option<&str>, cold: bool) -> Decision {
         let now = self.now();
-        let text = self.read_journal().unwrap_or_default();
+        let (text, unavailable) = self.journal_or_unavailable();
         let view = View::parse(&text);
         let res = self.resolve_with(None, &view, now);
         let caller = if res.caller.source == identity::Source::Disabled || res.caller.scope.as_deref() == current {
@@ -240,13 +263,16 @@ impl ReadPath {
         };
         let r = Resolution { caller, per_call: PerCall::NotGiven };
         let q = StubQuery { delivered, delivered_at_ms: None, cold, call: None };
-        self.decide_for(&r, &view, &q, now).decision
+        self.decide_for(&r, &view, unavailable, &q, now).decision
     }
 
-    /// More than one live top-level conversation in the window.
+    /// More than one live top-level conversation in the window. When the
+    /// state cannot be read the answer is `true`: callers withhold.
     pub fn concurrent(&self) -> bool {
-        let text = self.read_journal().unwrap_or_default();
-        View::parse(&text).concurrent(self.now())
+        match self.read_journal() {
+            Ok(text) => View::parse(&text).concurrent(self.now()),
+            Err(_) => true,
+        }
     }
 }
 

@@ -465,3 +465,33 @@ fn a_request_resolving_twice_keeps_its_claim() {
     // Only one claim line was written.
     assert_eq!(sb.journal().lines().filter(|l| l.starts_with("K\t")).count(), 1);
 }
+
+/// The read path fails closed: state that exists but cannot be read (here a
+/// lock held by a stuck writer; a journal that is a directory) withholds
+/// every stub, where the hook path would fail open.
+#[test]
+fn unreadable_state_withholds() {
+    let sb = Sandbox::new();
+    let sid = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
+    sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).ok();
+    let o = sb.cmd(["scope", "check", "--delivered", sid]).run();
+    assert_eq!(o.code, 0);
+    let lock = std::fs::OpenOptions::new().write(true).open(sb.data.join("journal.lock")).unwrap();
+    lock.lock().unwrap();
+    let o = sb.cmd(["scope", "check", "--delivered", sid]).run();
+    assert_eq!((o.code, o.stdout.trim()), (1, "withhold state-unavailable"));
+    let env = ScopeEnv { claude_session_id: Some(sid.into()), ..ScopeEnv::default() };
+    let rp = ReadPath::new(&sb.data, env);
+    assert!(rp.concurrent(), "unknown state reads as concurrent");
+    // The hook still answers (fail open), and says why.
+    let h = sb.hook("claude", payload("claude/baseline/07-PreToolUse.json")).run();
+    assert_eq!((h.code, h.stdout.as_str()), (0, ""));
+    assert!(h.stderr.contains("lock busy"), "{}", h.stderr);
+    lock.unlock().unwrap();
+    assert!(!rp.concurrent());
+
+    std::fs::remove_file(sb.data.join("journal")).unwrap();
+    std::fs::create_dir(sb.data.join("journal")).unwrap();
+    let o = sb.cmd(["scope", "check", "--delivered", sid]).run();
+    assert_eq!((o.code, o.stdout.trim()), (1, "withhold state-unavailable"));
+}
