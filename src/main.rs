@@ -137,6 +137,12 @@ struct InstallArgs {
     /// Claude Code / CodeBuddy: write settings.local.json.
     #[arg(long)]
     local: bool,
+    /// Create the host's user config dir if it does not exist.
+    #[arg(long)]
+    create: bool,
+    /// Skip (exit 0) a host whose user config dir does not exist.
+    #[arg(long)]
+    if_present: bool,
 }
 
 fn main() -> ExitCode {
@@ -176,7 +182,7 @@ fn main() -> ExitCode {
 }
 
 fn install_opts(a: InstallArgs, dry_run: bool) -> install::InstallOptions {
-    install::InstallOptions { project: a.project, local: a.local, dry_run }
+    install::InstallOptions { project: a.project, local: a.local, dry_run, create: a.create, if_present: a.if_present }
 }
 
 /// The hook: never anything but exit 0 and a well-formed answer.

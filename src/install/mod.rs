@@ -1,9 +1,34 @@
 //! `leanctx hooks install|uninstall|status`: edit each host's hook config
 //! without ever losing a user's data (DESIGN.md §7).
+//!
+//! An edit is: find the file (following symlinks to the real one), lock its
+//! directory, read and parse it strictly (plain JSON; comments, duplicate
+//! keys and wrong shapes are refused with `file:line:col` and the file is
+//! left byte-for-byte alone), change only our entries (recognised by
+//! program, see [`command`]), and, if anything changed, back the file up
+//! once and replace it atomically with its mode kept. The entries come from
+//! `hooks/<host>.json` ([`spec`]).
+
+pub mod command;
+pub mod cursor;
+pub mod diff;
+pub mod edit;
+pub mod fsio;
+pub mod jsonfile;
+pub mod nested;
+pub mod overlap;
+pub mod spec;
+pub mod status;
+pub mod target;
 
 use crate::host::Host;
-use std::io::Write;
+use edit::{Changes, ShapeError};
+use serde_json::Value;
+use spec::{Shape, Spec};
+use std::fs;
+use std::io::{self, Write};
 use std::path::PathBuf;
+use target::{Scope, Target};
 
 /// Where and how to install.
 #[derive(Clone, Debug, Default)]
@@ -14,6 +39,12 @@ pub struct InstallOptions {
     pub local: bool,
     /// Show the change, write nothing.
     pub dry_run: bool,
+    /// User scope: create the host's config dir when it does not exist
+    /// (otherwise a missing dir means the host is not installed: refuse).
+    pub create: bool,
+    /// User scope: when the host's config dir does not exist, say so and
+    /// succeed (for installers that try every host).
+    pub if_present: bool,
 }
 
 /// An installer failure, with a message for the user; exit code 1.
@@ -28,17 +59,253 @@ impl std::fmt::Display for InstallError {
 
 impl std::error::Error for InstallError {}
 
+impl From<String> for InstallError {
+    fn from(s: String) -> Self {
+        InstallError(s)
+    }
+}
+
+fn out_err(e: io::Error) -> InstallError {
+    InstallError(format!("cannot write output: {e}"))
+}
+
 pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<(), InstallError> {
-    let _ = (host, opts, out);
-    Err(InstallError("the installer is not built yet".into()))
+    let t = target::resolve(host, opts.project.as_deref(), opts.local)?;
+    let dir_exists = t.dir.is_dir();
+    if !dir_exists && t.dir.exists() {
+        return Err(InstallError(format!("{} is not a directory", t.dir.display())));
+    }
+    let asked = opts.create || matches!(t.scope, Scope::Project { .. });
+    if !dir_exists && !asked {
+        if opts.if_present {
+            writeln!(out, "{host}: {} does not exist; {host} does not look installed, skipped", t.dir.display())
+                .map_err(out_err)?;
+            return Ok(());
+        }
+        return Err(InstallError(format!(
+            "{} does not exist, so {host} does not look installed here; nothing written \
+             (use --create to create it anyway, or --project <DIR> for a project)",
+            t.dir.display()
+        )));
+    }
+    let bin = command::hook_binary()?;
+    let bin_str = bin.to_str().ok_or_else(|| format!("the binary path {} is not UTF-8", bin.display()))?;
+    let spec = Spec::for_host(host, &command::shell_word(bin_str));
+    let res = edit_config(&t, opts.dry_run, !dir_exists, |doc| match spec::shape(host) {
+        Shape::Flat => cursor::upsert(doc, &spec),
+        Shape::Nested => nested::upsert(doc, &spec),
+    })?;
+
+    writeln!(out, "{host} ({}): {}", t.describe_scope(), t.file.display()).map_err(out_err)?;
+    writeln!(out, "  hooks run {bin_str} hook {host}").map_err(out_err)?;
+    if !bin.is_file() {
+        writeln!(out, "  warning: {} does not exist (yet); the hooks will fail until it does", bin.display())
+            .map_err(out_err)?;
+    }
+    if !dir_exists {
+        let verb = if opts.dry_run { "would create" } else { "created" };
+        writeln!(out, "  {verb} {}", t.dir.display()).map_err(out_err)?;
+    }
+    report(&res, opts.dry_run, spec.entries.len(), out)?;
+    if res.changes.is_empty() {
+        return Ok(());
+    }
+    for note in host_notes(host, &t) {
+        writeln!(out, "  note: {note}").map_err(out_err)?;
+    }
+    if matches!(host, Host::ClaudeCode | Host::Cursor) && overlap_installed(host) {
+        writeln!(out, "  note: {}", overlap::NOTE).map_err(out_err)?;
+    }
+    Ok(())
 }
 
 pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<(), InstallError> {
-    let _ = (host, opts, out);
-    Err(InstallError("the installer is not built yet".into()))
+    let t = target::resolve(host, opts.project.as_deref(), opts.local)?;
+    writeln!(out, "{host} ({}): {}", t.describe_scope(), t.file.display()).map_err(out_err)?;
+    if !t.dir.is_dir() {
+        writeln!(out, "  {} does not exist; nothing to remove", t.dir.display()).map_err(out_err)?;
+        return Ok(());
+    }
+    if fs::symlink_metadata(&t.file).is_err() {
+        writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
+        return Ok(());
+    }
+    let res = edit_config(&t, opts.dry_run, false, |doc| match spec::shape(host) {
+        Shape::Flat => cursor::remove(doc),
+        Shape::Nested => nested::remove(doc, host),
+    })?;
+    report(&res, opts.dry_run, 0, out)?;
+    if !res.changes.is_empty() && !opts.dry_run {
+        writeln!(out, "  (the binary stays; remove it with `cargo uninstall leanctx` or by deleting it)")
+            .map_err(out_err)?;
+    }
+    Ok(())
 }
 
 pub fn status(host: Option<Host>, json: bool, out: &mut dyn Write) -> Result<(), InstallError> {
-    let _ = (host, json, out);
-    Err(InstallError("the installer is not built yet".into()))
+    let hosts: Vec<Host> = match host {
+        Some(h) => vec![h],
+        None => Host::ALL.to_vec(),
+    };
+    let cwd = std::env::current_dir().ok();
+    let st = status::gather(&hosts, cwd.as_deref(), crate::clock::now_ms_env())?;
+    let text = if json {
+        serde_json::to_string_pretty(&st).map_err(|e| InstallError(e.to_string()))? + "\n"
+    } else {
+        st.human()
+    };
+    out.write_all(text.as_bytes()).map_err(out_err)
+}
+
+/// What an edit did (or would do).
+struct EditResult {
+    changes: Changes,
+    diff: String,
+    backup: Option<PathBuf>,
+    /// The real file, when the config is a symlink.
+    via_link: Option<PathBuf>,
+}
+
+fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write) -> Result<(), InstallError> {
+    let w = |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(out_err);
+    if let Some(real) = &res.via_link {
+        w(out, format!("  (a symlink: editing its target {})", real.display()))?;
+    }
+    if res.changes.is_empty() {
+        let what = if expected > 0 {
+            format!("already up to date ({expected} entries)")
+        } else {
+            "no leanctx entries".to_string()
+        };
+        return w(out, format!("  {what}; nothing written"));
+    }
+    if dry_run {
+        out.write_all(res.diff.as_bytes()).map_err(out_err)?;
+        return w(out, format!("  would have: {}", res.changes.summary()) + "\n  dry run: nothing written");
+    }
+    w(out, format!("  {}", res.changes.summary()))?;
+    if let Some(b) = &res.backup {
+        w(out, format!("  backup of the original: {}", b.display()))?;
+    }
+    Ok(())
+}
+
+fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
+    InstallError(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
+}
+
+/// Read, change with `f`, write if changed. See the module doc.
+fn edit_config(
+    t: &Target,
+    dry_run: bool,
+    create_dir: bool,
+    f: impl FnOnce(&mut Value) -> Result<Changes, ShapeError>,
+) -> Result<EditResult, InstallError> {
+    let io_err = |what: &str, p: &std::path::Path, e: io::Error| InstallError(format!("{what} {}: {e}", p.display()));
+    if create_dir && !dry_run {
+        fs::create_dir_all(&t.dir).map_err(|e| io_err("cannot create", &t.dir, e))?;
+    }
+    let real = fsio::real_path(&t.file).map_err(|e| io_err("cannot resolve", &t.file, e))?;
+    let real_dir = real.parent().map(|p| p.to_path_buf()).unwrap_or_else(|| PathBuf::from("/"));
+    let _lock = if real_dir.is_dir() {
+        Some(fsio::lock_dir(&real_dir).map_err(|e| io_err("cannot lock", &real_dir, e))?)
+    } else if dry_run {
+        None
+    } else {
+        return Err(InstallError(format!(
+            "{} points into {}, which does not exist; nothing written",
+            t.file.display(),
+            real_dir.display()
+        )));
+    };
+
+    let (old, mode) = match fs::metadata(&real) {
+        Ok(md) if !md.is_file() => return Err(InstallError(format!("{} is not a regular file", real.display()))),
+        Ok(md) => {
+            let bytes = fs::read(&real).map_err(|e| io_err("cannot read", &real, e))?;
+            (Some(bytes), Some(fsio::mode_of(&md)))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
+        Err(e) => return Err(io_err("cannot read", &real, e)),
+    };
+    let old_text = match &old {
+        None => String::new(),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => s.to_string(),
+            Err(e) => {
+                let good = std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or_default();
+                return Err(fail_at(t, jsonfile::pos_of(good, good.len()), "not UTF-8 text"));
+            }
+        },
+    };
+    let mut doc = jsonfile::parse(&old_text).map_err(|e| fail_at(t, e.pos, &e.msg))?;
+    let changes = f(&mut doc).map_err(|e| {
+        let pos = jsonfile::locate(&old_text, &e.path).unwrap_or(jsonfile::Pos { line: 1, col: 1 });
+        fail_at(t, pos, &format!("{} (leanctx will not guess how to merge into it)", e.msg))
+    })?;
+    let via_link = (real != t.file).then(|| real.clone());
+    if changes.is_empty() {
+        return Ok(EditResult { changes, diff: String::new(), backup: None, via_link });
+    }
+    let style = if old.is_some() { jsonfile::Style::detect(&old_text) } else { jsonfile::Style::default_pretty() };
+    let new_text = jsonfile::render(&doc, &style);
+    let name = t.file.display().to_string();
+    let diff = if dry_run {
+        let old_name = if old.is_some() { name.clone() } else { "/dev/null".into() };
+        diff::unified(&old_text, &new_text, &old_name, &name)
+    } else {
+        String::new()
+    };
+    if dry_run || new_text == old_text {
+        return Ok(EditResult { changes, diff, backup: None, via_link });
+    }
+    let backup = match (&old, mode) {
+        (Some(bytes), Some(m)) => {
+            fsio::backup_once(&t.file, bytes, m).map_err(|e| io_err("cannot write the backup of", &t.file, e))?
+        }
+        _ => None,
+    };
+    fsio::write_atomic(&real, &new_text, mode).map_err(|e| io_err("cannot write", &real, e))?;
+    Ok(EditResult { changes, diff, backup, via_link })
+}
+
+/// What each host needs the user to know after its config changed.
+fn host_notes(host: Host, t: &Target) -> Vec<String> {
+    let project = matches!(t.scope, Scope::Project { .. });
+    let mut v = Vec::new();
+    match host {
+        Host::Codex => {
+            v.push(
+                "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust \
+                 the leanctx entries (`codex exec` never asks, so untrusted hooks do not run there). \
+                 `leanctx hooks status codex` tells whether they have fired."
+                    .into(),
+            );
+            if project {
+                v.push("project hooks load only in a project Codex trusts".into());
+            }
+        }
+        Host::ClaudeCode => v.push(
+            "Claude Code uses the hooks in new sessions; interactive sessions run hooks only in folders you trust"
+                .into(),
+        ),
+        Host::CodeBuddy => {
+            v.push("CodeBuddy reads hooks at startup and asks you to review edited hooks in /hooks".into())
+        }
+        Host::Cursor => {
+            v.push(
+                "Cursor reloads hooks.json on save; restart Cursor if the hooks do not show in its Hooks tab".into(),
+            );
+            if project {
+                v.push("project hooks run only in a trusted workspace".into());
+            }
+        }
+    }
+    v
+}
+
+/// The other side of the Cursor/Claude overlap has our entries (user scope).
+fn overlap_installed(host: Host) -> bool {
+    let other = if host == Host::Cursor { Host::ClaudeCode } else { Host::Cursor };
+    status::user_entries(other).is_some_and(|n| n > 0)
 }

@@ -1,0 +1,222 @@
+//! The command line we write into a host's config, and how we recognise
+//! one of ours again: by its program (a `leanctx` binary) and its
+//! arguments (`hook <host>`), never by a substring of some path, so a
+//! user's `/home/leanctx-fan/bin/mytool` is never taken for ours and our
+//! entry is found again after the binary moved.
+
+use crate::host::Host;
+use std::path::{Path, PathBuf};
+
+/// Env override for the binary written into hook commands (tests,
+/// packagers whose install path differs from where `leanctx` runs now).
+pub const BINARY_ENV: &str = "LEANCTX_HOOK_BINARY";
+
+/// The file names a leanctx binary may have.
+const PROGRAM_NAMES: [&str; 2] = ["leanctx", "leanctx.exe"];
+
+/// The binary hooks will run: `$LEANCTX_HOOK_BINARY` verbatim (absolute,
+/// named `leanctx`), else this executable, canonicalised.
+pub fn hook_binary() -> Result<PathBuf, String> {
+    match std::env::var_os(BINARY_ENV).filter(|v| !v.is_empty()) {
+        Some(v) => {
+            let p = PathBuf::from(v);
+            if !p.is_absolute() {
+                return Err(format!(
+                    "{BINARY_ENV}={} is not an absolute path; hosts run hooks from other directories",
+                    p.display()
+                ));
+            }
+            check_program_name(&p)?;
+            Ok(p)
+        }
+        None => {
+            let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+            let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+            check_program_name(&exe)?;
+            Ok(exe)
+        }
+    }
+}
+
+/// Our entries are recognised by the program's file name, so a binary
+/// under another name would be installed but never found again.
+fn check_program_name(p: &Path) -> Result<(), String> {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if PROGRAM_NAMES.contains(&name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the hook binary {} is not named leanctx; install it as leanctx (or set {BINARY_ENV} to a path ending in /leanctx)",
+            p.display()
+        ))
+    }
+}
+
+/// The binary as one shell word. POSIX single quotes: every host runs the
+/// command through a POSIX-like shell (Claude `/bin/sh -c`, Codex and
+/// CodeBuddy `$SHELL -c`, Cursor a shell string), and single quotes mean
+/// the same in sh, bash, zsh and fish for any path without a backslash.
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'+' | b',' | b':' | b'@'));
+    if plain { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
+}
+
+/// A command of ours, taken apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ours {
+    /// The program as written (after unquoting).
+    pub program: String,
+    pub host: Host,
+}
+
+/// Recognise `<…/leanctx> hook <host> [args…]`: the first simple command
+/// of a shell string, after `VAR=value` assignments and `env`/`exec`/
+/// `command` prefixes. Anything after a control operator is ignored.
+pub fn parse_ours(cmd: &str) -> Option<Ours> {
+    ours_from_words(&shell_words(cmd)?)
+}
+
+/// Claude's exec form: `command` is the program, `args` its arguments.
+pub fn parse_ours_exec(program: &str, args: &[String]) -> Option<Ours> {
+    let mut words = vec![program.to_string()];
+    words.extend(args.iter().cloned());
+    ours_from_words(&words)
+}
+
+fn ours_from_words(words: &[String]) -> Option<Ours> {
+    let file_name = |w: &str| Path::new(w).file_name().and_then(|n| n.to_str()).map(str::to_string);
+    let is_assignment = |w: &str| {
+        w.find('=').is_some_and(|eq| {
+            eq > 0
+                && !w.as_bytes()[0].is_ascii_digit()
+                && w[..eq].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+    };
+    let is_prefix = |w: &str| is_assignment(w) || matches!(file_name(w).as_deref(), Some("env" | "exec" | "command"));
+    let i = words.iter().position(|w| !is_prefix(w))?;
+    let program = &words[i];
+    let base = file_name(program)?;
+    if !PROGRAM_NAMES.contains(&base.as_str()) || words.get(i + 1).map(String::as_str) != Some("hook") {
+        return None;
+    }
+    let host = words.get(i + 2)?.parse::<Host>().ok()?;
+    Some(Ours { program: program.clone(), host })
+}
+
+/// Split the first simple command of a POSIX shell string into words.
+/// `None` for unbalanced quotes. Expansions (`$X`) are kept literally:
+/// recognition only needs the program's file name and the arguments.
+pub fn shell_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            c @ ('$' | '`' | '"' | '\\') => cur.push(c),
+                            '\n' => {}
+                            c => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                        },
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') | None => {}
+                    Some(c) => cur.push(c),
+                }
+            }
+            ';' | '|' | '&' | '<' | '>' | '(' | ')' | '\n' | '`' => break,
+            c if c == ' ' || c == '\t' => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Some(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ours(cmd: &str) -> Option<Host> {
+        parse_ours(cmd).map(|o| o.host)
+    }
+
+    #[test]
+    fn recognises_our_program_and_arguments() {
+        assert_eq!(ours("/usr/local/bin/leanctx hook claude-code"), Some(Host::ClaudeCode));
+        assert_eq!(ours("leanctx hook codex"), Some(Host::Codex));
+        assert_eq!(ours("'/home/a b/it'\\''s/leanctx' hook cursor"), Some(Host::Cursor));
+        assert_eq!(ours("\"/opt/x y/leanctx\" hook codebuddy --event Stop"), Some(Host::CodeBuddy));
+        assert_eq!(ours("LEAN_CTX_SCOPE=x env A=1 /bin/leanctx hook claude"), Some(Host::ClaudeCode));
+        assert_eq!(ours("exec /bin/leanctx hook cursor"), Some(Host::Cursor));
+        assert_eq!(ours("$HOME/.cargo/bin/leanctx hook codex || true"), Some(Host::Codex));
+        assert_eq!(ours("C:/tools/leanctx.exe hook cursor"), Some(Host::Cursor));
+    }
+
+    #[test]
+    fn a_path_containing_leanctx_is_not_ours() {
+        assert_eq!(ours("/home/leanctx/bin/mytool hook claude-code"), None);
+        assert_eq!(ours("/opt/leanctx-tools/run.sh leanctx hook claude-code"), None);
+        assert_eq!(ours("lean-ctx hook observe"), None);
+        assert_eq!(ours("/usr/bin/leanctx-old hook cursor"), None);
+        assert_eq!(ours("echo leanctx hook cursor"), None);
+        assert_eq!(ours("leanctx status"), None);
+        assert_eq!(ours("leanctx hook"), None);
+        assert_eq!(ours("leanctx hook vim"), None);
+        assert_eq!(ours("cd /x && leanctx hook cursor"), None);
+        assert_eq!(ours("'/bin/leanctx hook cursor"), None, "unbalanced quote");
+        assert_eq!(ours(""), None);
+    }
+
+    #[test]
+    fn exec_form_is_recognised_by_program() {
+        let args = vec!["hook".to_string(), "claude-code".to_string()];
+        assert_eq!(parse_ours_exec("/x y/leanctx", &args).map(|o| o.host), Some(Host::ClaudeCode));
+        assert_eq!(parse_ours_exec("/x/leanctx-helper", &args), None);
+    }
+
+    #[test]
+    fn shell_word_round_trips_through_our_parser() {
+        for p in ["/usr/bin/leanctx", "/a b/leanctx", "/it's/leanctx", "/q\"d/$HOME/`x`/leanctx", "/t\tab/leanctx"] {
+            let w = shell_word(p);
+            let words = shell_words(&format!("{w} hook cursor")).unwrap();
+            assert_eq!(words, vec![p.to_string(), "hook".into(), "cursor".into()], "{w}");
+        }
+        assert_eq!(shell_word("/usr/local/bin/leanctx"), "/usr/local/bin/leanctx");
+        assert_eq!(shell_word("/a b/leanctx"), "'/a b/leanctx'");
+    }
+}

@@ -1,0 +1,161 @@
+//! File system side of an edit: follow symlinks to the real file, lock it
+//! against a concurrent leanctx, back it up once, write it atomically.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long an install waits for another one to finish.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Suffix of the first-touch backup.
+pub const BACKUP_SUFFIX: &str = ".leanctx.bak";
+
+/// Follow a chain of symlinks to the file they name (which may not exist
+/// yet), so we replace the target, not the link (a dotfiles repo's link
+/// must stay a link).
+pub fn real_path(path: &Path) -> io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&p) {
+            Ok(md) if md.file_type().is_symlink() => {
+                let to = fs::read_link(&p)?;
+                p = if to.is_absolute() { to } else { p.parent().unwrap_or(Path::new("/")).join(to) };
+            }
+            Ok(_) => return Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(p),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!("{}: too many levels of symbolic links", path.display())))
+}
+
+/// An exclusive lock on the directory holding the real file. The dir is
+/// never replaced (the file is, by rename), so every installer locks the
+/// same inode, and no lock file is left beside the user's config.
+pub struct DirLock {
+    file: File,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
+    let file = File::open(dir)?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(DirLock { file }),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("another leanctx is editing {} (waited {} s)", dir.display(), LOCK_WAIT.as_secs()),
+                ));
+            }
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+/// `<file>.leanctx.bak` beside the path the user knows (not inside a
+/// symlink's target dir, which may be a git repo).
+pub fn backup_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(BACKUP_SUFFIX);
+    file.with_file_name(name)
+}
+
+/// Keep the original bytes, once: an existing backup is never replaced
+/// (it holds the file as it was before leanctx first touched it). Same mode
+/// as the original: a settings file can hold secrets.
+pub fn backup_once(file: &Path, bytes: &[u8], mode: u32) -> io::Result<Option<PathBuf>> {
+    let bak = backup_path(file);
+    let mut f = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&bak) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    f.write_all(bytes)?;
+    f.set_permissions(fs::Permissions::from_mode(mode))?;
+    f.sync_all()?;
+    Ok(Some(bak))
+}
+
+/// Replace `real` (not a symlink) with `text`: temp file in the same dir,
+/// fsync, rename, fsync the dir. `mode` keeps the old file's permissions;
+/// a new file gets the umask's default.
+pub fn write_atomic(real: &Path, text: &str, mode: Option<u32>) -> io::Result<()> {
+    let af = atomicwrites::AtomicFile::new(real, atomicwrites::OverwriteBehavior::AllowOverwrite);
+    af.write(|f| {
+        if let Some(m) = mode {
+            f.set_permissions(fs::Permissions::from_mode(m))?;
+        }
+        f.write_all(text.as_bytes())
+    })
+    .map_err(io::Error::from)
+}
+
+/// Permission bits of an existing file.
+pub fn mode_of(md: &fs::Metadata) -> u32 {
+    md.permissions().mode() & 0o7777
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_path_follows_relative_and_dangling_links() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let a = t.path().join("a.json");
+        std::os::unix::fs::symlink("real/x.json", &a).unwrap();
+        let b = t.path().join("b.json");
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        assert_eq!(real_path(&b).unwrap(), real.join("x.json"));
+        let loop_ = t.path().join("loop");
+        std::os::unix::fs::symlink(&loop_, &loop_).unwrap();
+        assert!(real_path(&loop_).is_err());
+    }
+
+    #[test]
+    fn backup_is_written_once_with_the_original_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.json");
+        assert_eq!(backup_once(&f, b"one", 0o640).unwrap(), Some(t.path().join("s.json.leanctx.bak")));
+        assert_eq!(backup_once(&f, b"two", 0o644).unwrap(), None);
+        let bak = backup_path(&f);
+        assert_eq!(fs::read(&bak).unwrap(), b"one");
+        assert_eq!(mode_of(&fs::metadata(&bak).unwrap()), 0o640);
+    }
+
+    #[test]
+    fn atomic_write_keeps_the_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.json");
+        fs::write(&f, "old").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&f, "new", Some(0o640)).unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        assert_eq!(mode_of(&fs::metadata(&f).unwrap()), 0o640);
+        let leftovers: Vec<_> = fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers, ["s.json"]);
+    }
+
+    #[test]
+    fn the_dir_lock_is_exclusive() {
+        let t = tempfile::tempdir().unwrap();
+        let held = lock_dir(t.path()).unwrap();
+        let other = File::open(t.path()).unwrap();
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(held);
+        assert!(other.try_lock().is_ok());
+    }
+}

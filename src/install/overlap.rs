@@ -1,0 +1,90 @@
+//! Cursor runs Claude Code's hooks too.
+//!
+//! With "Include third-party Plugins, Skills, and other configs" on, Cursor
+//! loads `~/.claude/settings.json` and `.claude/settings*.json` and runs
+//! their hooks on its own events (HOSTS.md §1.1). With both `leanctx hooks
+//! install cursor` and `… claude-code` in place, one Cursor event then runs
+//! `leanctx hook cursor` *and* `leanctx hook claude-code`, the latter with
+//! Cursor's payload.
+//!
+//! What that costs today: the concurrency signal counts conversation ids,
+//! not hosts, so the same chat seen twice is still one conversation (the
+//! payload's `session_id` is Cursor's `conversation_id`); but the event is
+//! attributed to claude-code as well, and a gated call could be recorded
+//! twice. The clean fix is for the hook to ignore a claude-code invocation
+//! whose payload is Cursor's — [`claude_hook_run_by_cursor`] is the test
+//! for that, kept here beside the installer that creates the situation.
+
+use crate::host::Host;
+use serde_json::Value;
+
+/// The payload came from Cursor: Cursor sends `cursor_version` and
+/// `conversation_id` on every event; Claude Code, Codex and CodeBuddy send
+/// neither.
+pub fn payload_is_cursors(payload: &Value) -> bool {
+    payload.get("cursor_version").is_some_and(Value::is_string)
+        || payload.get("conversation_id").is_some_and(Value::is_string)
+}
+
+/// `leanctx hook <host>` with this payload is Cursor running a Claude Code
+/// entry: the Cursor entry (when installed) records the same event, so
+/// this run should record nothing and answer "no opinion".
+pub fn claude_hook_run_by_cursor(host: Host, payload: &Value) -> bool {
+    host == Host::ClaudeCode && payload_is_cursors(payload)
+}
+
+/// What install and status tell a user who has both.
+pub const NOTE: &str = "Cursor also runs Claude Code hooks when \"Include third-party Plugins, Skills, and other \
+     configs\" is on. With both cursor and claude-code hooks installed, Cursor's events reach leanctx twice; \
+     conversations are counted by id so the count stays right, but to keep host attribution clean turn that \
+     setting off or rely on the cursor hooks alone for Cursor.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    fn payload_dir() -> PathBuf {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        [root.join("../shared/hosts/payloads"), root.join("tests/fixtures/payloads")]
+            .into_iter()
+            .find(|p| p.is_dir())
+            .expect("host payload fixtures (../shared/hosts/payloads)")
+    }
+
+    fn payloads(host_dir: &str) -> Vec<(PathBuf, Value)> {
+        let mut out = Vec::new();
+        let mut stack = vec![payload_dir().join(host_dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().contains("mcp-tools-call")
+                {
+                    let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                    out.push((p, v));
+                }
+            }
+        }
+        assert!(!out.is_empty(), "no {host_dir} payloads");
+        out
+    }
+
+    #[test]
+    fn every_cursor_payload_is_recognised() {
+        for (p, v) in payloads("cursor") {
+            assert!(claude_hook_run_by_cursor(Host::ClaudeCode, &v), "{}", p.display());
+            assert!(!claude_hook_run_by_cursor(Host::Cursor, &v), "the cursor entry records it");
+        }
+    }
+
+    #[test]
+    fn no_real_claude_codex_or_codebuddy_payload_is_taken_for_cursors() {
+        for host in ["claude", "codex", "codebuddy"] {
+            for (p, v) in payloads(host) {
+                assert!(!payload_is_cursors(&v), "{}", p.display());
+            }
+        }
+    }
+}

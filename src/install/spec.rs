@@ -1,0 +1,195 @@
+//! The entries we install, as data: `hooks/<host>.json` in the repository,
+//! compiled in. A person can copy those files by hand (replacing
+//! `{{LEANCTX}}`); the installer reads the very same files, so the two can
+//! never disagree.
+
+use crate::host::Host;
+use serde_json::{Map, Value};
+
+/// What stands for the binary in `hooks/*.json`.
+pub const PLACEHOLDER: &str = "{{LEANCTX}}";
+
+/// Which of the two config shapes a host uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Cursor: `{"version": 1, "hooks": {"event": [{command, timeout}]}}`.
+    Flat,
+    /// Claude Code, Codex, CodeBuddy: `{"hooks": {"Event": [{matcher?, hooks: [{type, command, timeout}]}]}}`.
+    Nested,
+}
+
+pub fn shape(host: Host) -> Shape {
+    match host {
+        Host::Cursor => Shape::Flat,
+        Host::ClaudeCode | Host::Codex | Host::CodeBuddy => Shape::Nested,
+    }
+}
+
+/// The raw data file of a host.
+pub fn data(host: Host) -> &'static str {
+    match host {
+        Host::Cursor => include_str!("../../hooks/cursor.json"),
+        Host::ClaudeCode => include_str!("../../hooks/claude-code.json"),
+        Host::Codex => include_str!("../../hooks/codex.json"),
+        Host::CodeBuddy => include_str!("../../hooks/codebuddy.json"),
+    }
+}
+
+/// One event's entry: for the nested shape, the group's matcher and its one
+/// handler; for the flat shape, the entry itself (matcher unused).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub event: String,
+    pub matcher: Option<String>,
+    pub handler: Value,
+}
+
+/// A host's entries, in file order.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub host: Host,
+    pub entries: Vec<Entry>,
+}
+
+impl Spec {
+    /// The host's entries with `program` (already a shell word) in place of
+    /// the placeholder.
+    pub fn for_host(host: Host, program: &str) -> Spec {
+        let text = data(host).replace(PLACEHOLDER, &json_escape(program));
+        // The data files are part of the source tree and unit-tested below.
+        let v: Value = serde_json::from_str(&text).expect("hooks/*.json is valid JSON");
+        let hooks = v.get("hooks").and_then(Value::as_object).expect("hooks/*.json has a hooks object");
+        let mut entries = Vec::new();
+        for (event, list) in hooks {
+            let list = list.as_array().expect("each event holds an array");
+            assert_eq!(list.len(), 1, "one entry per event in hooks/{host}.json");
+            let item = &list[0];
+            let entry = match shape(host) {
+                Shape::Flat => Entry { event: event.clone(), matcher: None, handler: item.clone() },
+                Shape::Nested => {
+                    let handlers = item.get("hooks").and_then(Value::as_array).expect("a group has hooks");
+                    assert_eq!(handlers.len(), 1, "one handler per group in hooks/{host}.json");
+                    Entry {
+                        event: event.clone(),
+                        matcher: item.get("matcher").and_then(Value::as_str).map(str::to_string),
+                        handler: handlers[0].clone(),
+                    }
+                }
+            };
+            entries.push(entry);
+        }
+        Spec { host, entries }
+    }
+
+    pub fn entry(&self, event: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.event == event)
+    }
+
+    /// The group object we write for a nested entry.
+    pub fn group(e: &Entry) -> Value {
+        let mut g = Map::new();
+        if let Some(m) = &e.matcher {
+            g.insert("matcher".into(), Value::String(m.clone()));
+        }
+        g.insert("hooks".into(), Value::Array(vec![e.handler.clone()]));
+        Value::Object(g)
+    }
+}
+
+/// `program` inside a JSON string literal (it is substituted into the text).
+fn json_escape(s: &str) -> String {
+    let quoted = Value::String(s.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+    use crate::install::command::parse_ours;
+
+    fn kind(host: Host, event: &str) -> EventKind {
+        match host {
+            Host::Cursor => crate::hosts::cursor::kind_of(event),
+            _ => crate::hosts::claude::kind_of(event),
+        }
+    }
+
+    #[test]
+    fn every_data_file_parses_and_names_only_events_the_handler_knows() {
+        for host in Host::ALL {
+            let spec = Spec::for_host(host, &crate::install::command::shell_word("/opt/a b/leanctx"));
+            assert!(spec.entries.len() >= 8, "{host}");
+            for e in &spec.entries {
+                assert_ne!(kind(host, &e.event), EventKind::Unknown, "{host} {}", e.event);
+                let cmd = e.handler["command"].as_str().unwrap();
+                let ours = parse_ours(cmd).unwrap_or_else(|| panic!("{host}: {cmd} is not recognised as ours"));
+                assert_eq!(ours.host, host);
+                assert_eq!(ours.program, "/opt/a b/leanctx");
+                let t = e.handler["timeout"].as_u64().unwrap();
+                assert!((1..=5).contains(&t), "{host} {} timeout {t}", e.event);
+                if shape(host) == Shape::Nested {
+                    assert_eq!(e.handler["type"], "command");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_gate_is_only_on_mcp_tools() {
+        for host in [Host::ClaudeCode, Host::Codex, Host::CodeBuddy] {
+            let spec = Spec::for_host(host, "leanctx");
+            let pre = spec.entry("PreToolUse").unwrap();
+            assert_eq!(pre.matcher.as_deref(), Some("mcp__.*"), "{host}");
+            assert!(spec.entries.iter().filter(|e| e.event != "PreToolUse").all(|e| e.matcher.is_none()));
+        }
+        let cursor = Spec::for_host(Host::Cursor, "leanctx");
+        assert!(cursor.entry("beforeMCPExecution").is_some());
+        assert!(cursor.entry("preToolUse").is_none(), "the generic tool hook would gate every tool");
+    }
+
+    #[test]
+    fn codex_session_end_respects_the_3s_cap() {
+        let spec = Spec::for_host(Host::Codex, "leanctx");
+        assert!(spec.entry("SessionEnd").unwrap().handler["timeout"].as_u64().unwrap() <= 3);
+    }
+
+    #[test]
+    fn the_events_are_the_ones_the_design_needs() {
+        let names = |h| Spec::for_host(h, "x/leanctx").entries.into_iter().map(|e| e.event).collect::<Vec<_>>();
+        let claude = [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PreCompact",
+            "PostCompact",
+            "SubagentStart",
+            "SubagentStop",
+            "Stop",
+            "SessionEnd",
+        ];
+        assert_eq!(names(Host::ClaudeCode), claude);
+        assert_eq!(names(Host::Codex), claude);
+        assert_eq!(names(Host::CodeBuddy), claude);
+        assert_eq!(
+            names(Host::Cursor),
+            [
+                "sessionStart",
+                "beforeSubmitPrompt",
+                "beforeMCPExecution",
+                "preCompact",
+                "subagentStart",
+                "subagentStop",
+                "stop",
+                "sessionEnd"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_program_with_json_specials_is_substituted_safely() {
+        let spec = Spec::for_host(Host::Cursor, r#"'/a "b\c/leanctx'"#);
+        let cmd = spec.entries[0].handler["command"].as_str().unwrap();
+        assert_eq!(cmd, r#"'/a "b\c/leanctx' hook cursor"#);
+    }
+}

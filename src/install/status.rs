@@ -1,0 +1,331 @@
+//! `leanctx hooks status`: per host, where its config is, whether our
+//! entries are in it (and current), and whether they have ever fired —
+//! the only way to notice hooks a host silently skips (Codex runs new or
+//! changed hooks only after the user trusts them in `/hooks`).
+
+use super::spec::{self, Shape, Spec};
+use super::target::{self, Target};
+use super::{InstallError, command, cursor, edit, jsonfile, nested, overlap};
+use crate::host::Host;
+use crate::journal::{Journal, View};
+use crate::paths;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+#[derive(Debug, Serialize)]
+pub struct HooksStatus {
+    pub data_dir: Option<PathBuf>,
+    pub hosts: Vec<HostReport>,
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HostReport {
+    pub host: Host,
+    pub config_dir: PathBuf,
+    pub config_dir_exists: bool,
+    pub files: Vec<FileReport>,
+    /// Any file has our entries.
+    pub installed: bool,
+    pub last_event: Option<LastEvent>,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LastEvent {
+    pub event: String,
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub scope: String,
+    /// `absent`, `not-installed`, `installed`, `outdated` or `unreadable`.
+    pub state: &'static str,
+    /// Events with an entry of ours.
+    pub entries: usize,
+    pub expected: usize,
+    /// The binaries our entries run.
+    pub programs: Vec<String>,
+    pub error: Option<String>,
+    pub modified_ms: Option<u64>,
+}
+
+/// Number of our entries in the host's user config (`None`: unreadable or absent).
+pub fn user_entries(host: Host) -> Option<usize> {
+    let t = target::resolve(host, None, false).ok()?;
+    let text = std::fs::read_to_string(&t.file).ok()?;
+    let doc = jsonfile::parse(&text).ok()?;
+    Some(find(host, &doc).len())
+}
+
+fn find(host: Host, doc: &serde_json::Value) -> Vec<edit::Found> {
+    match spec::shape(host) {
+        Shape::Flat => cursor::find(doc),
+        Shape::Nested => nested::find(doc, host),
+    }
+}
+
+fn file_report(t: &Target) -> FileReport {
+    let expected = Spec::for_host(t.host, "leanctx").entries.len();
+    let mut r = FileReport {
+        path: t.file.clone(),
+        scope: t.describe_scope(),
+        state: "absent",
+        entries: 0,
+        expected,
+        programs: vec![],
+        error: None,
+        modified_ms: None,
+    };
+    let text = match std::fs::read_to_string(&t.file) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return r,
+        Err(e) => {
+            r.state = "unreadable";
+            r.error = Some(e.to_string());
+            return r;
+        }
+    };
+    r.modified_ms = std::fs::metadata(&t.file)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64);
+    let doc = match jsonfile::parse(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            r.state = "unreadable";
+            r.error = Some(format!("{}:{}:{}: {}", t.file.display(), e.pos.line, e.pos.col, e.msg));
+            return r;
+        }
+    };
+    let found = find(t.host, &doc);
+    if found.is_empty() {
+        r.state = "not-installed";
+        return r;
+    }
+    let mut events: Vec<&str> = found.iter().map(|f| f.event.as_str()).collect();
+    events.dedup();
+    r.entries = events.len();
+    for f in &found {
+        if !r.programs.contains(&f.program) {
+            r.programs.push(f.program.clone());
+        }
+    }
+    // Current = installing again with the same binary would change nothing.
+    let spec = Spec::for_host(t.host, &command::shell_word(&found[0].program));
+    let mut copy = doc.clone();
+    let unchanged = match spec::shape(t.host) {
+        Shape::Flat => cursor::upsert(&mut copy, &spec),
+        Shape::Nested => nested::upsert(&mut copy, &spec),
+    }
+    .map(|c| c.is_empty())
+    .unwrap_or(false);
+    r.state = if unchanged { "installed" } else { "outdated" };
+    r
+}
+
+/// Is `[features] hooks = false` (or `codex_hooks`) set in Codex's config.toml?
+/// A line scan: enough to warn, and no TOML parser needed for it.
+fn codex_hooks_disabled(codex_dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(codex_dir.join("config.toml")) else { return false };
+    let mut table = String::new();
+    for line in text.lines() {
+        let l = line.split('#').next().unwrap_or("").trim();
+        if l.starts_with('[') {
+            table = l.trim_matches(['[', ']', ' ']).to_string();
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else { continue };
+        let (k, v) = (k.trim(), v.trim());
+        let key = if table.is_empty() { k.to_string() } else { format!("{table}.{k}") };
+        if v == "false" && matches!(key.as_str(), "features.hooks" | "features.codex_hooks") {
+            return true;
+        }
+    }
+    false
+}
+
+fn never_fired(host: Host) -> String {
+    let how = match host {
+        Host::Codex => {
+            "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust the \
+             leanctx entries (codex exec never asks; untrusted hooks do not run there)"
+        }
+        Host::ClaudeCode => "start a new Claude Code session; interactive sessions run hooks only in folders you trust",
+        Host::CodeBuddy => "restart CodeBuddy and review the edited hooks in /hooks",
+        Host::Cursor => {
+            "check Cursor's Hooks tab (restart Cursor if they are missing); project hooks need a trusted workspace"
+        }
+    };
+    format!("installed but never fired: {how}")
+}
+
+pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksStatus, InstallError> {
+    let mut problems = Vec::new();
+    let data_dir = match paths::data_dir_path() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            problems.push(e.to_string());
+            None
+        }
+    };
+    let journal = match &data_dir {
+        Some(d) if d.is_dir() => match paths::check_data_dir(d) {
+            Ok(()) => Journal::new(d).read().unwrap_or_else(|e| {
+                problems.push(format!("cannot read the journal: {e}"));
+                String::new()
+            }),
+            Err(e) => {
+                problems.push(e.to_string());
+                String::new()
+            }
+        },
+        _ => String::new(),
+    };
+    let view = View::parse(&journal);
+    let last: Vec<_> = view.last_event_per_host();
+
+    let mut reports = Vec::new();
+    for &host in hosts {
+        let config_dir = target::user_dir(host)?;
+        let files: Vec<FileReport> = target::status_targets(host, cwd)?.iter().map(file_report).collect();
+        let installed = files.iter().any(|f| f.entries > 0);
+        let last_event = last
+            .iter()
+            .find(|l| l.host == host)
+            .map(|l| LastEvent { event: l.last_event.to_string(), at_ms: l.last_seen_ms });
+        let mut warnings = Vec::new();
+        let mut notes = Vec::new();
+        for f in &files {
+            match f.state {
+                "outdated" => warnings.push(format!(
+                    "{} has outdated leanctx entries: run `leanctx hooks install {host}`{}",
+                    f.path.display(),
+                    if f.scope == "user" { String::new() } else { " with the same --project/--local".into() }
+                )),
+                "unreadable" => {
+                    warnings.push(format!("cannot read {}: {}", f.path.display(), f.error.as_deref().unwrap_or("?")))
+                }
+                _ => {}
+            }
+            for p in &f.programs {
+                if !Path::new(p).is_file() {
+                    warnings.push(format!(
+                        "{} runs {p}, which does not exist: run `leanctx hooks install {host}` again",
+                        f.path.display()
+                    ));
+                }
+            }
+        }
+        if installed {
+            let changed = files.iter().filter(|f| f.entries > 0).filter_map(|f| f.modified_ms).max();
+            match (&last_event, changed) {
+                (None, _) => warnings.push(never_fired(host)),
+                (Some(l), Some(c)) if l.at_ms < c => notes.push(format!(
+                    "no event since the config last changed ({}){}",
+                    ago(now_ms, c),
+                    if host == Host::Codex { "; changed hooks need trusting again in /hooks" } else { "" }
+                )),
+                _ => {}
+            }
+            if matches!(host, Host::ClaudeCode | Host::Cursor) {
+                let other = if host == Host::Cursor { Host::ClaudeCode } else { Host::Cursor };
+                if user_entries(other).is_some_and(|n| n > 0) {
+                    notes.push(overlap::NOTE.to_string());
+                }
+            }
+        }
+        if host == Host::Codex && codex_hooks_disabled(&config_dir) {
+            warnings.push(format!(
+                "{} sets [features] hooks = false: Codex runs no hooks at all",
+                config_dir.join("config.toml").display()
+            ));
+        }
+        reports.push(HostReport {
+            host,
+            config_dir_exists: config_dir.is_dir(),
+            config_dir,
+            files,
+            installed,
+            last_event,
+            warnings,
+            notes,
+        });
+    }
+    Ok(HooksStatus { data_dir, hosts: reports, problems })
+}
+
+fn ago(now: u64, t: u64) -> String {
+    let s = now.saturating_sub(t) / 1000;
+    match s {
+        0..=119 => format!("{s} s ago"),
+        120..=7199 => format!("{} min ago", s / 60),
+        7200..=172_799 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86_400),
+    }
+}
+
+impl HooksStatus {
+    pub fn human(&self) -> String {
+        let now = crate::clock::now_ms_env();
+        let mut o = String::new();
+        for h in &self.hosts {
+            let exists = if h.config_dir_exists { "" } else { " (does not exist: host not installed?)" };
+            let _ = writeln!(o, "{}  {}{exists}", h.host, h.config_dir.display());
+            for f in &h.files {
+                let state = match f.state {
+                    "installed" | "outdated" => format!("{}, {}/{} events", f.state, f.entries, f.expected),
+                    s => s.to_string(),
+                };
+                let _ = writeln!(o, "  {:<12}{}: {state}", f.scope, f.path.display());
+                for p in &f.programs {
+                    let _ = writeln!(o, "  {:<12}runs {p}", "");
+                }
+            }
+            match &h.last_event {
+                Some(l) => {
+                    let _ = writeln!(o, "  {:<12}{}, {}", "last event", l.event, ago(now, l.at_ms));
+                }
+                None => {
+                    let _ = writeln!(o, "  {:<12}none seen", "last event");
+                }
+            }
+            for w in &h.warnings {
+                let _ = writeln!(o, "  {:<12}{w}", "warning");
+            }
+            for n in &h.notes {
+                let _ = writeln!(o, "  {:<12}{n}", "note");
+            }
+        }
+        for p in &self.problems {
+            let _ = writeln!(o, "problem: {p}");
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_feature_flag_scan() {
+        let t = tempfile::tempdir().unwrap();
+        let w = |s: &str| std::fs::write(t.path().join("config.toml"), s).unwrap();
+        assert!(!codex_hooks_disabled(t.path()));
+        w("[features]\nhooks = true\n");
+        assert!(!codex_hooks_disabled(t.path()));
+        w("model = \"x\"\n[features]\nother = 1\nhooks = false # off\n");
+        assert!(codex_hooks_disabled(t.path()));
+        w("features.codex_hooks = false\n");
+        assert!(codex_hooks_disabled(t.path()));
+        w("[mcp_servers.x]\nhooks = false\n");
+        assert!(!codex_hooks_disabled(t.path()));
+    }
+}
