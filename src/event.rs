@@ -84,6 +84,9 @@ impl Event {
     }
 }
 
+/// Longest tool name kept whole (real names are under 128 bytes).
+pub const MAX_TOOL_NAME_BYTES: usize = 4096;
+
 /// Lenient field access on a payload: wrong types read as absent.
 pub(crate) struct Fields<'a>(pub &'a Value);
 
@@ -99,6 +102,25 @@ impl<'a> Fields<'a> {
 
     pub fn get(&self, key: &str) -> Option<&'a Value> {
         self.0.get(key)
+    }
+
+    /// `tool_name`, for the gate and the call record. Not filtered like an
+    /// id: a name the gate cannot see would be a name the gate cannot stop
+    /// (a `dеlete_repo` with a Cyrillic `е` once went through ungated). Any
+    /// non-empty string is kept; one longer than [`MAX_TOOL_NAME_BYTES`] is
+    /// cut at a character boundary and marked with U+FFFD, which makes it a
+    /// look-alike suspect that only deny/ask rules can match. The journal
+    /// escapes whatever is not printable ASCII.
+    pub fn tool_name(&self) -> Option<String> {
+        let s = self.str("tool_name").filter(|s| !s.is_empty())?;
+        if s.len() <= MAX_TOOL_NAME_BYTES {
+            return Some(s.to_string());
+        }
+        let mut cut = MAX_TOOL_NAME_BYTES;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        Some(format!("{}\u{fffd}", &s[..cut]))
     }
 
     /// A path-like string field, bounded in length and free of control

@@ -63,13 +63,36 @@ pub fn load_all(paths: &[PathBuf]) -> Vec<Loaded> {
 
 /// One file's say: the first rule that matches any reading of the name; if
 /// readings disagree, the strictest.
+///
+/// A name with non-ASCII characters (a possible look-alike: `dеlete_repo`
+/// with a Cyrillic `е`) is also held against every deny and ask rule with
+/// [`policy::glob_match_lenient`], where each non-ASCII run may stand for any
+/// text; the strictest of those joins the verdict. First-match order is not
+/// used for that part on purpose: a lenient match of an early ask rule must
+/// not shadow a later deny the real name would hit. Allow rules are only
+/// ever matched exactly, so a look-alike can make the gate stricter, never
+/// looser. ASCII names are unaffected.
 pub fn evaluate_file(policy: &Policy, tool: &ToolRef) -> Option<(Action, usize)> {
     let mut best: Option<(Action, usize)> = None;
-    for (server, name) in tool.candidates() {
-        if let Some(i) = policy.rules.iter().position(|r| r.matches(server.as_deref(), &name)) {
-            let a = policy.rules[i].action;
-            if best.is_none_or(|(b, _)| a > b) {
-                best = Some((a, i));
+    let mut consider = |a: Action, i: usize| {
+        if best.is_none_or(|(b, _)| a > b) {
+            best = Some((a, i));
+        }
+    };
+    let candidates = tool.candidates();
+    for (server, name) in &candidates {
+        if let Some(i) = policy.rules.iter().position(|r| r.matches(server.as_deref(), name)) {
+            consider(policy.rules[i].action, i);
+        }
+    }
+    let suspicious = |s: &str| policy::is_suspicious_name(s);
+    for (server, name) in &candidates {
+        if !suspicious(name) && !server.as_deref().is_some_and(suspicious) {
+            continue;
+        }
+        for (i, r) in policy.rules.iter().enumerate() {
+            if r.action != Action::Allow && r.matches_lenient(server.as_deref(), name) {
+                consider(r.action, i);
             }
         }
     }
@@ -152,6 +175,38 @@ mod tests {
         let p = pol("u", r#"{"rules":[{"server":"a__b","tool":"c","action":"deny"},{"tool":"*","action":"allow"}]}"#);
         let t = ToolRef::parse("mcp__a__b__c", None);
         assert_eq!(act(&evaluate(&[p], &t)), Some(Action::Deny));
+    }
+
+    #[test]
+    fn look_alikes_only_ever_tighten() {
+        let p = pol(
+            "u",
+            r#"{"rules":[{"tool":"ctx_*","action":"allow"},{"tool":"drop_*","action":"ask"},
+                {"server":"gh","tool":"delete_*","action":"deny"},{"tool":"*","action":"allow"}]}"#,
+        );
+        let v = |name: &str| act(&evaluate(std::slice::from_ref(&p), &ToolRef::parse(name, None)));
+        // ASCII: first match.
+        assert_eq!(v("mcp__gh__delete_repo"), Some(Action::Deny));
+        assert_eq!(v("mcp__gh__list_repos"), Some(Action::Allow));
+        assert_eq!(v("mcp__ctx__ctx_read"), Some(Action::Allow));
+        // Look-alikes of the denied name are denied, whatever the letter.
+        for name in [
+            "mcp__gh__d\u{435}lete_repo",
+            "mcp__gh__D\u{415}LETE_REPO",
+            "mcp__gh__del\u{200b}ete_repo",
+            "mcp__gh__\u{ff44}\u{ff45}\u{ff4c}\u{ff45}\u{ff54}\u{ff45}_repo",
+            "mcp__g\u{578}__delete_repo", // look-alike in the server name
+        ] {
+            assert_eq!(v(name), Some(Action::Deny), "{name:?}");
+        }
+        // An early lenient ask does not shadow the deny the real name hits.
+        assert_eq!(v("mcp__gh__\u{435}\u{435}\u{435}_repo"), Some(Action::Deny));
+        // A look-alike of an allowed name is not allowed by the allow rule:
+        // here the catch-all allow still applies, but nothing looser.
+        assert_eq!(v("mcp__ctx__ctx_r\u{435}ad"), Some(Action::Allow));
+        let strict = pol("s", r#"{"rules":[{"tool":"ctx_*","action":"allow"},{"action":"ask"}]}"#);
+        let t = ToolRef::parse("mcp__ctx__\u{441}tx_read", None);
+        assert_eq!(act(&evaluate(&[strict], &t)), Some(Action::Ask), "look-alike of an allowed name asks");
     }
 
     #[test]

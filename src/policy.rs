@@ -127,7 +127,94 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
     pi == p.len()
 }
 
+/// Names longer than this (in characters) are not run through the lenient
+/// matcher: a deny/ask rule is taken to match them (the conservative side).
+pub const MAX_LENIENT_NAME_CHARS: usize = 1024;
+
+/// `true` if `name` has a character outside printable ASCII (non-ASCII,
+/// whitespace, control characters): a possible look-alike.
+pub fn is_suspicious_name(name: &str) -> bool {
+    !name.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// Could `name` stand for a name that `pattern` matches, if each run of
+/// characters outside printable ASCII (non-ASCII, whitespace, controls) in
+/// it were really some other text?
+///
+/// Why this and not a confusables table: a deny rule on `delete_*` must
+/// catch `dеlete_repo` (Cyrillic `е`), `ｄｅｌｅｔｅ_repo` (full width),
+/// `del\u{200B}ete_repo` (a zero-width space), `dele\u{301}te_repo` (a
+/// combining mark) and ligatures like `ﬁle_delete` — substitutions,
+/// insertions and 1:n replacements. A skeleton table covers only what it
+/// lists and must be kept up to date with Unicode; treating every non-ASCII
+/// run as "any text" covers all of them by construction. It is only ever
+/// used to make a deny or ask rule match (see `gate::evaluate_file`), so a
+/// look-alike can make the gate stricter, never an allow looser. The cost
+/// falls only on names with non-ASCII characters, which MCP's naming
+/// guidance (`[A-Za-z0-9_.-]`) does not produce: such a name may be denied
+/// or asked by a rule written for another name. ASCII names are matched
+/// exactly as by [`glob_match`].
+///
+/// Both sides are globs then (the name's non-ASCII runs act as `*`), and the
+/// question is whether their languages meet: a dynamic programme over
+/// (pattern position, name position), O(pattern × name).
+pub fn glob_match_lenient(pattern: &str, name: &str) -> bool {
+    #[derive(Clone, Copy, PartialEq)]
+    enum N {
+        Lit(char),
+        Wild,
+    }
+    let p: Vec<char> = pattern.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let mut n: Vec<N> = Vec::new();
+    for c in name.chars() {
+        if c.is_ascii_graphic() {
+            n.push(N::Lit(c.to_ascii_lowercase()));
+        } else if n.last() != Some(&N::Wild) {
+            n.push(N::Wild);
+        }
+    }
+    if n.len() > MAX_LENIENT_NAME_CHARS || p.len() > 4 * MAX_LENIENT_NAME_CHARS {
+        return true;
+    }
+    let (pl, nl) = (p.len(), n.len());
+    let w = nl + 1;
+    // ok[i * w + j]: pattern[i..] and name[j..] can produce a common string.
+    let mut ok = vec![false; (pl + 1) * w];
+    for i in (0..=pl).rev() {
+        for j in (0..=nl).rev() {
+            let v = if i == pl && j == nl {
+                true
+            } else if i < pl && p[i] == '*' {
+                // The star ends here, or it absorbs the name's next item.
+                ok[(i + 1) * w + j] || (j < nl && ok[i * w + j + 1])
+            } else if j < nl && n[j] == N::Wild {
+                // The run ends here, or it produces the pattern's next char.
+                ok[i * w + j + 1] || (i < pl && ok[(i + 1) * w + j])
+            } else if i < pl && j < nl {
+                let N::Lit(c) = n[j] else { unreachable!() };
+                (p[i] == '?' || p[i] == c) && ok[(i + 1) * w + j + 1]
+            } else {
+                false
+            };
+            ok[i * w + j] = v;
+        }
+    }
+    ok[0]
+}
+
 impl Rule {
+    /// The rule matches this (server, tool) with look-alikes taken at their
+    /// worst: non-ASCII runs in either name may stand for any text. Used for
+    /// deny and ask rules only.
+    pub fn matches_lenient(&self, server: Option<&str>, tool: &str) -> bool {
+        let server_ok = match (&self.server, server) {
+            (None, _) => true,
+            (Some(p), Some(s)) => glob_match_lenient(p, s),
+            (Some(p), None) => p.chars().all(|c| c == '*'),
+        };
+        server_ok && self.tool.as_deref().is_none_or(|p| glob_match_lenient(p, tool))
+    }
+
     pub fn matches(&self, server: Option<&str>, tool: &str) -> bool {
         let server_ok = match (&self.server, server) {
             (None, _) => true,
@@ -162,6 +249,37 @@ mod tests {
         for (p, n, want) in t {
             assert_eq!(glob_match(p, n), *want, "{p} ~ {n}");
         }
+    }
+
+    #[test]
+    fn lenient_globs_catch_look_alikes_and_leave_ascii_alone() {
+        let t: &[(&str, &str, bool)] = &[
+            ("delete_*", "d\u{435}lete_repo", true),             // Cyrillic е
+            ("delete_*", "D\u{415}LETE_REPO", true),             // Cyrillic Е, upper case
+            ("delete_*", "\u{ff44}\u{ff45}\u{ff4c}ete_x", true), // full width
+            ("delete_*", "del\u{200b}ete_repo", true),           // zero-width space
+            ("delete_*", "dele\u{301}te_repo", true),            // combining mark
+            ("delete_*", "del\u{0}ete_repo", true),              // a control character
+            ("delete_*", "del ete_repo", true),                  // a space
+            ("delete_repo", "delete_rep\u{43e}", true),          // Cyrillic о at the end
+            ("*file_delete", "\u{fb01}le_delete", true),         // ligature ﬁ
+            ("delete_repo", "\u{430}dd_user", false),            // cannot be delete_repo
+            ("delete_repo", "d\u{435}l_repo", false),            // too short around the run
+            ("c?x", "c\u{442}x", true),
+            ("", "\u{200b}", true), // a run may stand for nothing
+            ("abc", "\u{200b}abd", false),
+            // ASCII names: exactly glob_match.
+            ("delete_*", "delete_repo", true),
+            ("delete_*", "undelete", false),
+            ("a*b*c", "aXbY", false),
+        ];
+        for (p, n, want) in t {
+            assert_eq!(glob_match_lenient(p, n), *want, "{p} ~ {n:?}");
+        }
+        for (p, n) in [("a*b?c", "aXbYc"), ("x", "y"), ("*", ""), ("??", "a"), ("*_read", "ctx_read")] {
+            assert_eq!(glob_match_lenient(p, n), glob_match(p, n), "{p} ~ {n}");
+        }
+        assert!(glob_match_lenient("delete_*", &format!("{}\u{435}", "x".repeat(2000))), "huge: conservative");
     }
 
     #[test]

@@ -44,9 +44,9 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
     if let Some(cwd) = f.path("cwd") {
         ev.roots.push(cwd);
     }
-    if let Some(name) = f.str("tool_name").filter(|s| crate::ids::is_plain_name(s)) {
+    if let Some(name) = f.tool_name() {
         let hint = f.get("mcp_server").and_then(|m| m.get("name")).and_then(Value::as_str);
-        let tool = ToolRef::parse(name, hint);
+        let tool = ToolRef::parse(&name, hint);
         if ev.kind == EventKind::PreTool && tool.is_mcp {
             ev.args_fingerprint = Some(args_fingerprint(f.get("tool_input")));
         }

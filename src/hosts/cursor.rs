@@ -60,9 +60,9 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
     {
         ev.roots.push(cwd);
     }
-    if let Some(raw) = f.str("tool_name").filter(|s| crate::ids::is_plain_name(s)) {
+    if let Some(raw) = f.tool_name() {
         let hint = server_from_cursor(f.str("command"), f.str("url"));
-        let mut tool = ToolRef::parse(raw, hint.as_deref());
+        let mut tool = ToolRef::parse(&raw, hint.as_deref());
         if name == "beforeMCPExecution" || name == "afterMCPExecution" {
             tool.is_mcp = true;
         }

@@ -6,3 +6,4 @@ mod gate;
 mod hooks;
 mod install;
 mod readpath;
+mod security;
