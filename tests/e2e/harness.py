@@ -291,6 +291,7 @@ class Sandbox:
         self._mock = mock
         self._mock_dump = mock_dump
         self._run_lock = threading.Lock()
+        self._mock_lock = threading.Lock()
         self._run_no = 0
         meta_path = os.path.join(self.root, "sandbox.json")
         if os.path.exists(meta_path) and hooks is None and project_files is None:
@@ -389,12 +390,14 @@ trust_level = "trusted"
 
     @property
     def mock(self):
-        if self._mock is None:
-            self._mock = MockModel(self.mock_log, dump_dir=os.path.join(self.logs, "mock-bodies")
-                                   if self._mock_dump else None)
-        if self._mock.proc is None:
-            self._mock.start()
-        return self._mock
+        """The mock model (started on first use; thread-safe)."""
+        with self._mock_lock:
+            if self._mock is None:
+                self._mock = MockModel(self.mock_log, dump_dir=os.path.join(self.logs, "mock-bodies")
+                                       if self._mock_dump else None)
+            if self._mock.proc is None:
+                self._mock.start()
+            return self._mock
 
     # -- environment ---------------------------------------------------------------------------
 

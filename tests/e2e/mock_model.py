@@ -231,7 +231,9 @@ def claude_analyse(body):
         bool(COMPACT_RE.search(system or "")) and not tools)
     return {"msgs": msgs, "tools": tools, "prompt": prompt, "results_since": results_since,
             "last_results": last_results, "is_compact": is_compact,
-            "prompt_is_last": prompt_idx == len(msgs) - 1 and prompt_idx >= 0}
+            # the model has not answered the prompt yet (Claude may put a role "system" message
+            # after the prompt, so "prompt is the last message" is not the test)
+            "prompt_is_last": prompt_idx >= 0 and last_asst < prompt_idx}
 
 
 def claude_decide(a):
@@ -399,7 +401,7 @@ def codex_analyse(body):
                          if it.get("type", "message") == "message" and it.get("role") == "user")
     return {"items": items, "tools": codex_tools(body), "prompt": prompt, "summarized": summarized,
             "results_since": results_since, "last_results": last_results, "is_compact": is_compact,
-            "prompt_is_last": prompt_idx == len(items) - 1 and prompt_idx >= 0}
+            "prompt_is_last": prompt_idx >= 0 and last_model < prompt_idx}
 
 
 def codex_decide(a):
