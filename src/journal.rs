@@ -279,7 +279,11 @@ impl<'a> View<'a> {
     pub fn live_conversations(&self, now: u64) -> Vec<Live<'a>> {
         let mut last: HashMap<(Host, &str), (u64, &str)> = HashMap::new();
         let mut ended: HashMap<(Host, &str), u64> = HashMap::new();
-        for r in &self.records {
+        // A record stamped beyond the skew (written while the clock was
+        // ahead) has not happened yet as far as `now` knows: it must neither
+        // stand for a conversation's latest sighting (hiding the real,
+        // current ones) nor end a conversation that is live now.
+        for r in self.records.iter().filter(|r| !is_future(r.t(), now)) {
             match *r {
                 Record::Sighting { t, host, conv, event } => {
                     let e = last.entry((host, conv)).or_insert((t, event));
@@ -343,6 +347,7 @@ impl<'a> View<'a> {
         let mut events: Vec<(u64, bool, Option<&'a str>)> = self
             .records
             .iter()
+            .filter(|r| !is_future(r.t(), now))
             .filter_map(|r| match *r {
                 Record::SubagentStart { t, conv: c, agent, .. } if c == conv => Some((t, true, Some(agent))),
                 Record::SubagentStop { t, conv: c, agent, .. } if c == conv => Some((t, false, agent)),
@@ -455,6 +460,12 @@ impl<'a> View<'a> {
     }
 }
 
+/// `t` is further ahead of `now` than the skew we tolerate: stamped by a
+/// clock that was ahead, or read by one that went back.
+pub fn is_future(t: u64, now: u64) -> bool {
+    t > now.saturating_add(FUTURE_SKEW_MS)
+}
+
 /// `t` is inside `[now - window, now + FUTURE_SKEW_MS]`.
 pub fn in_window(t: u64, now: u64, window: u64) -> bool {
     t <= now.saturating_add(FUTURE_SKEW_MS) && now.saturating_sub(t) <= window
@@ -483,11 +494,13 @@ pub fn trim<'a>(records: &[Record<'a>], now: u64) -> Vec<Record<'a>> {
     }
 
     // Sightings: newest per conversation, plus the newest per host always.
-    let sightings = latest(records.iter().filter_map(|r| match *r {
+    // Sightings from beyond the skew are dropped: kept, one would pass for
+    // its conversation's newest and evict the real, current one.
+    let sightings = latest(records.iter().filter(|r| !is_future(r.t(), now)).filter_map(|r| match *r {
         Record::Sighting { host, conv, .. } => Some(((host, conv), r.clone())),
         _ => None,
     }));
-    let per_host = latest(records.iter().filter_map(|r| match *r {
+    let per_host = latest(records.iter().filter(|r| !is_future(r.t(), now)).filter_map(|r| match *r {
         Record::Sighting { host, .. } => Some((host, r.clone())),
         _ => None,
     }));
@@ -653,12 +666,28 @@ impl Journal {
     }
 
     fn append_locked(&self, records: &[Record<'_>], now: u64) -> io::Result<()> {
-        let mut buf = String::with_capacity(128 * records.len());
-        for r in records {
-            r.write_line(&mut buf);
-        }
         let mut f = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(self.path())?;
         let before = f.metadata()?.len();
+        // A compaction is stamped no earlier than the newest record already
+        // written: if the clock went back since a delivery (or was ahead
+        // during it), the compaction must still order after the delivering
+        // call's own records (its PostToolUse follows the delivery), or a
+        // stub from before the compaction would pass. Erring late only
+        // withholds more. Rare event, so the tail read costs nothing typical.
+        let floor = if records.iter().any(|r| matches!(r, Record::Compaction { .. })) {
+            newest_in_tail(&f, before).unwrap_or(0)
+        } else {
+            0
+        };
+        let mut buf = String::with_capacity(128 * records.len());
+        for r in records {
+            match *r {
+                Record::Compaction { t, host, conv } if t < floor => {
+                    Record::Compaction { t: floor, host, conv }.write_line(&mut buf)
+                }
+                _ => r.write_line(&mut buf),
+            }
+        }
         // A tail without its newline (a write cut short by a full disk)
         // must not swallow our first record.
         if before > 0 {
@@ -729,6 +758,19 @@ impl Journal {
     pub fn size(&self) -> u64 {
         fs::metadata(self.path()).map(|m| m.len()).unwrap_or(0)
     }
+}
+
+/// The newest time among the complete records in the last 8 KiB of `f`.
+fn newest_in_tail(f: &File, len: u64) -> Option<u64> {
+    let start = len.saturating_sub(8192);
+    let mut buf = vec![0u8; (len - start) as usize];
+    let n = f.read_at(&mut buf, start).ok()?;
+    buf.truncate(n);
+    let text = String::from_utf8_lossy(&buf);
+    // Past the first newline unless we read from the start: the first
+    // line may be cut.
+    let body = if start == 0 { &text[..] } else { text.split_once('\n').map(|(_, b)| b).unwrap_or("") };
+    parse(body).iter().map(Record::t).max()
 }
 
 fn read_kept_header(f: &File) -> Option<u64> {

@@ -5,5 +5,6 @@ mod support;
 mod gate;
 mod hooks;
 mod install;
+mod clock;
 mod readpath;
 mod security;
