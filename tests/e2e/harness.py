@@ -221,7 +221,10 @@ def logging_hooks(host=None, events=None, log_path=None, timeout=10):
     if events is None:
         events = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS}.get(host) or sorted(set(CLAUDE_EVENTS + CODEX_EVENTS))
     cmd = LOG_HOOK if log_path is None else "%s %s" % (LOG_HOOK, _shq(log_path))
-    return {ev: [{"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}] for ev in events}
+    # Codex clamps SessionEnd/Interrupt hook timeouts to 3 s (and warns about larger values)
+    return {ev: [{"hooks": [{"type": "command", "command": cmd,
+                             "timeout": min(timeout, 3) if ev in ("SessionEnd", "Interrupt") else timeout}]}]
+            for ev in events}
 
 
 def merge_hooks(*configs):
@@ -260,11 +263,18 @@ class Sandbox:
     `hooks`: a dict {Event: [groups]} used for both hosts, or a callable(host, sandbox) -> dict
     (host is "claude" or "codex"), or None (no hooks). Written to ~/.claude/settings.json and
     $CODEX_HOME/hooks.json when the sandbox is created.
+    `mcp_argv`: command line of the `ctx` MCP server (default: mcp_server.py --log logs/mcp.jsonl).
+    Note that Codex starts it with a filtered environment (HOME, LANG, PATH, SHELL, TERM, TMPDIR,
+    USER), so pass what it needs as arguments.
+    `codex_features`: overrides of CODEX_FEATURES; `codex_config_extra`: TOML appended to
+    config.toml (start it with a [table] header); `project_files`: {relpath: text} added to the
+    project; `claude_settings_extra`: keys merged into ~/.claude/settings.json.
+    Reopen an existing sandbox directory with Sandbox(root=DIR) (no hooks argument).
     """
 
     def __init__(self, hooks=None, root=None, name="e2e", keep=None, mock=None, project_files=None,
                  codex_config_extra="", codex_features=None, claude_settings_extra=None,
-                 mock_dump=False):
+                 mock_dump=False, mcp_argv=None):
         self.keep = (os.environ.get("E2E_KEEP") == "1") if keep is None else keep
         if root is None:
             base = os.environ.get("E2E_SANDBOX_BASE") or None
@@ -287,6 +297,7 @@ class Sandbox:
         self.claude_mcp_config = os.path.join(self.root, "claude-mcp.json")
         self.codex_config_extra = codex_config_extra
         self.codex_features = dict(CODEX_FEATURES, **(codex_features or {}))
+        self.mcp_argv = list(mcp_argv or [PYTHON, MCP_SERVER, "--log", self.mcp_log])
         self._own_mock = mock is None
         self._mock = mock
         self._mock_dump = mock_dump
@@ -299,10 +310,11 @@ class Sandbox:
                 meta = json.load(f)
             self.codex_config_extra = codex_config_extra or meta.get("codex_config_extra", "")
             self.codex_features = dict(meta.get("codex_features") or CODEX_FEATURES, **(codex_features or {}))
+            self.mcp_argv = list(mcp_argv or meta.get("mcp_argv") or self.mcp_argv)
         else:
             self._layout(hooks, project_files, claude_settings_extra)
             with open(meta_path, "w") as f:
-                json.dump({"codex_config_extra": self.codex_config_extra,
+                json.dump({"codex_config_extra": self.codex_config_extra, "mcp_argv": self.mcp_argv,
                            "codex_features": self.codex_features, "created": time.time()}, f)
         if os.path.isdir(self.runs_dir):
             self._run_no = len([n for n in os.listdir(self.runs_dir) if n.endswith(".json")])
@@ -336,7 +348,7 @@ class Sandbox:
         })
         _write_json(os.path.join(self.codex_home, "hooks.json"), {"hooks": codex_hooks or {}})
         _write_json(self.claude_mcp_config, {"mcpServers": {"ctx": {
-            "type": "stdio", "command": PYTHON, "args": [MCP_SERVER, "--log", self.mcp_log], "env": {}}}})
+            "type": "stdio", "command": self.mcp_argv[0], "args": self.mcp_argv[1:], "env": {}}}})
         for p in (self.hook_log, self.mcp_log, self.mock_log):
             open(p, "a").close()
 
@@ -368,8 +380,8 @@ stream_max_retries = 0
 stream_idle_timeout_ms = 60000
 
 [mcp_servers.ctx]
-command = %(py)s
-args = [%(srv)s, "--log", %(log)s]
+command = %(mcp_cmd)s
+args = [%(mcp_args)s]
 startup_timeout_sec = 30
 tool_timeout_sec = 60
 
@@ -381,8 +393,8 @@ enabled = false
 
 [projects.%(proj)s]
 trust_level = "trusted"
-""" % {"url": self.mock.url, "py": _toml_str(PYTHON), "srv": _toml_str(MCP_SERVER),
-       "log": _toml_str(self.mcp_log), "proj": _toml_str(self.project),
+""" % {"url": self.mock.url, "mcp_cmd": _toml_str(self.mcp_argv[0]),
+       "mcp_args": ", ".join(_toml_str(x) for x in self.mcp_argv[1:]), "proj": _toml_str(self.project),
        "features": "\n".join("%s = %s" % (k, "true" if v else "false")
                               for k, v in sorted(self.codex_features.items()))}
         with open(os.path.join(self.codex_home, "config.toml"), "w") as f:
@@ -686,6 +698,10 @@ def _cli(argv=None):
     n.add_argument("--hooks-json", help="file with {Event: [groups]} or {\"hooks\": {...}}; "
                    "default: log_hook.sh on every event")
     n.add_argument("--no-hooks", action="store_true")
+    n.add_argument("--mcp-argv-json", help='JSON list: command line of the ctx MCP server '
+                   '(default: python3 mcp_server.py --log <sandbox>/logs/mcp.jsonl)')
+    n.add_argument("--project-file", action="append", default=[], metavar="REL=TEXT",
+                   help="extra file in the project dir")
     r = sub.add_parser("run", help="run one host session in a sandbox")
     r.add_argument("--dir", required=True)
     r.add_argument("--host", choices=["claude", "codex"], required=True)
@@ -710,7 +726,9 @@ def _cli(argv=None):
             hooks = hooks.get("hooks", hooks)
         else:
             hooks = lambda host, sb: logging_hooks(host)  # noqa: E731
-        sb = Sandbox(hooks=hooks, root=a.dir, keep=True)
+        mcp_argv = json.loads(a.mcp_argv_json) if a.mcp_argv_json else None
+        files = dict(kv.split("=", 1) for kv in a.project_file) or None
+        sb = Sandbox(hooks=hooks, root=a.dir, keep=True, mcp_argv=mcp_argv, project_files=files)
         print(json.dumps({"sandbox": sb.root, "home": sb.home, "project": sb.project,
                           "codex_home": sb.codex_home, "hook_log": sb.hook_log, "mcp_log": sb.mcp_log,
                           "mock_log": sb.mock_log}))
