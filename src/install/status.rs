@@ -261,6 +261,22 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
     Ok(HooksStatus { data_dir, hosts: reports, problems })
 }
 
+/// For `leanctx status`: a line for each host whose hooks are installed
+/// (user scope, or the project in `cwd`) but that the journal has never
+/// seen fire. `seen` = the hosts with at least one recorded event.
+pub fn installed_but_never_fired(seen: &[Host], cwd: Option<&Path>) -> Vec<String> {
+    silent_hosts(seen, |h| target::status_targets(h, cwd).unwrap_or_default())
+}
+
+fn silent_hosts(seen: &[Host], targets: impl Fn(Host) -> Vec<Target>) -> Vec<String> {
+    Host::ALL
+        .into_iter()
+        .filter(|h| !seen.contains(h))
+        .filter(|&h| targets(h).iter().any(|t| file_report(t).entries > 0))
+        .map(|h| format!("{h}: {} (`leanctx hooks status {h}`)", never_fired(h)))
+        .collect()
+}
+
 fn ago(now: u64, t: u64) -> String {
     let s = now.saturating_sub(t) / 1000;
     match s {
@@ -313,6 +329,23 @@ impl HooksStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn silent_hosts_are_the_installed_ones_never_seen() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("hooks.json");
+        let mut doc = serde_json::json!({});
+        nested::upsert(&mut doc, &Spec::for_host(Host::Codex, "/x/leanctx")).unwrap();
+        std::fs::write(&file, doc.to_string()).unwrap();
+        let targets = |h: Host| {
+            let f = if h == Host::Codex { file.clone() } else { t.path().join("absent.json") };
+            vec![Target { host: h, scope: target::Scope::User, dir: t.path().to_path_buf(), file: f }]
+        };
+        let lines = silent_hosts(&[], targets);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("codex: installed but never fired") && lines[0].contains("/hooks"));
+        assert!(silent_hosts(&[Host::Codex], targets).is_empty());
+    }
 
     #[test]
     fn codex_feature_flag_scan() {

@@ -123,6 +123,9 @@ fn reinstall_is_idempotent_and_writes_nothing() {
         let p = with_dir(&sb, host);
         let first = install(&sb, host);
         assert!(first.stdout.contains("added"), "{}", first.stdout);
+        if host == "codex" {
+            assert!(first.stdout.contains("trust") && first.stdout.contains("/hooks"), "{}", first.stdout);
+        }
         let v = read_json(&p);
         assert_eq!(ours(&v, host).len(), expected_entries(host), "{host}: {v:#}");
         let bytes = fs::read(&p).unwrap();
@@ -672,5 +675,33 @@ fn install_sh_rejects_unknown_options() {
     let sb = Sandbox::new();
     let out = run_script(&sb, "sh", &["--frobnicate"]);
     assert_eq!(out.code, 2, "{out:?}");
+    assert!(!sb.tmp.path().join("prefix").exists());
+}
+
+#[test]
+fn install_sh_without_cargo_or_binary_says_what_is_missing() {
+    // A PATH with the script's tools but no cargo.
+    let sb = Sandbox::new();
+    let tools = sb.tmp.path().join("tools");
+    fs::create_dir(&tools).unwrap();
+    for t in ["sh", "dirname", "mkdir", "cp", "chmod", "mv", "cat"] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join(t))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{t} not on PATH"));
+        symlink(found, tools.join(t)).unwrap();
+    }
+    let o = Command::new(tools.join("sh"))
+        .arg(script())
+        .args(["--prefix"])
+        .arg(sb.tmp.path().join("prefix"))
+        .env_clear()
+        .env("PATH", &tools)
+        .env("HOME", &sb.home)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cargo not found") && err.contains("--binary"), "{err}");
     assert!(!sb.tmp.path().join("prefix").exists());
 }
