@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -71,10 +71,35 @@ pub fn backup_path(file: &Path) -> PathBuf {
     file.with_file_name(name)
 }
 
+/// What a replacement keeps of the file it replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keep {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Keep {
+    pub fn of(md: &fs::Metadata) -> Keep {
+        Keep { mode: mode_of(md), uid: md.uid(), gid: md.gid() }
+    }
+
+    /// Mode, then owner. The owner matters when root edits a user's file
+    /// (`sudo -E`): the new file must not become root's. Changing the owner
+    /// is best effort: only root may, and then it works.
+    fn apply(&self, f: &File) -> io::Result<()> {
+        let md = f.metadata()?;
+        if md.uid() != self.uid || md.gid() != self.gid {
+            let _ = std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid));
+        }
+        f.set_permissions(fs::Permissions::from_mode(self.mode))
+    }
+}
+
 /// Keep the original bytes, once: an existing backup is never replaced
 /// (it holds the file as it was before leanctx first touched it). Same mode
-/// as the original: a settings file can hold secrets.
-pub fn backup_once(file: &Path, bytes: &[u8], mode: u32) -> io::Result<Option<PathBuf>> {
+/// and owner as the original: a settings file can hold secrets.
+pub fn backup_once(file: &Path, bytes: &[u8], keep: Keep) -> io::Result<Option<PathBuf>> {
     let bak = backup_path(file);
     let mut f = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&bak) {
         Ok(f) => f,
@@ -82,19 +107,19 @@ pub fn backup_once(file: &Path, bytes: &[u8], mode: u32) -> io::Result<Option<Pa
         Err(e) => return Err(e),
     };
     f.write_all(bytes)?;
-    f.set_permissions(fs::Permissions::from_mode(mode))?;
+    keep.apply(&f)?;
     f.sync_all()?;
     Ok(Some(bak))
 }
 
 /// Replace `real` (not a symlink) with `text`: temp file in the same dir,
-/// fsync, rename, fsync the dir. `mode` keeps the old file's permissions;
-/// a new file gets the umask's default.
-pub fn write_atomic(real: &Path, text: &str, mode: Option<u32>) -> io::Result<()> {
+/// fsync, rename, fsync the dir. `keep` carries the old file's mode and
+/// owner over; a new file gets the umask's default.
+pub fn write_atomic(real: &Path, text: &str, keep: Option<Keep>) -> io::Result<()> {
     let af = atomicwrites::AtomicFile::new(real, atomicwrites::OverwriteBehavior::AllowOverwrite);
     af.write(|f| {
-        if let Some(m) = mode {
-            f.set_permissions(fs::Permissions::from_mode(m))?;
+        if let Some(k) = keep {
+            k.apply(f)?;
         }
         f.write_all(text.as_bytes())
     })
@@ -129,8 +154,10 @@ mod tests {
     fn backup_is_written_once_with_the_original_mode() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
-        assert_eq!(backup_once(&f, b"one", 0o640).unwrap(), Some(t.path().join("s.json.leanctx.bak")));
-        assert_eq!(backup_once(&f, b"two", 0o644).unwrap(), None);
+        let me = fs::metadata(t.path()).unwrap();
+        let keep = |mode| Keep { mode, uid: me.uid(), gid: me.gid() };
+        assert_eq!(backup_once(&f, b"one", keep(0o640)).unwrap(), Some(t.path().join("s.json.leanctx.bak")));
+        assert_eq!(backup_once(&f, b"two", keep(0o644)).unwrap(), None);
         let bak = backup_path(&f);
         assert_eq!(fs::read(&bak).unwrap(), b"one");
         assert_eq!(mode_of(&fs::metadata(&bak).unwrap()), 0o640);
@@ -142,7 +169,7 @@ mod tests {
         let f = t.path().join("s.json");
         fs::write(&f, "old").unwrap();
         fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
-        write_atomic(&f, "new", Some(0o640)).unwrap();
+        write_atomic(&f, "new", Some(Keep::of(&fs::metadata(&f).unwrap()))).unwrap();
         assert_eq!(fs::read_to_string(&f).unwrap(), "new");
         assert_eq!(mode_of(&fs::metadata(&f).unwrap()), 0o640);
         let leftovers: Vec<_> = fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

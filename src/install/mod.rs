@@ -6,7 +6,7 @@
 //! keys and wrong shapes are refused with `file:line:col` and the file is
 //! left byte-for-byte alone), change only our entries (recognised by
 //! program, see [`command`]), and, if anything changed, back the file up
-//! once and replace it atomically with its mode kept. The entries come from
+//! once and replace it atomically with its mode (and owner) kept. The entries come from
 //! `hooks/<host>.json` ([`spec`]).
 
 pub mod command;
@@ -219,11 +219,11 @@ fn edit_config(
         )));
     };
 
-    let (old, mode) = match fs::metadata(&real) {
+    let (old, keep) = match fs::metadata(&real) {
         Ok(md) if !md.is_file() => return Err(InstallError(format!("{} is not a regular file", real.display()))),
         Ok(md) => {
             let bytes = fs::read(&real).map_err(|e| io_err("cannot read", &real, e))?;
-            (Some(bytes), Some(fsio::mode_of(&md)))
+            (Some(bytes), Some(fsio::Keep::of(&md)))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
         Err(e) => return Err(io_err("cannot read", &real, e)),
@@ -259,13 +259,13 @@ fn edit_config(
     if dry_run || new_text == old_text {
         return Ok(EditResult { changes, diff, backup: None, via_link });
     }
-    let backup = match (&old, mode) {
+    let backup = match (&old, keep) {
         (Some(bytes), Some(m)) => {
             fsio::backup_once(&t.file, bytes, m).map_err(|e| io_err("cannot write the backup of", &t.file, e))?
         }
         _ => None,
     };
-    fsio::write_atomic(&real, &new_text, mode).map_err(|e| io_err("cannot write", &real, e))?;
+    fsio::write_atomic(&real, &new_text, keep).map_err(|e| io_err("cannot write", &real, e))?;
     Ok(EditResult { changes, diff, backup, via_link })
 }
 
