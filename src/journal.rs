@@ -745,6 +745,8 @@ impl Journal {
         out.push_str(&body);
         crate::slot::write_atomic(&self.path(), out.as_bytes())?;
         clean_stray_temps(&self.dir, now);
+        // Cursor task slots are written through temps in scopes/ as well.
+        clean_stray_temps(&self.dir.join(crate::paths::SCOPES_DIR), now);
         Ok(())
     }
 

@@ -6,5 +6,7 @@ mod gate;
 mod hooks;
 mod install;
 mod clock;
+mod crash;
 mod readpath;
+mod rng;
 mod security;
