@@ -275,7 +275,10 @@ impl Style {
         }
         let final_newline = text.ends_with('\n');
         if !text.trim_end().contains('\n') {
-            return Style { indent: None, final_newline };
+            // A short one-liner (`{}`, `{"a": 1}`) says nothing about taste;
+            // a long one was minified on purpose.
+            let indent = if text.trim().len() < 80 { Some("  ".to_string()) } else { None };
+            return Style { indent, final_newline };
         }
         // The first indented line's leading whitespace is one level deep.
         let indent = text
@@ -354,11 +357,17 @@ mod tests {
     }
 
     #[test]
+    fn a_short_one_liner_is_written_pretty() {
+        assert_eq!(Style::detect("{}"), Style { indent: Some("  ".into()), final_newline: false });
+        assert_eq!(render(&parse("{}").unwrap(), &Style::detect("{}")), "{}");
+    }
+
+    #[test]
     fn style_is_detected_and_reproduced() {
         for text in [
             "{\n    \"a\": [\n        1\n    ]\n}\n",
             "{\n\t\"a\": {\n\t\t\"b\": true\n\t}\n}",
-            "{\"a\":{\"b\":true}}",
+            "{\"a\":{\"b\":true},\"list\":[1,2,3],\"more\":\"a long enough minified line, more than eighty characters\"}",
             "{\n  \"a\": \"é\"\n}\n",
         ] {
             let v = parse(text).unwrap();
