@@ -99,13 +99,13 @@ pub fn check_event_arrays(doc: &Value, events: &[&str]) -> Result<(), ShapeError
         ShapeError::new(vec![Seg::Key("hooks".into())], format!("\"hooks\" is {t}, expected an object"))
     })?;
     for ev in events {
-        if let Some(v) = h.get(*ev) {
-            if !v.is_array() {
-                return Err(ShapeError::new(
-                    vec![Seg::Key("hooks".into()), Seg::Key((*ev).to_string())],
-                    format!("\"hooks.{ev}\" is {}, expected an array", type_name(v)),
-                ));
-            }
+        if let Some(v) = h.get(*ev)
+            && !v.is_array()
+        {
+            return Err(ShapeError::new(
+                vec![Seg::Key("hooks".into()), Seg::Key((*ev).to_string())],
+                format!("\"hooks.{ev}\" is {}, expected an array", type_name(v)),
+            ));
         }
     }
     Ok(())
@@ -117,9 +117,9 @@ pub fn drop_hooks_if_emptied(doc: &mut Value, was_empty: bool) {
     if was_empty {
         return;
     }
-    if let Some(root) = doc.as_object_mut() {
-        if root.get("hooks").and_then(Value::as_object).is_some_and(Map::is_empty) {
-            root.shift_remove("hooks");
-        }
+    if let Some(root) = doc.as_object_mut()
+        && root.get("hooks").and_then(Value::as_object).is_some_and(Map::is_empty)
+    {
+        root.shift_remove("hooks");
     }
 }
