@@ -66,10 +66,36 @@ pub fn gather(rp: &ReadPath) -> Status {
             if let Err(e) = paths::check_data_dir(d) {
                 problems.push(e.to_string());
             } else {
+                // A probe with some bytes in it: an empty file can still be
+                // created on a full disk, where every hook fails to record.
                 let probe = d.join(format!(".tmp-status-probe-{}", std::process::id()));
-                match std::fs::write(&probe, b"") {
+                let wrote = std::fs::write(&probe, [b'x'; 512]);
+                let _ = std::fs::remove_file(&probe);
+                // State paths that exist but are not what we write (a dir
+                // where a file goes): readers may still cope, hooks cannot.
+                for (name, want_dir) in [
+                    (paths::JOURNAL_FILE, false),
+                    (paths::JOURNAL_LOCK_FILE, false),
+                    (paths::SLOT_FILE, false),
+                    (paths::SCOPES_DIR, true),
+                ] {
+                    if let Ok(md) = std::fs::symlink_metadata(d.join(name))
+                        && (if want_dir { !md.is_dir() } else { !md.is_file() })
+                    {
+                        let what = if want_dir { "a directory" } else { "a regular file" };
+                        problems.push(format!("{} is not {what}; hooks cannot record", d.join(name).display()));
+                    }
+                }
+                match wrote {
                     Ok(()) => {
-                        let _ = std::fs::remove_file(&probe);
+                        if let Some(free) = free_bytes(d)
+                            && free < MIN_FREE_BYTES
+                        {
+                            problems.push(format!(
+                                "data dir {} is nearly full ({free} bytes free); hooks may fail to record",
+                                d.display()
+                            ));
+                        }
                     }
                     Err(e) => {
                         problems.push(format!("data dir {} is not writable: {e}; hooks cannot record", d.display()))
@@ -143,6 +169,21 @@ pub fn gather(rp: &ReadPath) -> Status {
         now_ms: now,
         problems,
     }
+}
+
+/// Less free space than this in the data dir's file system is a problem.
+pub const MIN_FREE_BYTES: u64 = 64 * 1024;
+
+/// Bytes available to us in the file system holding `dir`.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
 fn ago(now: u64, t: u64) -> String {
