@@ -16,6 +16,14 @@ Protocol: newline-delimited JSON-RPC 2.0 on stdin/stdout. Answers `initialize`, 
 `tools/call`, `ping`; ignores notifications; every other request with an id gets -32601
 "Method not found" (Claude Code first sends `server/discover`).
 
+leanctx mode (what a context-saving server does): with `--leanctx BIN`, every tools/call first
+asks `BIN scope check --json --call -` (the JSON-RPC request on stdin; `--delivered SCOPE --at MS`
+when this path was delivered before, `--cold` when that delivery came from the persisted cache).
+When leanctx allows it the answer is `[unchanged] <path>`; otherwise the content, and the path is
+remembered as delivered to the caller leanctx resolved. `--cache FILE` persists those deliveries
+so a later server process (a resumed session) starts with them, as cold entries. The answer and
+the inputs are logged under "leanctx" in the tools/call line.
+
 Fixture switches (by argument value, for tests that need them):
   path containing "E2E-TOOL-ERROR"  -> result with isError: true ("ctx_read fixture error: no such file")
   path containing "E2E-SLOW-<n>"    -> sleeps n seconds (max 60) before answering
@@ -59,7 +67,68 @@ def parse_log_path(argv):
 LOG_PATH = parse_log_path(sys.argv[1:])
 
 
-def log_call(params):
+def parse_opt(argv, name):
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+LEANCTX = parse_opt(sys.argv[1:], "--leanctx")
+CACHE_PATH = parse_opt(sys.argv[1:], "--cache")
+
+
+def load_cache():
+    if not CACHE_PATH:
+        return {}
+    try:
+        with open(CACHE_PATH) as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    # Entries from an earlier process come from a persisted index: cold.
+    return {k: dict(v, cold=True) for k, v in saved.items()}
+
+
+CACHE = load_cache()
+
+
+def save_cache():
+    if not CACHE_PATH:
+        return
+    tmp = "%s.%d.tmp" % (CACHE_PATH, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(CACHE, f)
+    os.replace(tmp, CACHE_PATH)
+
+
+def ask_leanctx(mid, params, path):
+    """The stub question for this call: returns (allowed, record for the log)."""
+    import subprocess
+    prev = CACHE.get(path)
+    argv = [LEANCTX, "scope", "check", "--json", "--call", "-"]
+    if prev and prev.get("scope"):
+        argv += ["--delivered", prev["scope"], "--at", str(prev["at"])]
+    if prev and prev.get("cold"):
+        argv.append("--cold")
+    req = json.dumps({"jsonrpc": "2.0", "id": mid, "method": "tools/call", "params": params})
+    try:
+        p = subprocess.run(argv, input=req.encode(), capture_output=True, timeout=10)
+        answer = json.loads(p.stdout.decode() or "null")
+        rc = p.returncode
+    except Exception as e:  # a broken leanctx must not break the server: serve content
+        answer, rc = {"error": str(e)}, 2
+    allowed = bool(prev) and rc == 0
+    scope = ((answer or {}).get("caller") or {}).get("scope") if isinstance(answer, dict) else None
+    if not allowed:
+        CACHE[path] = {"scope": scope, "at": int(time.time() * 1000), "cold": False}
+        save_cache()
+    return allowed, {"prev": prev, "exit": rc, "answer": answer, "stub": allowed}
+
+
+def log_call(params, extra=None):
     if not LOG_PATH:
         return
     rec = {
@@ -73,6 +142,8 @@ def log_call(params):
         "CLAUDE_CODE_SESSION_ID": os.environ.get("CLAUDE_CODE_SESSION_ID"),
         "HOME": os.environ.get("HOME"),
     }
+    if extra:
+        rec.update(extra)
     line = json.dumps(rec, sort_keys=True) + "\n"
     # One write() with O_APPEND: lines from concurrent servers do not interleave.
     fd = os.open(LOG_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -115,13 +186,17 @@ def handle(msg):
     elif method == "tools/list":
         result(mid, {"tools": [TOOL]})
     elif method == "tools/call":
-        log_call(params)
         name = params.get("name")
         args = params.get("arguments") or {}
+        path = str(args.get("path", ""))
+        stub, extra = False, None
+        if LEANCTX and name == "ctx_read":
+            stub, lc = ask_leanctx(mid, params, path)
+            extra = {"leanctx": lc}
+        log_call(params, extra)
         if name != "ctx_read":
             error(mid, -32602, "Unknown tool: %s" % name)
             return
-        path = str(args.get("path", ""))
         m = re.search(r"E2E-SLOW-(\d+)", path)
         if m:
             time.sleep(min(int(m.group(1)), 60))
@@ -129,8 +204,8 @@ def handle(msg):
             result(mid, {"content": [{"type": "text", "text": "ctx_read fixture error: no such file"}],
                          "isError": True})
             return
-        result(mid, {"content": [{"type": "text", "text": "fixture content of %s" % path}],
-                     "isError": False})
+        text = "[unchanged] %s" % path if stub else "fixture content of %s" % path
+        result(mid, {"content": [{"type": "text", "text": text}], "isError": False})
     else:
         error(mid, -32601, "Method not found: %s" % method)
 
