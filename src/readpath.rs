@@ -173,6 +173,12 @@ impl ReadPath {
         if let Some(id) = call.claude_tool_use_id() {
             return mcp_call::caller_from_record(view, id).ok_or(PerCall::NoRecord);
         }
+        // Fingerprint matching is for hosts that give the server no per-call
+        // id (Cursor, CodeBuddy). A server that Claude Code started must not
+        // claim their records, whatever its calls look like.
+        if self.env.claude_session_id.is_some() {
+            return Err(PerCall::NoMatch);
+        }
         // Fingerprint: decide and claim under one exclusive lock, so a call
         // record is claimed exactly once across processes.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };

@@ -139,7 +139,7 @@ pub fn gather(rp: &ReadPath) -> Status {
             active_subagents: view.active_subagents(l.conversation, now).into_iter().map(str::to_string).collect(),
         })
         .collect();
-    let hosts = view
+    let hosts: Vec<HostStatus> = view
         .last_event_per_host()
         .into_iter()
         .map(|l| HostStatus {
@@ -149,6 +149,8 @@ pub fn gather(rp: &ReadPath) -> Status {
             conversation: l.conversation.to_string(),
         })
         .collect();
+    let seen: Vec<Host> = hosts.iter().map(|h| h.host).collect();
+    problems.extend(crate::install::status::installed_but_never_fired(&seen, std::env::current_dir().ok().as_deref()));
     Status {
         current: rp.resolve(None, now).caller,
         slot: slot.map(|(s, live)| SlotStatus {

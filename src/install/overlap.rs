@@ -7,23 +7,22 @@
 //! `leanctx hook cursor` *and* `leanctx hook claude-code`, the latter with
 //! Cursor's payload.
 //!
-//! What that costs today: the concurrency signal counts conversation ids,
-//! not hosts, so the same chat seen twice is still one conversation (the
-//! payload's `session_id` is Cursor's `conversation_id`); but the event is
-//! attributed to claude-code as well, and a gated call could be recorded
-//! twice. The clean fix is for the hook to ignore a claude-code invocation
-//! whose payload is Cursor's — [`claude_hook_run_by_cursor`] is the test
-//! for that, kept here beside the installer that creates the situation.
+//! The hook handles it: `leanctx hook claude-code` given Cursor's payload
+//! stands aside ([`claude_hook_run_by_cursor`], checked in `hook::run`), so
+//! the cursor entry records each Cursor event exactly once. The cost: Cursor
+//! is covered by the cursor entry only, so install it for Cursor.
 
 use crate::host::Host;
 use serde_json::Value;
 
-/// The payload came from Cursor: Cursor sends `cursor_version` and
-/// `conversation_id` on every event; Claude Code, Codex and CodeBuddy send
-/// neither.
+/// The payload came from Cursor: Cursor sends `cursor_version` (current)
+/// and `generation_id` (every version since 1.7) on every agent event;
+/// Claude Code, Codex and CodeBuddy send neither. `conversation_id` alone is
+/// not enough: a host adding a field of that name must not silently switch
+/// off its own recording.
 pub fn payload_is_cursors(payload: &Value) -> bool {
     payload.get("cursor_version").is_some_and(Value::is_string)
-        || payload.get("conversation_id").is_some_and(Value::is_string)
+        || payload.get("generation_id").is_some_and(Value::is_string)
 }
 
 /// `leanctx hook <host>` with this payload is Cursor running a Claude Code
@@ -35,9 +34,8 @@ pub fn claude_hook_run_by_cursor(host: Host, payload: &Value) -> bool {
 
 /// What install and status tell a user who has both.
 pub const NOTE: &str = "Cursor also runs Claude Code hooks when \"Include third-party Plugins, Skills, and other \
-     configs\" is on. With both cursor and claude-code hooks installed, Cursor's events reach leanctx twice; \
-     conversations are counted by id so the count stays right, but to keep host attribution clean turn that \
-     setting off or rely on the cursor hooks alone for Cursor.";
+     configs\" is on. leanctx's claude-code entry recognises Cursor's payload and stands aside, so each Cursor \
+     event is recorded once, by the cursor entry: keep the cursor hooks installed for Cursor.";
 
 #[cfg(test)]
 mod tests {

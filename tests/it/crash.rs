@@ -44,8 +44,12 @@ fn payload(rng: &mut Rng, trial: u64, i: u64) -> (&'static str, String, Option<S
         (_, false) => ("PreToolUse", true),
         (_, true) => ("beforeMCPExecution", true),
     };
-    let mut p = json!({"hook_event_name": event, "session_id": conv, "conversation_id": conv,
+    let mut p = json!({"hook_event_name": event, "session_id": conv,
         "transcript_path": format!("/t/{conv}.jsonl"), "cwd": "/nonexistent-project"});
+    // Only Cursor sends conversation_id (a Claude entry given one stands aside).
+    if cursor {
+        p["conversation_id"] = json!(conv);
+    }
     if gated {
         p["tool_name"] = json!(if cursor { "ctx_read" } else { "mcp__ctx__ctx_read" });
         p["tool_input"] = if cursor { json!(format!("{{\"path\":\"{id}\"}}")) } else { json!({"path": id}) };
@@ -279,10 +283,13 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
     // The next hook of every host works and is recorded.
     for host in HOSTS {
         let id = format!("toolu_next_{host}");
-        let p = json!({"hook_event_name": if host == "cursor" {"beforeMCPExecution"} else {"PreToolUse"},
-            "session_id":"next","conversation_id":"next",
+        let mut p = json!({"hook_event_name": if host == "cursor" {"beforeMCPExecution"} else {"PreToolUse"},
+            "session_id":"next",
             "tool_name": if host == "cursor" {"ctx_read"} else {"mcp__ctx__ctx_read"},
             "tool_input": {"next": host}, "tool_use_id": id});
+        if host == "cursor" {
+            p["conversation_id"] = json!("next");
+        }
         let o = sb.hook(host, p.to_string()).ok();
         assert!(o.stderr.is_empty(), "{host}: {}", o.stderr);
         assert!(check_state(&sb.data).contains(&id), "{host}: next hook not recorded");

@@ -592,6 +592,10 @@ fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
     convs.dedup();
     assert_eq!(convs, ["0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b"], "{st:#}");
     assert_eq!(st["concurrent"], false, "{st:#}");
+    // The claude-code entry stood aside: the event is Cursor's, recorded once.
+    let hosts: Vec<&str> = st["hosts"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["cursor"], "{st:#}");
+    assert_eq!(sb.journal().lines().filter(|l| l.starts_with("S\t")).count(), 1, "one sighting, not three");
     let hs = sb.cmd(["hooks", "status", "--json"]).ok().json();
     let claude = hs["hosts"].as_array().unwrap().iter().find(|h| h["host"] == "claude-code").unwrap().clone();
     assert!(claude["notes"].to_string().contains("third-party"), "{claude:#}");
