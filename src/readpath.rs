@@ -69,6 +69,11 @@ pub struct StubAnswer {
     pub per_call: PerCall,
     pub concurrent: bool,
     pub last_compaction_ms: Option<u64>,
+    /// If the server delivers the full content to this caller now (the stub
+    /// was withheld), the scope to remember for it: see
+    /// [`decision::delivery_scope`]. Never label a delivery with
+    /// `caller.scope` directly.
+    pub delivery_scope: Option<String>,
 }
 
 impl ReadPath {
@@ -82,10 +87,12 @@ impl ReadPath {
         }
     }
 
-    /// For the CLI: the MCP server is the parent process.
+    /// For the CLI: the MCP server is the parent process, and the host that
+    /// started the server (whose `/clear` lineage applies) its parent.
     pub fn from_process_for_cli() -> ReadPath {
-        let rp = ReadPath::from_process();
+        let mut rp = ReadPath::from_process();
         let server_pid = rp.env.parent_pid.unwrap_or(rp.server_pid);
+        rp.env.parent_pid = parent_of(server_pid);
         ReadPath { server_pid, ..rp }
     }
 
@@ -250,7 +257,19 @@ impl ReadPath {
             per_call: res.per_call.clone(),
             concurrent: facts.concurrent,
             last_compaction_ms: facts.last_compaction,
+            delivery_scope: decision::delivery_scope(&res.caller, &facts),
         }
+    }
+
+    /// The scope to remember for content delivered now to the caller of
+    /// `res` (a first read: no stub question was asked). `None` when the
+    /// caller is not certainly known: see [`decision::delivery_scope`].
+    pub fn delivery_scope(&self, res: &Resolution) -> Option<String> {
+        let now = self.now();
+        let (text, unavailable) = self.journal_or_unavailable();
+        let view = View::parse(&text);
+        let facts = Facts { unavailable, ..self.facts(&view, &res.caller, now) };
+        decision::delivery_scope(&res.caller, &facts)
     }
 
     /// A decision where the caller's scope was given by the server (lean-ctx's
@@ -280,6 +299,14 @@ impl ReadPath {
             Err(_) => true,
         }
     }
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat` (Linux; `None` elsewhere).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 struct Cached {

@@ -495,3 +495,27 @@ fn unreadable_state_withholds() {
     let o = sb.cmd(["scope", "check", "--delivered", sid]).run();
     assert_eq!((o.code, o.stdout.trim()), (1, "withhold state-unavailable"));
 }
+
+/// Through the CLI, the `/clear` lineage is looked up for the host that
+/// started the MCP server: the CLI's grandparent. Here a shell stands in for
+/// the MCP server, and this test process for the host.
+#[test]
+fn clear_lineage_through_the_cli_uses_the_servers_parent() {
+    let sb = Sandbox::new();
+    let s1 = "11111111-1111-4111-8111-111111111111";
+    let s2 = "22222222-2222-4222-8222-222222222222";
+    sb.hook("claude", json!({"hook_event_name":"SessionStart","session_id":s2,"source":"clear"}).to_string())
+        .env("CLAUDE_PID", std::process::id().to_string())
+        .ok();
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' scope current; true", crate::support::BIN))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sb.home)
+        .env("LEAN_CTX_DATA_DIR", &sb.data)
+        .env("CLAUDE_CODE_SESSION_ID", s1)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), s2, "{}", String::from_utf8_lossy(&o.stderr));
+}
