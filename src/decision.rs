@@ -77,6 +77,29 @@ pub struct Facts {
     pub unavailable: bool,
 }
 
+/// The scope a server may remember for content it delivers now to
+/// `caller` — the `D` of every later stub question. Only a scope that
+/// certainly names who received the content: a wrong label is a wrong stub
+/// later, when the labelled scope asks *exactly* (per call) and matches.
+/// `None` (an unscoped delivery, whose stubs are withheld) when the caller
+/// is not exact and several conversations are live (the slot names the
+/// last writer, maybe another chat), when the state could not be read, or
+/// when the source cannot tell the conversation from a running subagent
+/// of it (the slot, a fingerprint, the process env).
+pub fn delivery_scope(caller: &Caller, facts: &Facts) -> Option<String> {
+    let scope = caller.scope.as_ref()?;
+    if caller.source == Source::Disabled {
+        return None;
+    }
+    if !caller.exact && (facts.concurrent || facts.unavailable) {
+        return None;
+    }
+    if facts.subagent_active && caller.source.blind_to_subagents() {
+        return None;
+    }
+    Some(scope.clone())
+}
+
 fn compacted_since(facts: &Facts, delivered_at: Option<u64>) -> bool {
     match delivered_at {
         // Equal times count as "after": when in doubt, withhold.
