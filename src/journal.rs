@@ -404,17 +404,22 @@ impl<'a> View<'a> {
         })
     }
 
-    /// Unclaimed call records of hosts that give the MCP server no per-call
-    /// id (Cursor, CodeBuddy) with this tool and fingerprint, inside the
-    /// claim window, oldest first.
+    /// Unclaimed call records (of any host) with this tool and fingerprint,
+    /// inside the claim window, oldest first.
     pub fn claim_candidates(&self, tool: &str, fp: &str, now: u64) -> Vec<&Call<'a>> {
         let claimed = self.claimed_keys();
         self.records
             .iter()
             .filter_map(|r| match r {
+                // Every host's records: a call that reaches fingerprint
+                // matching has no per-call id, so it may come from any host
+                // (an older Claude Code sends none). A Claude or Codex record
+                // with the same arguments from another scope makes the match
+                // ambiguous rather than letting the call claim a Cursor
+                // record that is not its own; and a lone Claude record is
+                // that Claude call's own.
                 Record::Call(c)
-                    if matches!(c.host, Host::Cursor | Host::CodeBuddy)
-                        && c.tool == tool
+                    if c.tool == tool
                         && c.fp == fp
                         && in_window(c.t, now, CLAIM_WINDOW_MS)
                         && !claimed.contains(c.key) =>
@@ -785,7 +790,15 @@ fn read_kept_header(f: &File) -> Option<u64> {
 
 /// Remove temp files (`.tmp-*`) that a killed writer left behind, once they
 /// are older than a minute (a live writer renames its temp within ms).
+///
+/// Ages are measured against the earlier of `now_ms` and the system clock:
+/// a file's mtime comes from the system clock, so an injected or jumped
+/// `now` far ahead of it must not make another writer's in-flight temp look
+/// a minute old (deleting it made that writer's rename fail with ENOENT and
+/// its record was lost; found by tests/it/sim.rs, which runs hooks in
+/// virtual time).
 pub fn clean_stray_temps(dir: &Path, now_ms: u64) {
+    let now_ms = now_ms.min(crate::clock::now_ms());
     let Ok(entries) = fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name();
