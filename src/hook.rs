@@ -154,9 +154,14 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     let host = ev.host;
     let in_task = ev.agent.as_deref().is_some_and(|a| a.starts_with("task:"));
     let mut recs: Vec<Record<'_>> = Vec::with_capacity(3);
-    // A Cursor task scope is not a top-level conversation: it must never
-    // count as a second one, so it leaves no sighting.
-    if ev.kind != EventKind::SessionEnd && !in_task {
+    // A Cursor task scope's hook sights the conversation its payload names
+    // (the parent's, as Cursor sends it). Leaving no sighting let a task
+    // run unseen by the concurrency signal: with the parent quiet for 30 s,
+    // another chat looked alone, the slot (which task hooks do not write)
+    // named it, and its stubs reached the task (found by tests/it/sim.rs).
+    // Should Cursor ever give a task its own conversation_id, this counts a
+    // second conversation: more withholding, never a wrong stub.
+    if ev.kind != EventKind::SessionEnd {
         recs.push(Record::Sighting { t: now, host, conv, event: &ev.name });
     }
     if ev.is_compaction() {

@@ -155,7 +155,7 @@ fn cursor_events_normalise() {
 }
 
 #[test]
-fn cursor_task_scope_writes_its_own_slot_and_no_sighting() {
+fn cursor_task_scope_writes_its_own_slot_and_sights_its_conversation() {
     let sb = Sandbox::new();
     sb.hook("cursor", payload("cursor/composed/01-sessionStart.json")).ok();
     let before = sb.slot().unwrap();
@@ -170,7 +170,13 @@ fn cursor_task_scope_writes_its_own_slot_and_no_sighting() {
     let scope_slot: Value = serde_json::from_str(&std::fs::read_to_string(scopes[0].path()).unwrap()).unwrap();
     assert_eq!(scope_slot["agent"], "task:task-77");
     let j = sb.journal();
-    assert_eq!(j.lines().filter(|l| l.starts_with("S\t")).count(), 1, "only the sessionStart sighting");
+    // The task's hook sights the conversation it runs in (so a running task
+    // is seen by the concurrency signal), never a second conversation.
+    let sightings: Vec<&str> = j.lines().filter(|l| l.starts_with("S\t")).collect();
+    assert_eq!(sightings.len(), 2);
+    assert!(sightings.iter().all(|l| l.contains("\t0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b\t")), "{j}");
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert_eq!(st["concurrent"], false);
     assert!(j.lines().any(|l| l.starts_with("C\t") && l.contains("\ttask:task-77\t")));
 }
 
