@@ -218,7 +218,22 @@ impl ReadPath {
         let (text, unavailable) = self.journal_or_unavailable();
         let view = View::parse(&text);
         let res = self.resolve_with(q.call, &view, now);
+        if slot_dependent(&res.caller) {
+            return self.decide_after_slot(&res, q, now);
+        }
         self.decide_for(&res, &view, unavailable, q, now)
+    }
+
+    /// Decide for a caller found through the slot (or not at all) on a view
+    /// read *after* the slot. Hooks append to the journal before they write
+    /// the slot, so a journal read after the slot holds the sighting of
+    /// whoever wrote it. With the journal read first, a hook landing between
+    /// the two reads made the slot name a conversation the facts had not
+    /// seen: "not concurrent", and its stub (or a delivery labelled with it)
+    /// went to another chat (found by tests/it/sim.rs).
+    fn decide_after_slot(&self, res: &Resolution, q: &StubQuery<'_>, now: u64) -> StubAnswer {
+        let (text, unavailable) = self.journal_or_unavailable();
+        self.decide_for(res, &View::parse(&text), unavailable, q, now)
     }
 
     /// Decide for a caller already resolved (resolve once per MCP call,
@@ -288,6 +303,9 @@ impl ReadPath {
         };
         let r = Resolution { caller, per_call: PerCall::NotGiven };
         let q = StubQuery { delivered, delivered_at_ms: None, cold, call: None };
+        if slot_dependent(&r.caller) {
+            return self.decide_after_slot(&r, &q, now).decision;
+        }
         self.decide_for(&r, &view, unavailable, &q, now).decision
     }
 
@@ -307,6 +325,12 @@ fn parent_of(pid: u32) -> Option<u32> {
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A caller whose identity came from the slot, or who is unknown: the
+/// facts must then come from a journal read after the slot.
+fn slot_dependent(c: &Caller) -> bool {
+    matches!(c.source, identity::Source::Slot | identity::Source::None)
 }
 
 struct Cached {
