@@ -256,25 +256,31 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
 
     // Stray temps: whatever the kills left, plus one planted in each dir (so
     // the cleanup is always exercised), are removed by a later write once
-    // they are older than a minute — time moved through LEAN_CTX_NOW_MS.
+    // they are older than a minute.
     std::fs::create_dir_all(sb.data.join("scopes")).unwrap();
     for d in [sb.data.clone(), sb.data.join("scopes")] {
         std::fs::write(d.join(".tmp-planted"), b"{\"half\":").unwrap();
     }
     let strays = list_temps(&sb.data).len();
-    let later = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as u64 + 120_000;
+    // Two minutes pass for the leftovers: their mtime is set back (a temp's
+    // age is measured on the system clock, so moving only the hooks' "now"
+    // would not age it, by design).
+    for p in list_temps(&sb.data) {
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(120)).unwrap();
+    }
     // Enough later writes to pass the trim bound, so one of them trims.
     let mut n = 0;
     while list_temps(&sb.data).iter().any(|p| p.exists()) && n < 400 {
         let p = json!({"hook_event_name":"PreToolUse","session_id":format!("later-{}", n % 3),
             "tool_name":"mcp__ctx__ctx_read","tool_input":{"n":n},"tool_use_id":format!("toolu_later_{n}")});
-        let run = sb.hook("claude", p.to_string()).env("LEAN_CTX_NOW_MS", later.to_string());
+        let run = sb.hook("claude", p.to_string());
         let o = run.ok();
         assert!(o.stderr.is_empty(), "{}", o.stderr);
         // A Cursor task hook writes its scope slot: that dir is cleaned too.
         let p = json!({"hook_event_name":"beforeMCPExecution","conversation_id":"later-c",
             "tool_name":"ctx_read","tool_input":format!("{{\"n\":{n}}}")});
-        sb.hook("cursor", p.to_string()).env("CURSOR_TASK_ID", "later").env("LEAN_CTX_NOW_MS", later.to_string()).ok();
+        sb.hook("cursor", p.to_string()).env("CURSOR_TASK_ID", "later").ok();
         n += 1;
     }
     let left = list_temps(&sb.data);

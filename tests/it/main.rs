@@ -2,13 +2,14 @@
 
 mod support;
 
+mod clock;
+mod crash;
 mod e2e;
+mod faults;
 mod gate;
 mod hooks;
 mod install;
-mod clock;
-mod crash;
-mod faults;
 mod readpath;
 mod rng;
 mod security;
+mod sim;
