@@ -5,8 +5,9 @@
 //! ```no_run
 //! use leanctx::readpath::{ReadPath, StubQuery};
 //! let rp = ReadPath::from_process();
-//! // At delivery: remember who got the content, and when.
-//! let who = rp.resolve(None, leanctx::clock::now_ms()).caller.scope;
+//! // At delivery: remember who got the content (only if certainly known:
+//! // `delivery_scope`, never `caller.scope`), and when.
+//! let who = rp.delivery_scope(&rp.resolve(None, leanctx::clock::now_ms()));
 //! // At re-read: may this caller get the stub?
 //! let ans = rp.decide(&StubQuery { delivered: who.as_deref(), delivered_at_ms: Some(0), cold: false, call: None });
 //! if ans.decision.allow { /* serve the stub */ }
