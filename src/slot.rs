@@ -135,14 +135,54 @@ pub fn slot_path(dir: &Path) -> PathBuf {
 }
 
 /// Write `contents` to `path` atomically: a fresh 0600 temp file in the same
-/// dir, renamed over the target. No fsync: the slot lives 2 h and a reader
-/// needs atomicity, not durability across power loss.
+/// dir that takes the target's place. No fsync: the slot lives 2 h and a
+/// reader needs atomicity, not durability across power loss.
+///
+/// When the target is a regular file the temp file is swapped in with
+/// `renameat2(RENAME_EXCHANGE)` and the old content, now under the temp
+/// name, is unlinked. A plain rename over an existing file makes ext4 (with
+/// its default `auto_da_alloc`) allocate and start writing the new file's
+/// blocks inside the rename: measured here at ~70 µs median and milliseconds
+/// at the tail, on every hook. The exchange is just as atomic for readers
+/// (they open the old inode or the new one). A missing target, something
+/// that is not a regular file, or a system without the exchange gets the
+/// plain rename.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     tmp.write_all(contents)?;
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) && exchange(tmp.path(), path).is_ok() {
+        // The temp name now holds the old content; dropping `tmp` unlinks it.
+        return Ok(());
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Atomically swap two paths (Linux `renameat2` with `RENAME_EXCHANGE`).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let a = CString::new(a.as_os_str().as_bytes())?;
+    let b = CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two valid NUL-terminated paths for the duration of the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
 }
 
 pub fn write_slot(dir: &Path, slot: &Slot) -> io::Result<()> {
