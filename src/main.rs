@@ -147,6 +147,13 @@ struct InstallArgs {
 
 fn main() -> ExitCode {
     let started = Instant::now();
+    // The hook runs on every tool call: its two argument shapes skip clap,
+    // whose full command tree (every subcommand, built and then dropped) was
+    // a third of the hook's own instructions. Anything else, help and
+    // errors included, goes through clap.
+    if let Some((host, event)) = hook_args(std::env::args_os().skip(1)) {
+        return run_hook(host, event, started);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Hook { host, event } => run_hook(host, event, started),
@@ -179,6 +186,24 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `hook <host>` or `hook <host> --event <name>` (also `--event=<name>`),
+/// exactly as clap would read them; `None` for anything else.
+fn hook_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<(Host, Option<String>)> {
+    if args.next()? != "hook" {
+        return None;
+    }
+    let host: Host = args.next()?.to_str()?.parse().ok()?;
+    let event = match args.next() {
+        None => return Some((host, None)),
+        Some(a) if a == "--event" => args.next()?.into_string().ok()?,
+        Some(a) => a.to_str()?.strip_prefix("--event=")?.to_string(),
+    };
+    if args.next().is_some() || event.starts_with('-') {
+        return None;
+    }
+    Some((host, Some(event)))
 }
 
 fn install_opts(a: InstallArgs, dry_run: bool) -> install::InstallOptions {
@@ -310,4 +335,41 @@ fn gate_check(host: Host, tool: &str, cwd: Option<PathBuf>, json: bool) -> Resul
     let report = gate::explain(host, tool, paths::data_dir_path().ok().as_deref(), &cwd);
     print_out(&if json { to_json(&report) } else { report.human() });
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hook fast path reads exactly what clap reads, or defers to it.
+    #[test]
+    fn hook_fast_path_agrees_with_clap() {
+        let cases: &[&[&str]] = &[
+            &["hook", "claude-code"],
+            &["hook", "claude"],
+            &["hook", "cursor", "--event", "beforeMCPExecution"],
+            &["hook", "codex", "--event=PreToolUse"],
+            &["hook", "codebuddy", "--event", ""],
+            &["hook", "codex", "--event"],
+            &["hook", "codex", "--event", "-x"],
+            &["hook", "codex", "extra"],
+            &["hook", "nosuchhost"],
+            &["hook", "--event", "X", "codex"],
+            &["hook", "--help"],
+            &["hook"],
+            &["scope", "current"],
+        ];
+        for argv in cases {
+            let fast = hook_args(argv.iter().map(std::ffi::OsString::from));
+            let clap = Cli::try_parse_from(std::iter::once("leanctx").chain(argv.iter().copied()));
+            match (fast, clap) {
+                (Some((h, e)), Ok(Cli { command: Command::Hook { host, event } })) => {
+                    assert_eq!((h, e), (host, event), "{argv:?}")
+                }
+                (Some(f), other) => panic!("{argv:?}: fast path {f:?}, clap {:?}", other.is_ok()),
+                (None, _) => {}
+            }
+        }
+        assert!(hook_args(["hook", "claude-code"].iter().map(std::ffi::OsString::from)).is_some());
+    }
 }
