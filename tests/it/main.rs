@@ -6,6 +6,7 @@ mod clock;
 mod crash;
 mod e2e;
 mod faults;
+mod fuzz;
 mod gate;
 mod hooks;
 mod install;
