@@ -20,7 +20,7 @@ leanctx mode (what a context-saving server does): with `--leanctx BIN`, every to
 asks `BIN scope check --json --call -` (the JSON-RPC request on stdin; `--delivered SCOPE --at MS`
 when this path was delivered before, `--cold` when that delivery came from the persisted cache).
 When leanctx allows it the answer is `[unchanged] <path>`; otherwise the content, and the path is
-remembered as delivered to the caller leanctx resolved. `--cache FILE` persists those deliveries
+remembered as delivered to the scope leanctx vouches for (`delivery_scope`). `--cache FILE` persists those deliveries
 so a later server process (a resumed session) starts with them, as cold entries. The answer and
 the inputs are logged under "leanctx" in the tools/call line.
 
@@ -121,7 +121,9 @@ def ask_leanctx(mid, params, path):
     except Exception as e:  # a broken leanctx must not break the server: serve content
         answer, rc = {"error": str(e)}, 2
     allowed = bool(prev) and rc == 0
-    scope = ((answer or {}).get("caller") or {}).get("scope") if isinstance(answer, dict) else None
+    # Label the delivery with the scope leanctx vouches for (None when it cannot
+    # name the recipient for certain: an unscoped delivery, never stubbed).
+    scope = answer.get("delivery_scope") if isinstance(answer, dict) else None
     if not allowed:
         CACHE[path] = {"scope": scope, "at": int(time.time() * 1000), "cold": False}
         save_cache()
