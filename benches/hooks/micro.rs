@@ -1,0 +1,394 @@
+//! The read path in process: what an MCP server pays per re-read, with 100,
+//! 10,000 or 1,000,000 hook events written through `Journal::append`
+//! before it. Each event is one append, as a hook makes it.
+
+use crate::Config;
+use crate::spawn::{Stats, fmt_dur};
+use leanctx::Host;
+use leanctx::identity::{ScopeEnv, Source};
+use leanctx::journal::{Call, Journal, Record, View};
+use leanctx::mcp_call::McpCall;
+use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::slot::{self, Slot};
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One event every 50 ms: twenty a second, about ten times a busy user
+/// with four chats open. 100 events span 5 s, 10,000 span 8 min (inside
+/// the 10 min call window), 1,000,000 span 14 h (far past every TTL).
+const STEP_MS: u64 = 50;
+/// Six conversations at a time (two Claude Code, two Codex, one Cursor, one
+/// CodeBuddy); every 20,000 events (17 min) they end and six new ones
+/// start, so a long history holds hundreds of conversations.
+const LIVE: u64 = 6;
+const GENERATION: u64 = 20_000;
+
+fn host_of(slot: u64) -> Host {
+    match slot {
+        0 | 1 => Host::ClaudeCode,
+        2 | 3 => Host::Codex,
+        4 => Host::Cursor,
+        _ => Host::CodeBuddy,
+    }
+}
+
+fn conv_id(generation: u64, slot: u64) -> String {
+    format!("{:08x}-c0de-4bad-9e11-{:012x}", generation, slot)
+}
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// What the history left for the benchmarks to ask about.
+struct History {
+    dir: PathBuf,
+    n: usize,
+    /// A live Claude Code conversation (the slot names it).
+    claude_conv: String,
+    /// The newest Claude tool-use id with a call record.
+    claude_call_id: String,
+    codex_conv: String,
+    cursor_conv: String,
+    setup: Duration,
+    size: u64,
+    lines: usize,
+}
+
+/// Write `n` events ending just before `now`.
+fn write_history(dir: &Path, n: usize, now: u64) -> History {
+    let started = Instant::now();
+    let j = Journal::new(dir);
+    let n64 = n as u64;
+    let mut claude_call_id = String::new();
+    for i in 0..n64 {
+        let t = now - (n64 - i) * STEP_MS;
+        let generation = i / GENERATION;
+        let slot = i % LIVE;
+        let host = host_of(slot);
+        let conv = conv_id(generation, slot);
+        let step = (i / LIVE) % 10;
+        let last_of_generation = i % GENERATION >= GENERATION - LIVE;
+        let agent = format!("agent:{:x}", mix(i / LIVE / 10) & 0xffff_ffff);
+        let fp = format!("{:016x}{:016x}{:016x}{:016x}", mix(i), mix(i + 1), mix(i + 2), mix(i + 3));
+        let call_id = match host {
+            Host::ClaudeCode => Some(format!("toolu_bench_{i:x}")),
+            Host::Codex => Some(format!("call_bench_{i:x}")),
+            _ => None,
+        };
+        let key = format!("4242-{t}-{i}");
+        let mut recs: Vec<Record<'_>> = Vec::with_capacity(2);
+        if last_of_generation {
+            recs.push(Record::End { t, host, conv: &conv });
+        } else {
+            let event = match step {
+                0 => "UserPromptSubmit",
+                1..=3 => "PreToolUse",
+                4 => "PostToolUse",
+                5 => "SubagentStart",
+                6 => "SubagentStop",
+                7 => "Stop",
+                8 => "PreCompact",
+                _ => "PostToolBatch",
+            };
+            recs.push(Record::Sighting { t, host, conv: &conv, event });
+            match step {
+                1..=3 => {
+                    recs.push(Record::Call(Call {
+                        t,
+                        host,
+                        conv: &conv,
+                        agent: None,
+                        server: Some("ctx"),
+                        tool: "ctx_read",
+                        fp: &fp,
+                        call_id: call_id.as_deref(),
+                        key: &key,
+                    }));
+                    if host == Host::ClaudeCode {
+                        claude_call_id = call_id.clone().unwrap_or_default();
+                    }
+                }
+                5 => recs.push(Record::SubagentStart { t, host, conv: &conv, agent: &agent }),
+                6 => recs.push(Record::SubagentStop { t, host, conv: &conv, agent: Some(&agent) }),
+                // A compaction every 100 turns of a conversation.
+                8 if (i / LIVE / 10) % 10 == 0 => recs.push(Record::Compaction { t, host, conv: &conv }),
+                _ => {}
+            }
+        }
+        j.append(&recs, t).unwrap_or_else(|e| crate::fail(&format!("journal append: {e}")));
+    }
+    let generation = (n64.saturating_sub(1)) / GENERATION;
+    let claude_conv = conv_id(generation, 0);
+    slot::write_slot(dir, &Slot::new(Host::ClaudeCode, &claude_conv, None, "PreToolUse", None, now - STEP_MS))
+        .unwrap_or_else(|e| crate::fail(&format!("slot: {e}")));
+    let text = j.read().unwrap_or_default();
+    History {
+        dir: dir.to_path_buf(),
+        n,
+        claude_conv,
+        claude_call_id,
+        codex_conv: conv_id(generation, 2),
+        cursor_conv: conv_id(generation, 4),
+        setup: started.elapsed(),
+        size: j.size(),
+        lines: text.lines().count(),
+    }
+}
+
+/// One measured operation, per journal size.
+struct Op {
+    name: &'static str,
+    /// Held to "p50 ≤ 25 µs and flat ≤ 1.5×".
+    target: bool,
+    samples: Vec<Vec<Duration>>,
+}
+
+fn rp(h: &History, now: u64) -> ReadPath {
+    ReadPath::new(&h.dir, ScopeEnv::default()).at(now)
+}
+
+fn codex_call(h: &History) -> McpCall {
+    let v = serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ctx_read",
+        "arguments":{"path":"README.md"},"_meta":{"sessionId":h.codex_conv,"threadId":h.codex_conv}}});
+    McpCall::from_json(&v).expect("codex call")
+}
+
+fn claude_call(h: &History) -> McpCall {
+    let v = serde_json::json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ctx_read",
+        "arguments":{"path":"README.md"},"_meta":{"claudecode/toolUseId":h.claude_call_id,"progressToken":2}}});
+    McpCall::from_json(&v).expect("claude call")
+}
+
+fn cursor_call(iter: usize) -> McpCall {
+    let v = serde_json::json!({"jsonrpc":"2.0","id":iter,"method":"tools/call","params":{"name":"bench_read",
+        "arguments":{"path":"src/main.rs","mode":"map"}}});
+    McpCall::from_json(&v).expect("cursor call")
+}
+
+/// Run one operation once on `h`, timed. `iter` makes claims unique.
+fn run_op(op: usize, h: &History, now: u64, iter: usize, saved_journal: &[u8]) -> Duration {
+    match op {
+        0 => {
+            let r = rp(h, now);
+            let q = StubQuery {
+                delivered: Some(&h.claude_conv),
+                delivered_at_ms: Some(now - 60_000),
+                cold: false,
+                call: None,
+            };
+            let t = Instant::now();
+            let a = black_box(r.decide(black_box(&q)));
+            let d = t.elapsed();
+            if iter == 0 {
+                assert_eq!(a.caller.source, Source::Slot, "decide: caller from the slot");
+            }
+            d
+        }
+        1 => {
+            let r = rp(h, now);
+            let c = codex_call(h);
+            let t = Instant::now();
+            let res = black_box(r.resolve(Some(black_box(&c)), now));
+            let d = t.elapsed();
+            if iter == 0 {
+                assert_eq!(res.caller.source, Source::MetaSession, "codex meta");
+            }
+            d
+        }
+        2 => {
+            let r = rp(h, now);
+            let c = claude_call(h);
+            let t = Instant::now();
+            let res = black_box(r.resolve(Some(black_box(&c)), now));
+            let d = t.elapsed();
+            if iter == 0 {
+                assert_eq!(res.caller.source, Source::ToolUseId, "claude tool-use id {}", h.claude_call_id);
+            }
+            d
+        }
+        3 => {
+            // Untimed: put the journal back as the history left it, then
+            // the Cursor hook's call record for this very call.
+            std::fs::write(Journal::new(&h.dir).path(), saved_journal).expect("restore journal");
+            let c = cursor_call(iter);
+            let fp = c.fingerprint();
+            let key = format!("bench-{iter}");
+            Journal::new(&h.dir)
+                .append(
+                    &[Record::Call(Call {
+                        t: now - 5,
+                        host: Host::Cursor,
+                        conv: &h.cursor_conv,
+                        agent: None,
+                        server: None,
+                        tool: "bench_read",
+                        fp: &fp,
+                        call_id: None,
+                        key: &key,
+                    })],
+                    now - 5,
+                )
+                .expect("append call");
+            let r = rp(h, now);
+            let t = Instant::now();
+            let res = black_box(r.resolve(Some(black_box(&c)), now));
+            let d = t.elapsed();
+            assert_eq!(res.caller.source, Source::Fingerprint, "cursor claim (iteration {iter}, {} events)", h.n);
+            d
+        }
+        4 => {
+            let r = rp(h, now);
+            let t = Instant::now();
+            black_box(r.concurrent());
+            t.elapsed()
+        }
+        5 => {
+            let j = Journal::new(&h.dir);
+            let t = Instant::now();
+            black_box(j.read().ok());
+            t.elapsed()
+        }
+        6 => {
+            let text = Journal::new(&h.dir).read().unwrap_or_default();
+            let t = Instant::now();
+            let v = View::parse(black_box(&text));
+            black_box(v.concurrent(now));
+            t.elapsed()
+        }
+        _ => unreachable!(),
+    }
+}
+
+const OPS: &[(&str, bool)] = &[
+    ("fresh stub decision (`ReadPath::decide`, caller from the slot)", true),
+    ("per-call: Codex `_meta.sessionId` (`ReadPath::resolve`)", true),
+    ("per-call: Claude tool-use id → call record", true),
+    ("per-call: Cursor fingerprint claim (exclusive lock + append)", true),
+    ("`multiple_conversations_recent` (`ReadPath::concurrent`)", true),
+    ("part: journal read (shared lock + read)", false),
+    ("part: parse + `View::concurrent` (no I/O)", false),
+];
+
+/// Run the in-process benchmarks; append the table to `out`; return the
+/// targets missed.
+pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
+    let now = leanctx::clock::now_ms();
+    let mut hist = Vec::new();
+    for &n in cfg.micro_sizes {
+        let dir = root.join(format!("micro-{n}"));
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().mode(0o700).create(&dir).expect("micro dir");
+        }
+        let h = write_history(&dir, n, now);
+        eprintln!("  {n} events written in {:.1} s; journal {} bytes", h.setup.as_secs_f64(), h.size);
+        hist.push(h);
+    }
+    let saved: Vec<Vec<u8>> =
+        hist.iter().map(|h| std::fs::read(Journal::new(&h.dir).path()).unwrap_or_default()).collect();
+    let now = now + 1;
+    let mut ops: Vec<Op> =
+        OPS.iter().map(|&(name, target)| Op { name, target, samples: vec![Vec::new(); hist.len()] }).collect();
+    let warm = (cfg.micro_iters / 10).max(3);
+    for (k, op) in ops.iter_mut().enumerate() {
+        for iter in 0..warm + cfg.micro_iters {
+            // Interleave the journal sizes so drift hits them alike.
+            for (hi, h) in hist.iter().enumerate() {
+                let d = run_op(k, h, now, iter, &saved[hi]);
+                if iter >= warm {
+                    op.samples[hi].push(d);
+                }
+            }
+        }
+    }
+    // Leave the journals as the history wrote them.
+    for (h, s) in hist.iter().zip(&saved) {
+        let _ = std::fs::write(Journal::new(&h.dir).path(), s);
+    }
+
+    let label = |n: usize| match n {
+        1_000_000 => "1,000,000".to_string(),
+        10_000 => "10,000".to_string(),
+        1_000 => "1,000".to_string(),
+        n => n.to_string(),
+    };
+    let mut missed = Vec::new();
+    let _ = write!(out, "| operation |");
+    for h in &hist {
+        let _ = write!(out, " {} events: p50 (p99) |", label(h.n));
+    }
+    let first = label(hist[0].n);
+    let last = label(hist[hist.len() - 1].n);
+    let _ = writeln!(out, " p50 {last} / {first} | target p50 ≤ 25 µs, flat ≤ 1.5× |");
+    let _ = write!(out, "|---|");
+    for _ in &hist {
+        let _ = write!(out, "---:|");
+    }
+    let _ = writeln!(out, "---:|---|");
+    for op in &ops {
+        let stats: Vec<Stats> = op.samples.iter().map(|s| Stats::of(s)).collect();
+        let _ = write!(out, "| {} |", op.name);
+        for s in &stats {
+            let _ = write!(out, " {} ({}) |", fmt_dur(s.p50), fmt_dur(s.p99));
+        }
+        let flat = stats[stats.len() - 1].p50.as_secs_f64() / stats[0].p50.as_secs_f64();
+        let worst = stats.iter().map(|s| s.p50).max().unwrap_or_default();
+        let verdict = if op.target {
+            let ok = worst <= Duration::from_micros(25) && flat <= 1.5;
+            if !ok {
+                missed.push(format!("read path: {}", op.name));
+            }
+            if ok { "met" } else { "**missed**" }
+        } else {
+            ""
+        };
+        let _ = writeln!(out, " {flat:.2}× | {verdict} |");
+    }
+
+    // Reference: the file read a stub saves.
+    let file = root.join("reference-32k.rs");
+    let body: String = (0..32 * 1024).map(|i| if i % 64 == 63 { '\n' } else { 'x' }).collect();
+    let _ = std::fs::write(&file, body);
+    let mut refs = Vec::new();
+    for i in 0..warm + cfg.micro_iters {
+        let t = Instant::now();
+        black_box(std::fs::read(black_box(&file)).ok());
+        if i >= warm {
+            refs.push(t.elapsed());
+        }
+    }
+    let r = Stats::of(&refs);
+    let _ = writeln!(
+        out,
+        "\nReference: `fs::read` of a 32 KiB source file (page cache, no hashing) p50 {} (p99 {}).",
+        fmt_dur(r.p50),
+        fmt_dur(r.p99)
+    );
+    let _ = writeln!(
+        out,
+        "{} timed iterations per cell after {warm} warm-up, sizes interleaved. One event = one \
+         `Journal::append` as a hook makes it (1–2 records), one every {STEP_MS} ms across {LIVE} \
+         live conversations that are replaced every {GENERATION} events.\n",
+        cfg.micro_iters
+    );
+    let _ = writeln!(out, "| events written | time to write | journal size after | journal lines after |");
+    let _ = writeln!(out, "|---:|---:|---:|---:|");
+    for h in &hist {
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} s ({:.1} µs/event) | {:.1} KiB | {} |",
+            label(h.n),
+            h.setup.as_secs_f64(),
+            h.setup.as_secs_f64() * 1e6 / h.n as f64,
+            h.size as f64 / 1024.0,
+            h.lines
+        );
+    }
+    missed
+}
