@@ -71,9 +71,16 @@ impl ToolRef {
 
 /// Derive a server name from Cursor's `command` (stdio server command line)
 /// or `url` (remote server): the program's file name, or the URL's host.
+///
+/// Only the program's name and the URL's host are kept: they are stored in
+/// call records, and a command line or URL can carry a secret — an
+/// `API_TOKEN=… server` env prefix, `user:password@` in the URL — which
+/// must never reach the disk.
 pub fn server_from_cursor(command: Option<&str>, url: Option<&str>) -> Option<String> {
     if let Some(cmd) = command {
-        let prog = cmd.split_whitespace().next()?;
+        // Skip `NAME=value` assignments and an `env` prefix before the program.
+        let mut words = cmd.split_whitespace().skip_while(|w| w.contains('=') || *w == "env");
+        let prog = words.next()?;
         let base = prog.rsplit(['/', '\\']).next().unwrap_or(prog);
         let base = base.strip_suffix(".exe").unwrap_or(base);
         if !base.is_empty() {
@@ -82,7 +89,9 @@ pub fn server_from_cursor(command: Option<&str>, url: Option<&str>) -> Option<St
     }
     if let Some(url) = url {
         let after = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-        let host = after.split(['/', '?', '#']).next().unwrap_or("");
+        let authority = after.split(['/', '?', '#']).next().unwrap_or("");
+        // Drop `user:password@`.
+        let host = authority.rsplit('@').next().unwrap_or("");
         if !host.is_empty() {
             return Some(host.to_string());
         }
@@ -135,5 +144,13 @@ mod tests {
         );
         assert_eq!(server_from_cursor(None, Some("http://127.0.0.1:8765/mcp")).as_deref(), Some("127.0.0.1:8765"));
         assert_eq!(server_from_cursor(None, None), None);
+        // Secrets in a command line or a URL never make it into the name.
+        assert_eq!(server_from_cursor(Some("API_TOKEN=s3cret X=1 /usr/bin/srv --k v"), None).as_deref(), Some("srv"));
+        assert_eq!(server_from_cursor(Some("env TOKEN=s3cret npx -y srv"), None).as_deref(), Some("npx"));
+        assert_eq!(server_from_cursor(Some("TOKEN=s3cret"), None), None);
+        assert_eq!(
+            server_from_cursor(None, Some("https://user:s3cret@mcp.example.com:8443/mcp?token=x")).as_deref(),
+            Some("mcp.example.com:8443")
+        );
     }
 }
