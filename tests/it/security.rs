@@ -121,5 +121,238 @@ fn absurdly_long_tool_names_are_still_gated() {
     let long = format!("delete_{}", "x".repeat(100_000));
     let o = sb.hook("claude", gated_call("claude", "gh", &long)).ok();
     assert_eq!(told("claude", &o.stdout), "deny");
-    let _ = (payload, payloads);
+}
+
+/// Every captured payload of every host, in order, with a secret-looking
+/// value in every field that is not an id, a name or a path (prompts, tool
+/// input and output, messages, summaries, e-mail, model, ...), credentials
+/// in Cursor's `command` and `url`, and secrets as ids that are not valid
+/// ids. Afterwards not one byte of any secret is in any file of the data
+/// dir — through a trim too.
+#[test]
+fn no_secret_reaches_the_disk_on_any_host_or_event() {
+    const KEEP: &[&str] = &[
+        "hook_event_name",
+        "session_id",
+        "conversation_id",
+        "agent_id",
+        "subagent_id",
+        "parent_conversation_id",
+        "tool_name",
+        "tool_use_id",
+        "transcript_path",
+        "source",
+    ];
+    fn inject(v: &mut Value, n: &mut usize, top: bool) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    if top && KEEP.contains(&k.as_str()) {
+                        continue;
+                    }
+                    match (k.as_str(), &*x) {
+                        ("command", Value::String(c)) => {
+                            *x = json!(format!("API_TOKEN=SECRET-{n}x {c} --key SECRET-{n}y"))
+                        }
+                        ("url", Value::String(_)) => {
+                            *x = json!(format!("https://u:SECRET-{n}@mcp.example.com/p?t=SECRET-{n}"))
+                        }
+                        (_, Value::String(_)) => *x = json!(format!("SECRET-{n}")),
+                        _ => inject(x, n, false),
+                    }
+                    *n += 1;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| inject(x, n, false)),
+            Value::String(_) => {
+                *v = json!(format!("SECRET-{n}"));
+                *n += 1;
+            }
+            _ => {}
+        }
+    }
+    let sb = Sandbox::new();
+    let mut sent = 0;
+    let mut n = 0;
+    for (dir, host) in [("claude", "claude"), ("codex", "codex"), ("cursor", "cursor"), ("codebuddy", "codebuddy")] {
+        let mut scen: Vec<_> = std::fs::read_dir(payloads().join(dir)).unwrap().flatten().map(|e| e.path()).collect();
+        scen.sort();
+        for s in scen {
+            let mut files: Vec<_> = std::fs::read_dir(&s).unwrap().flatten().map(|e| e.path()).collect();
+            files.sort();
+            for f in files.iter().filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("mcp-")) {
+                let mut v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+                inject(&mut v, &mut n, true);
+                if host == "cursor" && v.get("command").is_none() {
+                    v["url"] = json!(format!("https://u:SECRET-{n}@mcp.example.com/p"));
+                }
+                let mut run = sb.hook(host, v.to_string());
+                if host == "cursor" && sent % 3 == 0 {
+                    run = run.env("CURSOR_TASK_ID", "task-1");
+                }
+                run.ok();
+                sent += 1;
+            }
+        }
+        // Ids that are not valid ids are secrets too: never kept.
+        for bad in ["SECRET id with spaces", "SECRET/slash", "SECRET\u{0}nul"] {
+            let p = json!({"hook_event_name": "PreToolUse", "session_id": bad, "conversation_id": bad,
+                "agent_id": bad, "tool_use_id": bad, "tool_name": "mcp__ctx__ctx_read", "tool_input": {}});
+            sb.hook(host, p.to_string()).ok();
+            sent += 1;
+        }
+    }
+    // Force a trim: what is rewritten must be as clean.
+    leanctx::journal::Journal::new(&sb.data).trim_now(leanctx::clock::now_ms()).unwrap();
+    let files = walk(&sb.data);
+    let mut bytes = 0;
+    for f in files.iter().filter(|p| p.is_file()) {
+        let b = std::fs::read(f).unwrap();
+        bytes += b.len();
+        let text = String::from_utf8_lossy(&b);
+        assert!(!text.contains("SECRET"), "{} holds a secret:\n{text}", f.display());
+    }
+    assert!(sent > 150 && bytes > 1000, "{sent} payloads, {bytes} bytes");
+    println!(
+        "security: {sent} payloads with {n} secret fields, {} files / {bytes} bytes of state: no secret",
+        files.len()
+    );
+}
+
+/// Modes: every dir 0700 and every file 0600, whatever the umask (here
+/// 000), across all hosts, task scopes and a trimmed journal.
+#[test]
+fn modes_are_0700_and_0600_under_any_umask() {
+    let sb = Sandbox::new();
+    let run = |host: &str, p: Value, task: Option<&str>| {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg(format!("umask 000; exec '{}' hook {host}", crate::support::BIN));
+        c.env_clear().env("PATH", std::env::var_os("PATH").unwrap()).env("HOME", &sb.home);
+        c.env("LEAN_CTX_DATA_DIR", &sb.data);
+        if let Some(t) = task {
+            c.env("CURSOR_TASK_ID", t);
+        }
+        c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null());
+        let mut ch = c.spawn().unwrap();
+        use std::io::Write;
+        ch.stdin.take().unwrap().write_all(p.to_string().as_bytes()).unwrap();
+        assert!(ch.wait().unwrap().success());
+    };
+    for i in 0..150 {
+        for host in ["claude", "codex", "codebuddy", "cursor"] {
+            let p = json!({"hook_event_name": if host == "cursor" {"beforeMCPExecution"} else {"PreToolUse"},
+                "session_id": format!("s{}", i % 5), "conversation_id": format!("c{}", i % 5),
+                "tool_name": if host == "cursor" {"ctx_read"} else {"mcp__ctx__ctx_read"}, "tool_input": {"i": i}});
+            run(host, p, (host == "cursor" && i % 4 == 0).then_some("t1"));
+        }
+    }
+    let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&sb.data), 0o700);
+    assert!(
+        leanctx::journal::read_head(&sb.data.join("journal"), 40).unwrap().starts_with("#leanctx-journal"),
+        "trimmed"
+    );
+    let files = walk(&sb.data);
+    for f in &files {
+        let want = if f.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(f), want, "{}", f.display());
+    }
+    assert!(files.iter().any(|f| f.ends_with("scopes")));
+    println!("security: {} state paths checked for 0700/0600 under umask 000", files.len() + 1);
+}
+
+/// Ids cannot steer a file name: hostile ids in every id field and in
+/// CURSOR_TASK_ID leave only the known files, inside the data dir.
+#[test]
+fn ids_never_reach_a_path() {
+    let sb = Sandbox::new();
+    let hostile = [
+        "../../escaped",
+        "/tmp/escaped-abs",
+        "..",
+        "a/../../b",
+        "scopes/../../x",
+        "\u{0}x",
+        "x\ny",
+        "C:\\\\x",
+        &"a".repeat(300),
+        "%2e%2e%2fescaped",
+        "-",
+    ];
+    for id in hostile {
+        for host in ["claude", "codex", "codebuddy", "cursor"] {
+            let p = json!({"hook_event_name": if host == "cursor" {"beforeMCPExecution"} else {"PreToolUse"},
+                "session_id": id, "conversation_id": id, "agent_id": id, "subagent_id": id,
+                "parent_conversation_id": id, "tool_use_id": id, "transcript_path": id,
+                "tool_name": if host == "cursor" {"ctx_read"} else {"mcp__ctx__ctx_read"}, "tool_input": {}});
+            let mut r = sb.hook(host, p.to_string());
+            if host == "cursor" && !id.contains('\u{0}') {
+                r = r.env("CURSOR_TASK_ID", id);
+            }
+            r.ok();
+        }
+        // A valid id that looks like a path piece still only names a hash.
+        let p = json!({"hook_event_name":"beforeMCPExecution","conversation_id":"c","tool_name":"ctx_read","tool_input":{}});
+        sb.hook("cursor", p.to_string()).env("CURSOR_TASK_ID", "..a..").ok();
+    }
+    // Nothing outside the data dir.
+    let top: Vec<_> = std::fs::read_dir(sb.tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    let mut top: Vec<String> = top.iter().map(|n| n.to_string_lossy().into_owned()).collect();
+    top.sort();
+    assert_eq!(top, ["data", "home", "project"], "files appeared beside the data dir");
+    assert!(walk(&sb.home).is_empty() && walk(&sb.project).is_empty());
+    // Inside: only the names we write.
+    for f in walk(&sb.data) {
+        let rel = f.strip_prefix(&sb.data).unwrap().to_string_lossy().into_owned();
+        let ok = matches!(rel.as_str(), "active_transcript.json" | "journal" | "journal.lock" | "scopes")
+            || rel
+                .strip_prefix("scopes/")
+                .and_then(|n| n.strip_suffix(".json"))
+                .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(ok, "unexpected state file {rel:?}");
+    }
+    // The journal holds no hostile id (they were all dropped as invalid),
+    // except the valid `..a..` task id.
+    let j = sb.journal();
+    for id in ["escaped", "%2e", "C:"] {
+        assert!(!j.contains(id), "{id} in the journal:\n{j}");
+    }
+}
+
+/// The installer never writes through a symlink it did not mean to follow:
+/// a config that is a symlink is edited at its target (the link stays a
+/// link), but a backup path planted as a symlink is never written through,
+/// a symlink loop is refused, and nothing lands outside the config's place.
+#[test]
+fn installer_does_not_write_through_planted_symlinks() {
+    let sb = Sandbox::new();
+    let cfg = sb.home.join(".claude");
+    std::fs::create_dir_all(&cfg).unwrap();
+    let elsewhere = sb.tmp.path().join("dotfiles");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("settings.json"), "{\"theme\": \"dark\"}\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("settings.json"), cfg.join("settings.json")).unwrap();
+    let victim = sb.tmp.path().join("victim");
+    std::fs::write(&victim, "VICTIM").unwrap();
+    std::os::unix::fs::symlink(&victim, cfg.join("settings.json.leanctx.bak")).unwrap();
+    let o = sb.cmd(["hooks", "install", "claude-code"]).run();
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "VICTIM", "backup written through a planted symlink");
+    assert!(std::fs::symlink_metadata(cfg.join("settings.json")).unwrap().file_type().is_symlink(), "link kept");
+    let real = std::fs::read_to_string(elsewhere.join("settings.json")).unwrap();
+    assert!(real.contains("\"theme\"") && real.contains("hook claude-code"), "{real}");
+    // Nothing new in the symlink's target dir but the edited file.
+    let names: Vec<_> = std::fs::read_dir(&elsewhere).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+
+    // A symlink loop: refused, nothing written.
+    let sb = Sandbox::new();
+    let cfg = sb.home.join(".codebuddy");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::os::unix::fs::symlink(cfg.join("b.json"), cfg.join("settings.json")).unwrap();
+    std::os::unix::fs::symlink(cfg.join("settings.json"), cfg.join("b.json")).unwrap();
+    let o = sb.cmd(["hooks", "install", "codebuddy"]).run();
+    assert_ne!(o.code, 0, "a symlink loop must be refused: {}", o.stdout);
+    assert_eq!(std::fs::read_dir(&cfg).unwrap().count(), 2);
+    assert!(std::fs::symlink_metadata(cfg.join("settings.json")).unwrap().file_type().is_symlink());
 }
