@@ -160,7 +160,7 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
                         let _ = rp.decide(&StubQuery {
                             delivered: Some("conv-1"),
                             delivered_at_ms: Some(1),
-                            cold: n % 2 == 0,
+                            cold: n.is_multiple_of(2),
                             call: Some(&call),
                         });
                         if let Ok(text) = Journal::new(&data).read() {

@@ -1,7 +1,7 @@
 //! Security: modes of what we write, nothing secret on disk, ids that
 //! cannot reach a path, and a gate that name tricks cannot get past.
 
-use crate::support::{Sandbox, payload, payloads};
+use crate::support::{Sandbox, payloads};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
