@@ -106,13 +106,16 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
     let (mut pi, mut ni) = (0, 0);
     let (mut star, mut mark) = (None, 0);
     while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        // The star first: a `*` in the name must not be taken as the
+        // pattern's `*` matched literally (that skipped the star's
+        // backtracking, and `delete*` no longer matched `delete*x`).
+        if pi < p.len() && p[pi] == '*' {
             star = Some(pi);
             pi += 1;
             mark = ni;
+        } else if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
         } else if let Some(s) = star {
             pi = s + 1;
             mark += 1;
@@ -245,6 +248,12 @@ mod tests {
             ("a*b*c", "aXbY", false),
             ("", "", true),
             ("", "a", false),
+            // A `*` or `?` in the name is just a character (found by the fuzzer).
+            ("*", "**", true),
+            ("delete*", "delete*x", true),
+            ("delete_*", "delete_*_repo", true),
+            ("a?", "a?", true),
+            ("a*b", "a*", false),
         ];
         for (p, n, want) in t {
             assert_eq!(glob_match(p, n), *want, "{p} ~ {n}");

@@ -72,7 +72,8 @@ fn look_alike_names_do_not_bypass_a_deny() {
         ("gh", "dele\u{301}te_repo"),                                    // combining acute
         ("gh", "\u{ff44}\u{ff45}\u{ff4c}\u{ff45}\u{ff54}\u{ff45}_repo"), // full width
         ("g\u{570}", "delete_repo"),                                     // Armenian հ in the server
-        ("gh", "delete\u{2060}_repo"),                                   // word joiner
+        ("gh", "delete\u{2060}_repo"),
+        ("gh", "delete_*repo"), // a star in the name (once taken as the pattern's)                                   // word joiner
     ];
     for host in ["claude", "codex", "codebuddy", "cursor"] {
         for (server, tool) in tricks {
