@@ -642,12 +642,18 @@ impl Journal {
     /// Read the whole journal under a shared lock. A missing journal is
     /// empty; so is one whose lock file was never created (no hook ran).
     pub fn read(&self) -> io::Result<String> {
-        let _guard = match self.lock(false) {
-            Ok(g) => g,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !self.path().exists() => return Ok(String::new()),
-            Err(e) => return Err(e),
-        };
+        let Some(_guard) = self.read_lock()? else { return Ok(String::new()) };
         self.read_unlocked()
+    }
+
+    /// The shared lock readers hold while they read. `None` when there is
+    /// no lock file and no journal (no hook ran: nothing to read).
+    pub fn read_lock(&self) -> io::Result<Option<LockGuard>> {
+        match self.lock(false) {
+            Ok(g) => Ok(Some(g)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !self.path().exists() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn read_unlocked(&self) -> io::Result<String> {

@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod decision;
+pub mod digest;
 pub mod event;
 pub mod fingerprint;
 pub mod gate;

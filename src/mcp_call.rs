@@ -92,9 +92,13 @@ pub enum PerCall {
 
 /// Claude: the call record with this tool-use id gives session and agent.
 pub fn caller_from_record(view: &View<'_>, call_id: &str) -> Option<Caller> {
-    let c = view.call_by_id(call_id)?;
+    view.call_by_id(call_id).map(caller_from_call)
+}
+
+/// Claude: the caller a hook's call record names.
+pub fn caller_from_call(c: &crate::journal::Call<'_>) -> Caller {
     let scope = c.agent.unwrap_or(c.conv).to_string();
-    Some(Caller::new(Source::ToolUseId, Some(scope), Some(c.conv.to_string()), Some(c.host)))
+    Caller::new(Source::ToolUseId, Some(scope), Some(c.conv.to_string()), Some(c.host))
 }
 
 /// Cursor: choose the claim for a fingerprint match. Returns the caller and

@@ -1,0 +1,434 @@
+//! What a decision asks of the journal, kept by a long-lived reader and
+//! brought up to date from only the bytes appended since its last look.
+//!
+//! An MCP server asks the read path on every re-read. Reading and parsing the
+//! whole journal each time costs what the journal holds (up to a few hundred
+//! KiB at its bound: ~250 µs), so a decision would get slower the busier the
+//! chats. A [`Reader`] instead keeps the journal open and a [`Digest`] of it:
+//! the journal only grows between trims, and a trim replaces the file, so
+//! "same file, not shorter" means "read on from where we stopped", and
+//! anything else means "start over". Holding the file open also keeps its
+//! inode number from being reused by a later file. Every refresh takes the
+//! shared lock, as a whole-file read does, so a decision is exactly as fresh.
+//!
+//! A digest answers each question exactly as [`View`] does on the whole
+//! file: it drops records only where the question cannot tell (per
+//! conversation and host the newest sighting and the latest end; per
+//! conversation the latest compaction; the highest floor; per call id the
+//! newest call record), and it answers by running `View`'s own code on what
+//! it kept. The one case where dropping could show: a sighting or end
+//! stamped beyond the clock skew of the asking `now` (View skips it and uses
+//! an older one). [`Digest::exact_at`] says so, and the caller then reads
+//! the whole file instead.
+
+use crate::host::Host;
+use crate::journal::{self, Call, Journal, Record, View};
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+
+const HOSTS: [Host; 4] = Host::ALL;
+
+fn host_index(h: Host) -> usize {
+    HOSTS.iter().position(|x| *x == h).unwrap_or(0)
+}
+
+/// The newest sighting and the latest end of one conversation, per host.
+#[derive(Clone, Debug, Default)]
+struct PerHost {
+    sighting: Option<(u64, String)>,
+    end: Option<u64>,
+}
+
+/// A subagent start or stop, in file order.
+#[derive(Clone, Debug)]
+struct Sub {
+    t: u64,
+    host: Host,
+    start: bool,
+    agent: Option<String>,
+}
+
+/// The journal reduced to what the decisions ask.
+#[derive(Clone, Debug, Default)]
+pub struct Digest {
+    convs: HashMap<String, [PerHost; 4]>,
+    compactions: HashMap<String, u64>,
+    floor: u64,
+    subagents: HashMap<String, Vec<Sub>>,
+    /// Call id → the line of the newest call record with that id.
+    calls: HashMap<String, String>,
+    /// Lineage lines (few: a trim keeps 64).
+    lineage: Vec<String>,
+    /// The newest time of any sighting or end.
+    newest_state: u64,
+}
+
+impl Digest {
+    /// Fold one record (parsed from `line`) in, in file order.
+    pub fn fold(&mut self, r: &Record<'_>, line: &str) {
+        match *r {
+            Record::Sighting { t, host, conv, event } => {
+                let slot = &mut self.per_host(conv)[host_index(host)].sighting;
+                // Same rule as View: the newest wins, a tie goes to the later line.
+                match slot {
+                    Some((old, _)) if *old > t => {}
+                    _ => *slot = Some((t, event.to_string())),
+                }
+                self.newest_state = self.newest_state.max(t);
+            }
+            Record::End { t, host, conv } => {
+                let slot = &mut self.per_host(conv)[host_index(host)].end;
+                *slot = Some(slot.map_or(t, |old| old.max(t)));
+                self.newest_state = self.newest_state.max(t);
+            }
+            Record::Compaction { t, conv, .. } => {
+                let e = self.compactions.entry(conv.to_string()).or_insert(t);
+                *e = (*e).max(t);
+            }
+            Record::Floor { t } => self.floor = self.floor.max(t),
+            Record::SubagentStart { t, host, conv, agent } => {
+                self.subs(conv).push(Sub { t, host, start: true, agent: Some(agent.to_string()) })
+            }
+            Record::SubagentStop { t, host, conv, agent } => {
+                self.subs(conv).push(Sub { t, host, start: false, agent: agent.map(str::to_string) })
+            }
+            Record::Call(Call { call_id: Some(id), .. }) => {
+                self.calls.insert(id.to_string(), line.to_string());
+            }
+            Record::Lineage { .. } => self.lineage.push(line.to_string()),
+            Record::Call(_) | Record::Claim { .. } => {}
+        }
+    }
+
+    fn per_host(&mut self, conv: &str) -> &mut [PerHost; 4] {
+        if !self.convs.contains_key(conv) {
+            self.convs.insert(conv.to_string(), Default::default());
+        }
+        self.convs.get_mut(conv).expect("just inserted")
+    }
+
+    fn subs(&mut self, conv: &str) -> &mut Vec<Sub> {
+        if !self.subagents.contains_key(conv) {
+            self.subagents.insert(conv.to_string(), Vec::new());
+        }
+        self.subagents.get_mut(conv).expect("just inserted")
+    }
+
+    /// Fold a whole journal text (complete lines only, as [`journal::parse`]).
+    pub fn fold_text(&mut self, text: &str) {
+        let complete = match text.rfind('\n') {
+            Some(i) => &text[..=i],
+            None => "",
+        };
+        for line in complete.lines().filter(|l| !l.starts_with('#')) {
+            if let Some(r) = journal::parse_line(line) {
+                self.fold(&r, line);
+            }
+        }
+    }
+
+    pub fn of_text(text: &str) -> Digest {
+        let mut d = Digest::default();
+        d.fold_text(text);
+        d
+    }
+
+    /// Do this digest's answers at `now` equal View's on the whole file?
+    /// (Not when a kept sighting or end lies beyond the skew of `now`.)
+    pub fn exact_at(&self, now: u64) -> bool {
+        !journal::is_future(self.newest_state, now)
+    }
+
+    /// [`View::concurrent`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn concurrent(&self, now: u64) -> bool {
+        let mut records = Vec::new();
+        for (conv, hosts) in &self.convs {
+            for (i, h) in hosts.iter().enumerate() {
+                // Only a conversation whose newest sighting is inside the
+                // window can be live; View's own code decides the rest.
+                if let Some((t, event)) = &h.sighting
+                    && journal::in_window(*t, now, journal::WINDOW_MS)
+                {
+                    let host = HOSTS[i];
+                    records.push(Record::Sighting { t: *t, host, conv, event });
+                    if let Some(t) = h.end {
+                        records.push(Record::End { t, host, conv });
+                    }
+                }
+            }
+        }
+        View { records }.concurrent(now)
+    }
+
+    /// [`View::last_compaction`].
+    pub fn last_compaction(&self, conv: &str) -> Option<u64> {
+        self.compactions.get(conv).copied()
+    }
+
+    /// [`View::compaction_floor`].
+    pub fn compaction_floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// [`View::active_subagents`].
+    pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&str> {
+        let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return Vec::new() };
+        let records = subs
+            .iter()
+            .map(|s| match (s.start, &s.agent) {
+                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: a },
+                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.as_deref() },
+            })
+            .collect();
+        View { records }.active_subagents(conv, now)
+    }
+
+    /// [`View::lineage_for`].
+    pub fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
+        let records = self.lineage.iter().filter_map(|l| journal::parse_line(l)).collect();
+        View { records }.lineage_for(host, pid, now)
+    }
+
+    /// [`View::call_by_id`].
+    pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        match journal::parse_line(self.calls.get(call_id)?)? {
+            Record::Call(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// A journal kept open and digested incrementally.
+#[derive(Debug, Default)]
+pub struct Reader {
+    /// The file read so far, with its device and inode.
+    file: Option<(File, u64, u64)>,
+    /// Bytes digested: up to the end of the last complete line.
+    offset: u64,
+    digest: Digest,
+}
+
+impl Reader {
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    fn reset(&mut self) {
+        *self = Reader::default();
+    }
+
+    /// Bring the digest up to date under the shared lock. Errors as
+    /// [`Journal::read`]: a missing journal (or lock file with no journal)
+    /// is empty; a journal that cannot be read is an error.
+    pub fn refresh(&mut self, journal: &Journal) -> io::Result<()> {
+        let Some(_guard) = journal.read_lock()? else {
+            self.reset();
+            return Ok(());
+        };
+        let path = journal.path();
+        let md = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.reset();
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == (md.dev(), md.ino()))
+            && md.len() >= self.offset;
+        if !same {
+            self.reset();
+            let f = File::open(&path)?;
+            let fmd = f.metadata()?;
+            self.file = Some((f, fmd.dev(), fmd.ino()));
+        }
+        let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };
+        let len = f.metadata()?.len();
+        if len <= self.offset {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; (len - self.offset) as usize];
+        let mut got = 0;
+        while got < buf.len() {
+            match f.read_at(&mut buf[got..], self.offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.reset();
+                    return Err(e);
+                }
+            }
+        }
+        buf.truncate(got);
+        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else { return Ok(()) };
+        let text = String::from_utf8_lossy(&buf[..=end]);
+        self.digest.fold_text(&text);
+        self.offset += end as u64 + 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (no dependency).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Random journal lines over few conversations, agents, pids and call
+    /// ids, with ties, ends, future stamps and the odd malformed line.
+    fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
+        let convs = ["a", "b", "c", "d"];
+        let hosts = ["cursor", "claude-code", "codex", "codebuddy"];
+        let mut out = Vec::new();
+        let mut t = base;
+        for i in 0..n {
+            t += rng.below(4_000);
+            // Now and then a stamp from the future or the past.
+            let tt = match rng.below(20) {
+                0 => t + 60_000,
+                1 => t.saturating_sub(50_000),
+                _ => t,
+            };
+            let c = convs[rng.below(4) as usize];
+            let h = hosts[rng.below(4) as usize];
+            let line = match rng.below(11) {
+                0..=3 => format!("S\t{tt}\t{h}\t{c}\tev{}", rng.below(3)),
+                4 => format!("E\t{tt}\t{h}\t{c}"),
+                5 => format!("P\t{tt}\t{h}\t{c}"),
+                6 => format!("U\t{tt}\t{h}\t{c}\tagent:{}", rng.below(3)),
+                7 => {
+                    let agent = if rng.below(2) == 0 { "-".to_string() } else { format!("agent:{}", rng.below(3)) };
+                    format!("u\t{tt}\t{h}\t{c}\t{agent}")
+                }
+                8 => format!("C\t{tt}\t{h}\t{c}\t-\tctx\tctx_read\tfp{}\tid{}\tk{i}", rng.below(3), rng.below(5)),
+                9 => format!("L\t{tt}\t{h}\t{}\t{c}", 100 + rng.below(2)),
+                _ => match rng.below(3) {
+                    0 => format!("F\t{tt}"),
+                    1 => "garbage\tline".to_string(),
+                    _ => format!("K\t{tt}\tk{}\t-", rng.below(10)),
+                },
+            };
+            out.push(line);
+        }
+        out
+    }
+
+    fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
+        if d.exact_at(now) {
+            assert_eq!(d.concurrent(now), v.concurrent(now), "concurrent {ctx}");
+        }
+        for c in ["a", "b", "c", "d", "zz"] {
+            assert_eq!(d.last_compaction(c), v.last_compaction(c), "last_compaction {c} {ctx}");
+            assert_eq!(d.active_subagents(c, now), v.active_subagents(c, now), "subagents {c} {ctx}");
+        }
+        assert_eq!(d.compaction_floor(), v.compaction_floor(), "floor {ctx}");
+        for h in HOSTS {
+            for pid in [100, 101, 102] {
+                assert_eq!(d.lineage_for(h, pid, now), v.lineage_for(h, pid, now), "lineage {ctx}");
+            }
+        }
+        for id in ["id0", "id1", "id2", "id3", "id4", "nope"] {
+            assert_eq!(d.call_by_id(id), v.call_by_id(id).cloned(), "call {id} {ctx}");
+        }
+    }
+
+    #[test]
+    fn digest_answers_like_the_whole_file() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let base = 10_000_000;
+        let (mut checked, mut concurrent, mut deferred) = (0, 0, 0);
+        for round in 0..300 {
+            let n = 1 + rng.below(120) as usize;
+            let lines = random_lines(&mut rng, n, base);
+            let mut text = String::new();
+            for l in &lines {
+                text.push_str(l);
+                text.push('\n');
+            }
+            // Sometimes a torn tail, as a crashed writer leaves it.
+            if rng.below(4) == 0 {
+                text.push_str("S\t1\tcur");
+            }
+            // Fold in random pieces split at line ends, like appends.
+            let mut d = Digest::default();
+            let mut rest = text.as_str();
+            while let Some(i) = rest.find('\n') {
+                let cut = rest[i + 1..].find('\n').filter(|_| rng.below(3) == 0).map_or(i, |j| i + 1 + j);
+                d.fold_text(&rest[..=cut]);
+                rest = &rest[cut + 1..];
+            }
+            let v = View::parse(&text);
+            let last = lines.iter().filter_map(|l| journal::parse_line(l)).map(|r| r.t()).max().unwrap_or(base);
+            for now in [base, last.saturating_sub(20_000), last, last + 3_000, last + 40_000, last + 3 * 3_600_000] {
+                assert_same(&d, &v, now, &format!("round {round}, now {now}"));
+                checked += 1;
+                concurrent += usize::from(v.concurrent(now));
+                deferred += usize::from(!d.exact_at(now));
+            }
+        }
+        // The cases are not all trivial ones.
+        assert!(concurrent > checked / 10 && deferred > 0 && deferred < checked / 2, "{concurrent} {deferred}");
+    }
+
+    #[test]
+    fn a_future_sighting_makes_the_digest_defer() {
+        let text = "S\t1000\tcursor\ta\tx\nS\t999000\tcursor\ta\tx\nS\t1500\tcursor\tb\tx\n";
+        let d = Digest::of_text(text);
+        assert!(!d.exact_at(2000));
+        assert!(d.exact_at(999_000));
+        assert!(View::parse(text).concurrent(2000), "View counts a and b from their non-future sightings");
+    }
+
+    #[test]
+    fn reader_follows_appends_trims_and_truncation() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = Journal::new(tmp.path());
+        let mut r = Reader::default();
+        r.refresh(&j).unwrap();
+        assert!(!r.digest().concurrent(10_000), "no journal: empty");
+
+        let s = |t: u64, conv: &'static str| Record::Sighting { t, host: Host::Codex, conv, event: "x" };
+        j.append(&[s(1_000, "a")], 1_000).unwrap();
+        r.refresh(&j).unwrap();
+        assert!(!r.digest().concurrent(2_000));
+        j.append(&[s(1_500, "b")], 1_500).unwrap();
+        r.refresh(&j).unwrap();
+        assert!(r.digest().concurrent(2_000), "an append is seen");
+
+        // A trim replaces the file: the reader starts over.
+        j.trim_now(40_000).unwrap();
+        j.append(&[s(40_000, "c")], 40_000).unwrap();
+        r.refresh(&j).unwrap();
+        let text = j.read().unwrap();
+        assert_same(r.digest(), &View::parse(&text), 40_001, "after trim");
+
+        // The same file cut shorter (and rewritten): the reader starts over.
+        std::fs::write(j.path(), "S\t50000\tcursor\tz\tx\n").unwrap();
+        r.refresh(&j).unwrap();
+        assert!(r.digest().convs.contains_key("z") && !r.digest().convs.contains_key("c"));
+
+        // A torn tail is left for later, then completed by the next writer.
+        std::fs::write(j.path(), "S\t50000\tcursor\tz\tx\nS\t50001\tcod").unwrap();
+        r.refresh(&j).unwrap();
+        j.append(&[s(50_002, "y")], 50_002).unwrap();
+        r.refresh(&j).unwrap();
+        let text = j.read().unwrap();
+        assert_same(r.digest(), &View::parse(&text), 50_003, "after torn tail");
+        assert!(r.digest().concurrent(50_003));
+    }
+}
