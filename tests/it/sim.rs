@@ -79,6 +79,8 @@ struct Stats {
     wrong_detail: Vec<String>,
     misresolved: Vec<String>,
     reasons: HashMap<String, u64>,
+    /// Why safe stubs were withheld (what the savings lose to).
+    lost: HashMap<String, u64>,
 }
 
 impl Stats {
@@ -98,6 +100,9 @@ impl Stats {
         self.misresolved.extend(o.misresolved.iter().cloned());
         for (k, v) in &o.reasons {
             *self.reasons.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.lost {
+            *self.lost.entry(k.clone()).or_default() += v;
         }
     }
 }
@@ -236,7 +241,10 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
                             ctx.seed, ans
                         ));
                     }
-                    (false, true) => st.safe_withheld += 1,
+                    (false, true) => {
+                        st.safe_withheld += 1;
+                        *st.lost.entry(ans.decision.reason.as_str().to_string()).or_default() += 1;
+                    }
                     (false, false) => st.unsafe_withheld += 1,
                 }
                 (ans.decision.allow, ans.caller, ans.delivery_scope)
@@ -449,10 +457,12 @@ fn report(name: &str, seeds: u64, s: &Stats) -> String {
     let share = if safe == 0 { 0.0 } else { 100.0 * s.safe_allowed as f64 / safe as f64 };
     let mut reasons: Vec<_> = s.reasons.iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1));
+    let mut lost: Vec<_> = s.lost.iter().collect();
+    lost.sort_by(|a, b| b.1.cmp(a.1));
     format!(
         "sim[{name}]: {seeds} seeds, {} hook processes, {} MCP calls ({} resolved exactly), {} stub questions, \
          {} compactions, {} subagents, {} ends: wrong stubs {}; safe stubs allowed {}/{} = {share:.1}% \
-         (unsafe withheld {}); reasons {reasons:?}",
+         (unsafe withheld {}); safe stubs withheld for {lost:?}; all reasons {reasons:?}",
         s.hooks,
         s.calls,
         s.exact,
