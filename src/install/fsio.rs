@@ -103,7 +103,18 @@ pub fn backup_once(file: &Path, bytes: &[u8], keep: Keep) -> io::Result<Option<P
     let bak = backup_path(file);
     let mut f = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&bak) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
+        // A backup from an earlier install: keep it. Anything else in its
+        // place (a planted symlink, a dir) means no backup can be made: say
+        // so and stop, rather than edit the user's file without one.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return match fs::symlink_metadata(&bak) {
+                Ok(md) if md.file_type().is_file() => Ok(None),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a regular file; refusing to edit without a backup", bak.display()),
+                )),
+            };
+        }
         Err(e) => return Err(e),
     };
     f.write_all(bytes)?;
@@ -148,6 +159,18 @@ mod tests {
         let loop_ = t.path().join("loop");
         std::os::unix::fs::symlink(&loop_, &loop_).unwrap();
         assert!(real_path(&loop_).is_err());
+    }
+
+    #[test]
+    fn a_planted_symlink_at_the_backup_path_stops_the_edit() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.json");
+        let target = t.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, t.path().join("s.json.leanctx.bak")).unwrap();
+        let me = fs::metadata(t.path()).unwrap();
+        let e = backup_once(&f, b"one", Keep { mode: 0o640, uid: me.uid(), gid: me.gid() }).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(!target.exists(), "the symlink's target is never written");
     }
 
     #[test]

@@ -336,9 +336,18 @@ fn installer_does_not_write_through_planted_symlinks() {
     let victim = sb.tmp.path().join("victim");
     std::fs::write(&victim, "VICTIM").unwrap();
     std::os::unix::fs::symlink(&victim, cfg.join("settings.json.leanctx.bak")).unwrap();
+    // No backup can be made there: the install stops, says why, and
+    // touches nothing.
+    let o = sb.cmd(["hooks", "install", "claude-code"]).run();
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("not a regular file"), "{}", o.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "VICTIM", "backup written through a planted symlink");
+    assert_eq!(std::fs::read_to_string(elsewhere.join("settings.json")).unwrap(), "{\"theme\": \"dark\"}\n");
+    // With the planted link gone, the install goes through the config's link.
+    std::fs::remove_file(cfg.join("settings.json.leanctx.bak")).unwrap();
     let o = sb.cmd(["hooks", "install", "claude-code"]).run();
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "VICTIM", "backup written through a planted symlink");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "VICTIM");
     assert!(std::fs::symlink_metadata(cfg.join("settings.json")).unwrap().file_type().is_symlink(), "link kept");
     let real = std::fs::read_to_string(elsewhere.join("settings.json")).unwrap();
     assert!(real.contains("\"theme\"") && real.contains("hook claude-code"), "{real}");
