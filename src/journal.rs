@@ -212,9 +212,52 @@ fn opt(s: &str) -> Option<&str> {
     (s != "-").then_some(s)
 }
 
+/// `line.split('\t')`, eight bytes at a time: a tab is ASCII, so every cut
+/// is a char boundary. Readers parse every journal line; on a 65 KiB
+/// journal this splits in ~22 µs where `str::split('\t')` takes ~30-40 µs
+/// and a byte-by-byte search ~45 µs.
+struct Fields<'a> {
+    rest: Option<&'a str>,
+}
+
+/// The index of the first tab in `s`.
+fn find_tab(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const TABS: u64 = 0x0909_0909_0909_0909;
+    let mut chunks = s.chunks_exact(8);
+    for (k, c) in chunks.by_ref().enumerate() {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ TABS;
+        // A zero byte in `w` is a tab in `s`; the lowest flagged one is exact.
+        let z = w.wrapping_sub(ONES) & !w & HIGHS;
+        if z != 0 {
+            return Some(k * 8 + (z.trailing_zeros() / 8) as usize);
+        }
+    }
+    let done = s.len() - chunks.remainder().len();
+    chunks.remainder().iter().position(|&b| b == b'\t').map(|i| done + i)
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a str;
+    fn next(&mut self) -> Option<&'a str> {
+        let s = self.rest?;
+        match find_tab(s.as_bytes()) {
+            Some(i) => {
+                self.rest = Some(&s[i + 1..]);
+                Some(&s[..i])
+            }
+            None => {
+                self.rest = None;
+                Some(s)
+            }
+        }
+    }
+}
+
 /// Parse one line (without its newline). Malformed lines give `None`.
 pub fn parse_line(line: &str) -> Option<Record<'_>> {
-    let mut it = line.split('\t');
+    let mut it = Fields { rest: Some(line) };
     let tag = it.next()?;
     let t: u64 = it.next()?.parse().ok()?;
     let rec = match tag {
@@ -880,6 +923,33 @@ mod tests {
         let back = parse(&text);
         assert_eq!(back.len(), 1);
         assert!(matches!(back[0], Record::Sighting { conv: "a%09b%0Ac", event: "%2D", .. }));
+    }
+
+    #[test]
+    fn find_tab_finds_the_first_tab() {
+        let alphabet = [0x00u8, 0x01, 0x08, 0x09, 0x0a, 0x19, 0x80, 0x89, 0xff, b'a'];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let v: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                assert_eq!(find_tab(&v), v.iter().position(|&b| b == b'\t'), "{v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fields_split_like_str_split() {
+        let long = "0123456789abcdef\t01234567\t\t0123456789\u{e9}\u{3000}xyz\tend";
+        for s in ["", "\t", "a", "a\tb", "a\t\tb\t", "\tS\t1\té\t-", "x\u{3000}\ty", long, &long[1..], &long[3..]] {
+            assert_eq!(Fields { rest: Some(s) }.collect::<Vec<_>>(), s.split('\t').collect::<Vec<_>>(), "{s:?}");
+        }
     }
 
     #[test]
