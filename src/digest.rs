@@ -14,9 +14,9 @@
 //! A digest answers each question exactly as [`View`] does on the whole
 //! file: it drops records only where the question cannot tell (per
 //! conversation and host the newest sighting and the latest end; per
-//! conversation the latest compaction; the highest floor; per call id the
-//! newest call record), and it answers by running `View`'s own code on what
-//! it kept. The one case where dropping could show: a sighting or end
+//! conversation the latest compaction; the highest floor; claims, which it
+//! is never asked about), keeps call and lineage lines unparsed until asked,
+//! and answers by running `View`'s own code on what it kept. The one case where dropping could show: a sighting or end
 //! stamped beyond the clock skew of the asking `now` (View skips it and uses
 //! an older one). [`Digest::exact_at`] says so, and the caller then reads
 //! the whole file instead.
@@ -25,8 +25,8 @@ use crate::host::Host;
 use crate::journal::{self, Call, Journal, Record, View};
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 
 const HOSTS: [Host; 4] = Host::ALL;
 
@@ -34,97 +34,110 @@ fn host_index(h: Host) -> usize {
     HOSTS.iter().position(|x| *x == h).unwrap_or(0)
 }
 
-/// The newest sighting and the latest end of one conversation, per host.
-#[derive(Clone, Debug, Default)]
+/// A byte range of [`Digest::text`].
+type Span = (usize, usize);
+
+/// The newest sighting (time, event) and the latest end of one
+/// conversation, per host.
+#[derive(Clone, Copy, Debug, Default)]
 struct PerHost {
-    sighting: Option<(u64, String)>,
+    sighting: Option<(u64, Span)>,
     end: Option<u64>,
 }
 
 /// A subagent start or stop, in file order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Sub {
     t: u64,
     host: Host,
     start: bool,
-    agent: Option<String>,
+    agent: Option<Span>,
 }
 
 /// The journal reduced to what the decisions ask.
+///
+/// The lines read are kept as they are (one string, no allocation per
+/// line); call and lineage lines are only located, and parsed when asked
+/// about; claim lines are not needed (claims read the whole file under the
+/// exclusive lock).
 #[derive(Clone, Debug, Default)]
 pub struct Digest {
+    /// Every complete line read since the last start-over.
+    text: String,
     convs: HashMap<String, [PerHost; 4]>,
     compactions: HashMap<String, u64>,
     floor: u64,
     subagents: HashMap<String, Vec<Sub>>,
-    /// Call id → the line of the newest call record with that id.
-    calls: HashMap<String, String>,
+    /// Call lines, in file order.
+    calls: Vec<Span>,
     /// Lineage lines (few: a trim keeps 64).
-    lineage: Vec<String>,
+    lineage: Vec<Span>,
     /// The newest time of any sighting or end.
     newest_state: u64,
 }
 
+/// Where `part` (a slice of `whole`) lies in `whole`.
+fn span_in(whole: &str, part: &str) -> Span {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    (start, start + part.len())
+}
+
+fn get_or_insert<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), V::default());
+    }
+    map.get_mut(key).expect("just inserted")
+}
+
 impl Digest {
-    /// Fold one record (parsed from `line`) in, in file order.
-    pub fn fold(&mut self, r: &Record<'_>, line: &str) {
-        match *r {
-            Record::Sighting { t, host, conv, event } => {
-                let slot = &mut self.per_host(conv)[host_index(host)].sighting;
-                // Same rule as View: the newest wins, a tie goes to the later line.
-                match slot {
-                    Some((old, _)) if *old > t => {}
-                    _ => *slot = Some((t, event.to_string())),
-                }
-                self.newest_state = self.newest_state.max(t);
-            }
-            Record::End { t, host, conv } => {
-                let slot = &mut self.per_host(conv)[host_index(host)].end;
-                *slot = Some(slot.map_or(t, |old| old.max(t)));
-                self.newest_state = self.newest_state.max(t);
-            }
-            Record::Compaction { t, conv, .. } => {
-                let e = self.compactions.entry(conv.to_string()).or_insert(t);
-                *e = (*e).max(t);
-            }
-            Record::Floor { t } => self.floor = self.floor.max(t),
-            Record::SubagentStart { t, host, conv, agent } => {
-                self.subs(conv).push(Sub { t, host, start: true, agent: Some(agent.to_string()) })
-            }
-            Record::SubagentStop { t, host, conv, agent } => {
-                self.subs(conv).push(Sub { t, host, start: false, agent: agent.map(str::to_string) })
-            }
-            Record::Call(Call { call_id: Some(id), .. }) => {
-                self.calls.insert(id.to_string(), line.to_string());
-            }
-            Record::Lineage { .. } => self.lineage.push(line.to_string()),
-            Record::Call(_) | Record::Claim { .. } => {}
-        }
-    }
-
-    fn per_host(&mut self, conv: &str) -> &mut [PerHost; 4] {
-        if !self.convs.contains_key(conv) {
-            self.convs.insert(conv.to_string(), Default::default());
-        }
-        self.convs.get_mut(conv).expect("just inserted")
-    }
-
-    fn subs(&mut self, conv: &str) -> &mut Vec<Sub> {
-        if !self.subagents.contains_key(conv) {
-            self.subagents.insert(conv.to_string(), Vec::new());
-        }
-        self.subagents.get_mut(conv).expect("just inserted")
-    }
-
-    /// Fold a whole journal text (complete lines only, as [`journal::parse`]).
+    /// Add journal text (complete lines only, as [`journal::parse`]: a last
+    /// line without its newline is left out) and fold its records in.
     pub fn fold_text(&mut self, text: &str) {
         let complete = match text.rfind('\n') {
             Some(i) => &text[..=i],
-            None => "",
+            None => return,
         };
-        for line in complete.lines().filter(|l| !l.starts_with('#')) {
-            if let Some(r) = journal::parse_line(line) {
-                self.fold(&r, line);
+        let from = self.text.len();
+        self.text.push_str(complete);
+        let Digest { text, convs, compactions, floor, subagents, calls, lineage, newest_state } = self;
+        let text = text.as_str();
+        for line in text[from..].lines() {
+            match line.as_bytes().first() {
+                // Located now, parsed if a call id is asked about.
+                Some(b'C') => calls.push(span_in(text, line)),
+                // Claims are not asked here; comments and headers never.
+                Some(b'K' | b'#') | None => {}
+                Some(_) => match journal::parse_line(line) {
+                    Some(Record::Sighting { t, host, conv, event }) => {
+                        let slot = &mut get_or_insert(convs, conv)[host_index(host)].sighting;
+                        // As View: the newest wins, a tie goes to the later line.
+                        match slot {
+                            Some((old, _)) if *old > t => {}
+                            _ => *slot = Some((t, span_in(text, event))),
+                        }
+                        *newest_state = (*newest_state).max(t);
+                    }
+                    Some(Record::End { t, host, conv }) => {
+                        let slot = &mut get_or_insert(convs, conv)[host_index(host)].end;
+                        *slot = Some(slot.map_or(t, |old| old.max(t)));
+                        *newest_state = (*newest_state).max(t);
+                    }
+                    Some(Record::Compaction { t, conv, .. }) => {
+                        let e = get_or_insert(compactions, conv);
+                        *e = (*e).max(t);
+                    }
+                    Some(Record::Floor { t }) => *floor = (*floor).max(t),
+                    Some(Record::SubagentStart { t, host, conv, agent }) => {
+                        let agent = Some(span_in(text, agent));
+                        get_or_insert(subagents, conv).push(Sub { t, host, start: true, agent });
+                    }
+                    Some(Record::SubagentStop { t, host, conv, agent }) => {
+                        let agent = agent.map(|a| span_in(text, a));
+                        get_or_insert(subagents, conv).push(Sub { t, host, start: false, agent });
+                    }
+                    Some(Record::Lineage { .. }) => lineage.push(span_in(text, line)),
+                    Some(Record::Call(_) | Record::Claim { .. }) | None => {}
+                },
             }
         }
     }
@@ -133,6 +146,10 @@ impl Digest {
         let mut d = Digest::default();
         d.fold_text(text);
         d
+    }
+
+    fn at(&self, span: Span) -> &str {
+        &self.text[span.0..span.1]
     }
 
     /// Do this digest's answers at `now` equal View's on the whole file?
@@ -148,11 +165,11 @@ impl Digest {
             for (i, h) in hosts.iter().enumerate() {
                 // Only a conversation whose newest sighting is inside the
                 // window can be live; View's own code decides the rest.
-                if let Some((t, event)) = &h.sighting
-                    && journal::in_window(*t, now, journal::WINDOW_MS)
+                if let Some((t, event)) = h.sighting
+                    && journal::in_window(t, now, journal::WINDOW_MS)
                 {
                     let host = HOSTS[i];
-                    records.push(Record::Sighting { t: *t, host, conv, event });
+                    records.push(Record::Sighting { t, host, conv, event: self.at(event) });
                     if let Some(t) = h.end {
                         records.push(Record::End { t, host, conv });
                     }
@@ -177,9 +194,9 @@ impl Digest {
         let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return Vec::new() };
         let records = subs
             .iter()
-            .map(|s| match (s.start, &s.agent) {
-                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: a },
-                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.as_deref() },
+            .map(|s| match (s.start, s.agent) {
+                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: self.at(a) },
+                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.map(|a| self.at(a)) },
             })
             .collect();
         View { records }.active_subagents(conv, now)
@@ -187,16 +204,24 @@ impl Digest {
 
     /// [`View::lineage_for`].
     pub fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
-        let records = self.lineage.iter().filter_map(|l| journal::parse_line(l)).collect();
+        let records = self.lineage.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect();
         View { records }.lineage_for(host, pid, now)
     }
 
-    /// [`View::call_by_id`].
+    /// [`View::call_by_id`]: the newest well-formed call line with this id.
     pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
-        match journal::parse_line(self.calls.get(call_id)?)? {
-            Record::Call(c) => Some(c),
-            _ => None,
-        }
+        self.calls.iter().rev().find_map(|s| {
+            let line = self.at(*s);
+            // The call id is the next-to-last of a call line's ten fields:
+            // look there first, parse only a line that may match.
+            if line.rsplitn(3, '\t').nth(1) != Some(call_id) {
+                return None;
+            }
+            match journal::parse_line(line)? {
+                Record::Call(c) if c.call_id == Some(call_id) => Some(c),
+                _ => None,
+            }
+        })
     }
 }
 
@@ -249,23 +274,20 @@ impl Reader {
         if len <= self.offset {
             return Ok(());
         }
-        let mut buf = vec![0u8; (len - self.offset) as usize];
-        let mut got = 0;
-        while got < buf.len() {
-            match f.read_at(&mut buf[got..], self.offset + got as u64) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.reset();
-                    return Err(e);
-                }
-            }
+        let mut buf = Vec::with_capacity((len - self.offset) as usize);
+        let mut file: &File = f;
+        let read = file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(len - self.offset).read_to_end(&mut buf));
+        if let Err(e) = read {
+            self.reset();
+            return Err(e);
         }
-        buf.truncate(got);
         let Some(end) = buf.iter().rposition(|&b| b == b'\n') else { return Ok(()) };
-        let text = String::from_utf8_lossy(&buf[..=end]);
-        self.digest.fold_text(&text);
+        // Lossy like Journal::read, but validated first: the lossy decoder
+        // is several times slower on text that is valid anyway.
+        match std::str::from_utf8(&buf[..=end]) {
+            Ok(text) => self.digest.fold_text(text),
+            Err(_) => self.digest.fold_text(&String::from_utf8_lossy(&buf[..=end])),
+        }
         self.offset += end as u64 + 1;
         Ok(())
     }
@@ -315,11 +337,17 @@ mod tests {
                     let agent = if rng.below(2) == 0 { "-".to_string() } else { format!("agent:{}", rng.below(3)) };
                     format!("u\t{tt}\t{h}\t{c}\t{agent}")
                 }
-                8 => format!("C\t{tt}\t{h}\t{c}\t-\tctx\tctx_read\tfp{}\tid{}\tk{i}", rng.below(3), rng.below(5)),
+                8 => {
+                    let id = if rng.below(6) == 0 { "-".to_string() } else { format!("id{}", rng.below(5)) };
+                    format!("C\t{tt}\t{h}\t{c}\t-\tctx\tctx_read\tfp{}\t{id}\tk{i}", rng.below(3))
+                }
                 9 => format!("L\t{tt}\t{h}\t{}\t{c}", 100 + rng.below(2)),
-                _ => match rng.below(3) {
+                _ => match rng.below(5) {
                     0 => format!("F\t{tt}"),
                     1 => "garbage\tline".to_string(),
+                    // Call-like lines that are not call records.
+                    2 => format!("C\t{tt}\t{h}\t{c}\tid{}\tk{i}", rng.below(5)),
+                    3 => format!("C\t{tt}\tnohost\t{c}\t-\tctx\tctx_read\tfp0\tid{}\tk{i}", rng.below(5)),
                     _ => format!("K\t{tt}\tk{}\t-", rng.below(10)),
                 },
             };
@@ -342,7 +370,7 @@ mod tests {
                 assert_eq!(d.lineage_for(h, pid, now), v.lineage_for(h, pid, now), "lineage {ctx}");
             }
         }
-        for id in ["id0", "id1", "id2", "id3", "id4", "nope"] {
+        for id in ["id0", "id1", "id2", "id3", "id4", "nope", "-"] {
             assert_eq!(d.call_by_id(id), v.call_by_id(id).cloned(), "call {id} {ctx}");
         }
     }
