@@ -127,6 +127,9 @@ fn base_env(home: &Path, data: &Path) -> Vec<(OsString, OsString)> {
     ]
 }
 
+/// The session of the Claude Code fixtures.
+const CLAUDE_SESSION: &str = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
+
 /// A policy like a user would write: two rules, the second matches ctx_*.
 const POLICY: &str = r#"{ "rules": [
   { "server": "github", "tool": "delete_*", "action": "deny", "message": "No deletes from agents" },
@@ -280,6 +283,7 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         ));
     }
 
+    let at = (leanctx::clock::now_ms() - 60_000).to_string();
     // `--compare OTHER_LEANCTX`: the same hook and CLI calls through another
     // build (before/after a change, in the same run).
     if let Some(other) = compare_bin() {
@@ -295,7 +299,7 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         out.push(cand(
             format!("[{label}] cli scope check --delivered --at (slot)"),
             "cli",
-            spec(&other, &["scope", "check", "--delivered", "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7"], &data, Vec::new()),
+            spec(&other, &["scope", "check", "--delivered", CLAUDE_SESSION, "--at", &at], &data, Vec::new()),
             Target::Cli,
             &[0, 1],
         ));
@@ -303,8 +307,7 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
 
     // The read path through the CLI, against the state the hooks above keep
     // writing (a live slot, four hosts' conversations, call records).
-    let claude_session = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
-    let at = (leanctx::clock::now_ms() - 60_000).to_string();
+    let claude_session = CLAUDE_SESSION;
     out.push(cand(
         "cli scope check --delivered --at (slot)".into(),
         "cli",

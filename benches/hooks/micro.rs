@@ -117,7 +117,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                 5 => recs.push(Record::SubagentStart { t, host, conv: &conv, agent: &agent }),
                 6 => recs.push(Record::SubagentStop { t, host, conv: &conv, agent: Some(&agent) }),
                 // A compaction every 100 turns of a conversation.
-                8 if (i / LIVE / 10) % 10 == 0 => recs.push(Record::Compaction { t, host, conv: &conv }),
+                8 if (i / LIVE / 10).is_multiple_of(10) => recs.push(Record::Compaction { t, host, conv: &conv }),
                 _ => {}
             }
         }
@@ -172,7 +172,7 @@ fn cursor_call(iter: usize) -> McpCall {
 }
 
 /// Run one operation once on `h`, timed. `iter` makes claims unique.
-fn run_op(op: usize, h: &History, now: u64, iter: usize, saved_journal: &[u8]) -> Duration {
+fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
     match op {
         0 => {
             let r = rp(h, now);
@@ -213,16 +213,18 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize, saved_journal: &[u8]) -
             d
         }
         3 => {
-            // Untimed: put the journal back as the history left it, then
-            // the Cursor hook's call record for this very call.
-            std::fs::write(Journal::new(&h.dir).path(), saved_journal).expect("restore journal");
+            // Untimed: the Cursor hook's call record for this very call.
+            // Each claim leaves two lines (call + claim) and trims happen as
+            // they would; a Cursor chat making calls does just that.
             let c = cursor_call(iter);
             let fp = c.fingerprint();
             let key = format!("bench-{iter}");
+            // Inside the claim window, one ms apart (a trim keeps the newest).
+            let t = now - 9_000 + (iter as u64 % 8_000);
             Journal::new(&h.dir)
                 .append(
                     &[Record::Call(Call {
-                        t: now - 5,
+                        t,
                         host: Host::Cursor,
                         conv: &h.cursor_conv,
                         agent: None,
@@ -232,7 +234,7 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize, saved_journal: &[u8]) -
                         call_id: None,
                         key: &key,
                     })],
-                    now - 5,
+                    t,
                 )
                 .expect("append call");
             let r = rp(h, now);
@@ -261,6 +263,34 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize, saved_journal: &[u8]) -
             black_box(v.concurrent(now));
             t.elapsed()
         }
+        7 => {
+            // Untimed: what a Claude Code hook appends for a gated call, so
+            // the reader has new lines to take in (and, now and then, a
+            // trim to start over from).
+            let t = now - 2_000 + (iter as u64 % 1_000);
+            let key = format!("after-{iter}");
+            let id = format!("toolu_after_{iter}");
+            Journal::new(&h.dir)
+                .append(
+                    &[
+                        Record::Sighting { t, host: Host::ClaudeCode, conv: &h.claude_conv, event: "PreToolUse" },
+                        Record::Call(Call {
+                            t,
+                            host: Host::ClaudeCode,
+                            conv: &h.claude_conv,
+                            agent: None,
+                            server: Some("ctx"),
+                            tool: "ctx_read",
+                            fp: "0000000000000000000000000000000000000000000000000000000000000000",
+                            call_id: Some(&id),
+                            key: &key,
+                        }),
+                    ],
+                    t,
+                )
+                .expect("append");
+            run_op(0, h, now, iter)
+        }
         _ => unreachable!(),
     }
 }
@@ -271,8 +301,9 @@ const OPS: &[(&str, bool)] = &[
     ("per-call: Claude tool-use id → call record", true),
     ("per-call: Cursor fingerprint claim (exclusive lock + append)", true),
     ("`multiple_conversations_recent` (`ReadPath::concurrent`)", true),
-    ("part: journal read (shared lock + read)", false),
-    ("part: parse + `View::concurrent` (no I/O)", false),
+    ("whole file: `Journal::read` (shared lock + read)", false),
+    ("whole file: `View::parse` + `View::concurrent` (no I/O)", false),
+    ("stub decision right after a hook appended (sighting + call)", true),
 ];
 
 /// Run the in-process benchmarks; append the table to `out`; return the
@@ -290,26 +321,22 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         eprintln!("  {n} events written in {:.1} s; journal {} bytes", h.setup.as_secs_f64(), h.size);
         hist.push(h);
     }
-    let saved: Vec<Vec<u8>> =
-        hist.iter().map(|h| std::fs::read(Journal::new(&h.dir).path()).unwrap_or_default()).collect();
     let now = now + 1;
     let mut ops: Vec<Op> =
         OPS.iter().map(|&(name, target)| Op { name, target, samples: vec![Vec::new(); hist.len()] }).collect();
     let warm = (cfg.micro_iters / 10).max(3);
-    for (k, op) in ops.iter_mut().enumerate() {
+    // The two that append last, the claim before the one that appends newer calls.
+    for k in [0, 1, 2, 4, 5, 6, 3, 7] {
+        let op = &mut ops[k];
         for iter in 0..warm + cfg.micro_iters {
             // Interleave the journal sizes so drift hits them alike.
             for (hi, h) in hist.iter().enumerate() {
-                let d = run_op(k, h, now, iter, &saved[hi]);
+                let d = run_op(k, h, now, iter);
                 if iter >= warm {
                     op.samples[hi].push(d);
                 }
             }
         }
-    }
-    // Leave the journals as the history wrote them.
-    for (h, s) in hist.iter().zip(&saved) {
-        let _ = std::fs::write(Journal::new(&h.dir).path(), s);
     }
 
     let label = |n: usize| match n {
@@ -374,7 +401,11 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         out,
         "{} timed iterations per cell after {warm} warm-up, sizes interleaved. One event = one \
          `Journal::append` as a hook makes it (1–2 records), one every {STEP_MS} ms across {LIVE} \
-         live conversations that are replaced every {GENERATION} events.\n",
+         live conversations that are replaced every {GENERATION} events. The read path keeps a \
+         per-process journal reader that takes in only what was appended since its last call; the \
+         \"whole file\" rows are what every decision paid before it (read and parse all). The \
+         decision \"right after a hook appended\" and the Cursor claim append between iterations \
+         (untimed), so their journals grow and get trimmed as in use.\n",
         cfg.micro_iters
     );
     let _ = writeln!(out, "| events written | time to write | journal size after | journal lines after |");
