@@ -70,10 +70,35 @@ pub struct Digest {
     subagents: HashMap<String, Vec<Sub>>,
     /// Call lines, in file order.
     calls: Vec<Span>,
+    /// Claim lines, in file order.
+    claims: Vec<Span>,
+    /// For claims, built on the first claim question and kept up to date.
+    claim_index: ClaimIndex,
     /// Lineage lines (few: a trim keeps 64).
     lineage: Vec<Span>,
     /// The newest time of any sighting or end.
     newest_state: u64,
+}
+
+/// Call and claim lines by what a claim asks, as indices into
+/// [`Digest::calls`] and [`Digest::claims`]. Keyed by hash: a collision only
+/// adds lines, and the answer comes from View's code on the parsed lines.
+#[derive(Clone, Debug, Default)]
+struct ClaimIndex {
+    calls_done: usize,
+    claims_done: usize,
+    /// With each call's time, for the claim window.
+    calls_by_tool_fp: HashMap<u64, Vec<(usize, u64)>>,
+    calls_by_key: HashMap<u64, Vec<usize>>,
+    claims_by_key: HashMap<u64, Vec<usize>>,
+    claims_by_claimant: HashMap<u64, Vec<usize>>,
+}
+
+fn hash_of(parts: &[&str]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
 }
 
 /// Where `part` (a slice of `whole`) lies in `whole`.
@@ -99,14 +124,14 @@ impl Digest {
         };
         let from = self.text.len();
         self.text.push_str(complete);
-        let Digest { text, convs, compactions, floor, subagents, calls, lineage, newest_state } = self;
+        let Digest { text, convs, compactions, floor, subagents, calls, claims, lineage, newest_state, .. } = self;
         let text = text.as_str();
         for line in text[from..].lines() {
             match line.as_bytes().first() {
                 // Located now, parsed if a call id is asked about.
                 Some(b'C') => calls.push(span_in(text, line)),
-                // Claims are not asked here; comments and headers never.
-                Some(b'K' | b'#') | None => {}
+                Some(b'K') => claims.push(span_in(text, line)),
+                Some(b'#') | None => {}
                 Some(_) => match journal::parse_line(line) {
                     Some(Record::Sighting { t, host, conv, event }) => {
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].sighting;
@@ -214,7 +239,7 @@ impl Digest {
             let line = self.at(*s);
             // The call id is the next-to-last of a call line's ten fields:
             // look there first, parse only a line that may match.
-            if line.rsplitn(3, '\t').nth(1) != Some(call_id) {
+            if line.rsplit('\t').nth(1) != Some(call_id) {
                 return None;
             }
             match journal::parse_line(line)? {
@@ -222,6 +247,69 @@ impl Digest {
                 _ => None,
             }
         })
+    }
+
+    /// Bring the claim index up to the lines read so far.
+    pub fn index_claims(&mut self) {
+        let Digest { text, calls, claims, claim_index: ix, .. } = self;
+        for (i, s) in calls.iter().enumerate().skip(ix.calls_done) {
+            let line = &text[s.0..s.1];
+            // A call line's last four fields: tool, fingerprint, call id, key.
+            let mut back = line.rsplitn(5, '\t');
+            let (Some(key), Some(_), Some(fp), Some(tool)) = (back.next(), back.next(), back.next(), back.next())
+            else {
+                continue;
+            };
+            // No time, no call record (parse_line would refuse the line).
+            let Some(t) = line.split('\t').nth(1).and_then(|t| t.parse::<u64>().ok()) else { continue };
+            ix.calls_by_tool_fp.entry(hash_of(&[tool, fp])).or_default().push((i, t));
+            ix.calls_by_key.entry(hash_of(&[key])).or_default().push(i);
+        }
+        ix.calls_done = calls.len();
+        for (i, s) in claims.iter().enumerate().skip(ix.claims_done) {
+            if let Some(Record::Claim { key, claimant, .. }) = journal::parse_line(&text[s.0..s.1]) {
+                ix.claims_by_key.entry(hash_of(&[key])).or_default().push(i);
+                if let Some(c) = claimant {
+                    ix.claims_by_claimant.entry(hash_of(&[c])).or_default().push(i);
+                }
+            }
+        }
+        ix.claims_done = claims.len();
+    }
+
+    /// The records a claim for `tool`/`fp` by `claimant` at `now` looks at,
+    /// in file order: the calls with that tool and fingerprint inside the
+    /// claim window, every claim on their keys, every claim by the claimant
+    /// and the calls it names.
+    /// [`View::claim_candidates`] and [`View::claimed_by`] give the same
+    /// answers on this as on the whole file. Call [`Digest::index_claims`]
+    /// first.
+    pub fn claim_view(&self, tool: &str, fp: &str, claimant: Option<&str>, now: u64) -> View<'_> {
+        let ix = &self.claim_index;
+        let none = Vec::new();
+        let mut spans: Vec<Span> = Vec::new();
+        let no_calls = Vec::new();
+        for &(i, t) in ix.calls_by_tool_fp.get(&hash_of(&[tool, fp])).unwrap_or(&no_calls) {
+            if !journal::in_window(t, now, journal::CLAIM_WINDOW_MS) {
+                continue;
+            }
+            let s = self.calls[i];
+            spans.push(s);
+            let key = self.at(s).rsplit('\t').next().unwrap_or("");
+            spans.extend(ix.claims_by_key.get(&hash_of(&[key])).unwrap_or(&none).iter().map(|&k| self.claims[k]));
+        }
+        if let Some(c) = claimant {
+            for &k in ix.claims_by_claimant.get(&hash_of(&[c])).unwrap_or(&none) {
+                let s = self.claims[k];
+                spans.push(s);
+                if let Some(Record::Claim { key, .. }) = journal::parse_line(self.at(s)) {
+                    spans.extend(ix.calls_by_key.get(&hash_of(&[key])).unwrap_or(&none).iter().map(|&i| self.calls[i]));
+                }
+            }
+        }
+        spans.sort_unstable();
+        spans.dedup();
+        View { records: spans.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect() }
     }
 }
 
@@ -240,6 +328,11 @@ impl Reader {
         &self.digest
     }
 
+    /// [`Digest::index_claims`].
+    pub fn index_claims(&mut self) {
+        self.digest.index_claims();
+    }
+
     fn reset(&mut self) {
         *self = Reader::default();
     }
@@ -252,6 +345,12 @@ impl Reader {
             self.reset();
             return Ok(());
         };
+        self.refresh_held(journal)
+    }
+
+    /// [`Reader::refresh`] under a lock the caller holds (the exclusive one,
+    /// for a claim).
+    pub fn refresh_held(&mut self, journal: &Journal) -> io::Result<()> {
         let path = journal.path();
         let md = match fs::metadata(&path) {
             Ok(m) => m,
@@ -276,7 +375,8 @@ impl Reader {
         }
         let mut buf = Vec::with_capacity((len - self.offset) as usize);
         let mut file: &File = f;
-        let read = file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(len - self.offset).read_to_end(&mut buf));
+        let read =
+            file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(len - self.offset).read_to_end(&mut buf));
         if let Err(e) = read {
             self.reset();
             return Err(e);
@@ -339,7 +439,8 @@ mod tests {
                 }
                 8 => {
                     let id = if rng.below(6) == 0 { "-".to_string() } else { format!("id{}", rng.below(5)) };
-                    format!("C\t{tt}\t{h}\t{c}\t-\tctx\tctx_read\tfp{}\t{id}\tk{i}", rng.below(3))
+                    let tool = ["ctx_read", "ctx_write"][rng.below(2) as usize];
+                    format!("C\t{tt}\t{h}\t{c}\t-\tctx\t{tool}\tfp{}\t{id}\tk{i}", rng.below(3))
                 }
                 9 => format!("L\t{tt}\t{h}\t{}\t{c}", 100 + rng.below(2)),
                 _ => match rng.below(5) {
@@ -348,7 +449,14 @@ mod tests {
                     // Call-like lines that are not call records.
                     2 => format!("C\t{tt}\t{h}\t{c}\tid{}\tk{i}", rng.below(5)),
                     3 => format!("C\t{tt}\tnohost\t{c}\t-\tctx\tctx_read\tfp0\tid{}\tk{i}", rng.below(5)),
-                    _ => format!("K\t{tt}\tk{}\t-", rng.below(10)),
+                    _ => {
+                        let key = rng.below(i as u64 + 1);
+                        match rng.below(4) {
+                            0 => format!("K\t{tt}\tk{key}"),
+                            1 => format!("K\t{tt}\tk{key}\t-"),
+                            n => format!("K\t{tt}\tk{key}\tt{}", n - 2),
+                        }
+                    }
                 },
             };
             out.push(line);
@@ -372,6 +480,22 @@ mod tests {
         }
         for id in ["id0", "id1", "id2", "id3", "id4", "nope", "-"] {
             assert_eq!(d.call_by_id(id), v.call_by_id(id).cloned(), "call {id} {ctx}");
+        }
+        let mut d = d.clone();
+        d.index_claims();
+        for tool in ["ctx_read", "ctx_write", "nope"] {
+            for fp in ["fp0", "fp1", "fp2"] {
+                for claimant in [None, Some("t0"), Some("t1"), Some("-")] {
+                    let small = d.claim_view(tool, fp, claimant, now);
+                    let keys = |v: &View<'_>| {
+                        v.claim_candidates(tool, fp, now).iter().map(|c| c.key.to_string()).collect::<Vec<_>>()
+                    };
+                    assert_eq!(keys(&small), keys(v), "claim candidates {tool} {fp} {ctx}");
+                    if let Some(c) = claimant {
+                        assert_eq!(small.claimed_by(c), v.claimed_by(c), "claimed by {c} {ctx}");
+                    }
+                }
+            }
         }
     }
 

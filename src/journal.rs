@@ -689,6 +689,22 @@ impl Journal {
         self.read_unlocked()
     }
 
+    /// The exclusive lock writers hold, for a caller that reads and then
+    /// appends under it itself (a claim through a long-lived reader).
+    pub fn write_lock(&self) -> io::Result<LockGuard> {
+        self.lock(true)
+    }
+
+    /// Append under the exclusive lock the caller took with
+    /// [`Journal::write_lock`] (and still holds: `held`).
+    pub fn append_held(&self, held: &LockGuard, records: &[Record<'_>], now: u64) -> io::Result<()> {
+        let _ = held;
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.append_locked(records, now)
+    }
+
     /// The shared lock readers hold while they read. `None` when there is
     /// no lock file and no journal (no hook ran: nothing to read).
     pub fn read_lock(&self) -> io::Result<Option<LockGuard>> {

@@ -158,18 +158,7 @@ impl ReadPath {
         }
         let journal = Journal::new(d);
         let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
-        let i = match readers.iter().position(|(p, _)| p == d) {
-            Some(i) => i,
-            None => {
-                // A server reads one data dir; tests and tools may use a few.
-                if readers.len() >= MAX_READERS {
-                    readers.remove(0);
-                }
-                readers.push((d.to_path_buf(), Reader::default()));
-                readers.len() - 1
-            }
-        };
-        let reader = &mut readers[i].1;
+        let reader = reader_for(&mut readers, d);
         match reader.refresh(&journal) {
             Err(_) => f(&empty, true),
             Ok(()) if reader.digest().exact_at(now) => f(reader.digest(), false),
@@ -227,13 +216,7 @@ impl ReadPath {
         // record is claimed exactly once across processes.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
         let token = mcp_call::claimant_token(self.server_pid, call);
-        let res = Journal::new(dir).claim(now, token.as_deref(), |v| {
-            match mcp_call::choose_claim(v, call, token.as_deref(), now) {
-                Ok((caller, key)) => (Ok(caller), key),
-                Err(p) => (Err(p), None),
-            }
-        });
-        res.unwrap_or(Err(PerCall::StateError))
+        claim(dir, call, token.as_deref(), now).unwrap_or(Err(PerCall::StateError))
     }
 
     /// What the journal says around `caller` at `now`.
@@ -424,7 +407,50 @@ impl Ask for Digest {
 
 /// This process's journal readers, one per data dir.
 static READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new());
+/// The readers claims go through (under the exclusive lock; taken while a
+/// decision holds [`READERS`], never the other way round).
+static CLAIM_READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new());
 const MAX_READERS: usize = 8;
+
+/// The reader for `dir` (a server reads one data dir; tests and tools may
+/// use a few: the oldest is dropped past [`MAX_READERS`]).
+fn reader_for<'r>(readers: &'r mut Vec<(PathBuf, Reader)>, dir: &Path) -> &'r mut Reader {
+    let i = match readers.iter().position(|(p, _)| p == dir) {
+        Some(i) => i,
+        None => {
+            if readers.len() >= MAX_READERS {
+                readers.remove(0);
+            }
+            readers.push((dir.to_path_buf(), Reader::default()));
+            readers.len() - 1
+        }
+    };
+    &mut readers[i].1
+}
+
+/// A Cursor fingerprint claim: under the exclusive lock, bring this
+/// process's claim reader up to date, choose on the calls and claims that
+/// bear on this call (the same choice as on the whole file: see
+/// `Digest::claim_view`), and append the claim. Was [`Journal::claim`],
+/// which read and parsed the whole journal per claim: 80-140 µs, growing
+/// with the journal (benches/hooks).
+fn claim(dir: &Path, call: &McpCall, claimant: Option<&str>, now: u64) -> std::io::Result<Result<Caller, PerCall>> {
+    let journal = Journal::new(dir);
+    let held = journal.write_lock()?;
+    let mut readers = CLAIM_READERS.lock().unwrap_or_else(|e| e.into_inner());
+    let reader = reader_for(&mut readers, dir);
+    reader.refresh_held(&journal)?;
+    reader.index_claims();
+    let view = reader.digest().claim_view(&call.name, &call.fingerprint(), claimant, now);
+    let (result, key) = match mcp_call::choose_claim(&view, call, claimant, now) {
+        Ok((caller, key)) => (Ok(caller), key),
+        Err(p) => (Err(p), None),
+    };
+    if let Some(key) = key {
+        journal.append_held(&held, &[crate::journal::Record::Claim { t: now, key, claimant }], now)?;
+    }
+    Ok(result)
+}
 
 struct Cached {
     at: Instant,
