@@ -213,14 +213,16 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
             d
         }
         3 => {
-            // Untimed: the Cursor hook's call record for this very call.
-            // Each claim leaves two lines (call + claim) and trims happen as
-            // they would; a Cursor chat making calls does just that.
+            // Untimed: the Cursor hook's call record for this very call, a
+            // moment before it; one such call a second, each re-reading the
+            // same file (same arguments, so every earlier call record is a
+            // fingerprint twin). Each claim leaves two lines and trims
+            // happen as they would.
+            let now = now + iter as u64 * 1_000;
             let c = cursor_call(iter);
             let fp = c.fingerprint();
             let key = format!("bench-{iter}");
-            // Inside the claim window, one ms apart (a trim keeps the newest).
-            let t = now - 9_000 + (iter as u64 % 8_000);
+            let t = now - 5;
             Journal::new(&h.dir)
                 .append(
                     &[Record::Call(Call {
