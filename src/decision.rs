@@ -114,6 +114,20 @@ fn compacted_since(facts: &Facts, delivered_at: Option<u64>) -> bool {
 /// Warm stub: the entry is in the server's live cache, delivered to scope
 /// `delivered` at `delivered_at` (unix ms, if known).
 pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
+    decide(caller, delivered, delivered_at, facts, false)
+}
+
+/// Cold stub: the entry comes from a persisted index (a new process). Both
+/// sides must be known and equal, the caller exact or uncontested, and no
+/// compaction since; no legacy escape. Without a delivery time any recorded
+/// compaction of the conversation withholds.
+pub fn cold(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
+    decide(caller, delivered, delivered_at, facts, true)
+}
+
+/// The one rule chain; warm and cold differ only for an unknown caller and
+/// for a compaction check without a delivery time.
+fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts, cold: bool) -> Decision {
     if caller.source == Source::Disabled {
         return Decision::allow(Reason::ScopeDisabled);
     }
@@ -121,10 +135,10 @@ pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>,
         return Decision::deny(Reason::StateUnavailable);
     }
     let Some(current) = caller.scope.as_deref() else {
-        return if facts.concurrent {
-            Decision::deny(Reason::Concurrent)
-        } else {
-            Decision::allow(Reason::SingleConversation)
+        return match (cold, facts.concurrent) {
+            (true, _) => Decision::deny(Reason::UnknownCaller),
+            (false, true) => Decision::deny(Reason::Concurrent),
+            (false, false) => Decision::allow(Reason::SingleConversation),
         };
     };
     let Some(delivered) = delivered else {
@@ -139,41 +153,9 @@ pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>,
     if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
         return Decision::deny(Reason::SubagentActive);
     }
-    if compacted_since(facts, delivered_at) {
-        return Decision::deny(Reason::Compacted);
-    }
-    Decision::allow(Reason::SameConversation)
-}
-
-/// Cold stub: the entry comes from a persisted index (a new process). Both
-/// sides must be known and equal, the caller exact or uncontested, and no
-/// compaction since; no legacy escape. Without a delivery time any recorded
-/// compaction of the conversation withholds.
-pub fn cold(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
-    if caller.source == Source::Disabled {
-        return Decision::allow(Reason::ScopeDisabled);
-    }
-    if facts.unavailable {
-        return Decision::deny(Reason::StateUnavailable);
-    }
-    let Some(current) = caller.scope.as_deref() else {
-        return Decision::deny(Reason::UnknownCaller);
-    };
-    let Some(delivered) = delivered else {
-        return Decision::deny(Reason::UnknownDelivery);
-    };
-    if !caller.exact && facts.concurrent {
-        return Decision::deny(Reason::Concurrent);
-    }
-    if current != delivered {
-        return Decision::deny(Reason::OtherConversation);
-    }
-    if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
-        return Decision::deny(Reason::SubagentActive);
-    }
     let compacted = match delivered_at {
-        Some(_) => compacted_since(facts, delivered_at),
-        None => facts.last_compaction.is_some(),
+        None if cold => facts.last_compaction.is_some(),
+        _ => compacted_since(facts, delivered_at),
     };
     if compacted {
         return Decision::deny(Reason::Compacted);

@@ -188,13 +188,16 @@ fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
-fn ago(now: u64, t: u64) -> String {
+/// "3 s ago", "5 min ago", "2 h ago", "3 days ago": how long before `now`
+/// (both unix ms) `t` was, for people.
+pub fn ago(now: u64, t: u64) -> String {
     let ms = now.saturating_sub(t);
     match ms {
         0..=999 => format!("{ms} ms ago"),
         1000..=119_999 => format!("{} s ago", ms / 1000),
         120_000..=7_199_999 => format!("{} min ago", ms / 60_000),
-        _ => format!("{} h ago", ms / 3_600_000),
+        7_200_000..=172_799_999 => format!("{} h ago", ms / 3_600_000),
+        _ => format!("{} days ago", ms / 86_400_000),
     }
 }
 

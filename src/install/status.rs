@@ -277,15 +277,7 @@ fn silent_hosts(seen: &[Host], targets: impl Fn(Host) -> Vec<Target>) -> Vec<Str
         .collect()
 }
 
-fn ago(now: u64, t: u64) -> String {
-    let s = now.saturating_sub(t) / 1000;
-    match s {
-        0..=119 => format!("{s} s ago"),
-        120..=7199 => format!("{} min ago", s / 60),
-        7200..=172_799 => format!("{} h ago", s / 3600),
-        _ => format!("{} days ago", s / 86_400),
-    }
-}
+use crate::status::ago;
 
 impl HooksStatus {
     pub fn human(&self) -> String {
