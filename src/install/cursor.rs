@@ -23,6 +23,13 @@ fn remove_at(arr: &mut Vec<Value>, pos: &[usize]) {
     }
 }
 
+/// Remove ours from one event's array; whether there were any.
+fn take(arr: &mut Vec<Value>) -> bool {
+    let pos = positions(arr);
+    remove_at(arr, &pos);
+    !pos.is_empty()
+}
+
 /// Install or upgrade our entries.
 pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
     let events: Vec<&str> = spec.entries.iter().map(|e| e.event.as_str()).collect();
@@ -36,19 +43,7 @@ pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
     let hooks = edit::hooks_mut(doc, true)?.expect("created");
 
     let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).cloned().collect();
-    for ev in stale {
-        if let Some(Value::Array(arr)) = hooks.get_mut(&ev) {
-            let pos = positions(arr);
-            if pos.is_empty() {
-                continue;
-            }
-            remove_at(arr, &pos);
-            if arr.is_empty() {
-                hooks.shift_remove(&ev);
-            }
-            ch.removed.push(ev);
-        }
-    }
+    edit::take_ours(hooks, stale, &mut ch, take);
 
     for e in &spec.entries {
         if !hooks.contains_key(&e.event) {
@@ -79,18 +74,7 @@ pub fn remove(doc: &mut Value) -> Result<Changes, ShapeError> {
     let Some(hooks) = edit::hooks_mut(doc, false)? else { return Ok(ch) };
     let was_empty = hooks.is_empty();
     let events: Vec<String> = hooks.keys().cloned().collect();
-    for ev in events {
-        let Some(Value::Array(arr)) = hooks.get_mut(&ev) else { continue };
-        let pos = positions(arr);
-        if pos.is_empty() {
-            continue;
-        }
-        remove_at(arr, &pos);
-        if arr.is_empty() {
-            hooks.shift_remove(&ev);
-        }
-        ch.removed.push(ev);
-    }
+    edit::take_ours(hooks, events, &mut ch, take);
     edit::drop_hooks_if_emptied(doc, was_empty);
     Ok(ch)
 }

@@ -123,3 +123,24 @@ pub fn drop_hooks_if_emptied(doc: &mut Value, was_empty: bool) {
         root.shift_remove("hooks");
     }
 }
+
+/// Take our entries out of `events` (each an array in `hooks`): `take`
+/// removes ours from one array and says whether it found any. An array left
+/// empty goes too; each event touched is listed as removed.
+pub fn take_ours(
+    hooks: &mut Map<String, Value>,
+    events: Vec<String>,
+    ch: &mut Changes,
+    mut take: impl FnMut(&mut Vec<Value>) -> bool,
+) {
+    for ev in events {
+        let Some(Value::Array(arr)) = hooks.get_mut(&ev) else { continue };
+        if !take(arr) {
+            continue;
+        }
+        if arr.is_empty() {
+            hooks.shift_remove(&ev);
+        }
+        ch.removed.push(ev);
+    }
+}

@@ -87,6 +87,13 @@ fn set_matcher(group: &mut Value, want: Option<&str>) {
     }
 }
 
+/// Remove ours from one event's array of groups; whether there were any.
+fn take(arr: &mut Vec<Value>, host: Host) -> bool {
+    let pos = positions(arr, host);
+    remove_at(arr, &pos);
+    !pos.is_empty()
+}
+
 /// Install or upgrade our entries.
 pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
     let host = spec.host;
@@ -97,19 +104,7 @@ pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
 
     // Events we no longer register (an older leanctx's): take ours out.
     let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).cloned().collect();
-    for ev in stale {
-        if let Some(Value::Array(arr)) = hooks.get_mut(&ev) {
-            let pos = positions(arr, host);
-            if pos.is_empty() {
-                continue;
-            }
-            remove_at(arr, &pos);
-            if arr.is_empty() {
-                hooks.shift_remove(&ev);
-            }
-            ch.removed.push(ev);
-        }
-    }
+    edit::take_ours(hooks, stale, &mut ch, |arr| take(arr, host));
 
     for e in &spec.entries {
         let arr = match hooks.get_mut(&e.event) {
@@ -166,18 +161,7 @@ pub fn remove(doc: &mut Value, host: Host) -> Result<Changes, ShapeError> {
     let Some(hooks) = edit::hooks_mut(doc, false)? else { return Ok(ch) };
     let was_empty = hooks.is_empty();
     let events: Vec<String> = hooks.keys().cloned().collect();
-    for ev in events {
-        let Some(Value::Array(arr)) = hooks.get_mut(&ev) else { continue };
-        let pos = positions(arr, host);
-        if pos.is_empty() {
-            continue;
-        }
-        remove_at(arr, &pos);
-        if arr.is_empty() {
-            hooks.shift_remove(&ev);
-        }
-        ch.removed.push(ev);
-    }
+    edit::take_ours(hooks, events, &mut ch, |arr| take(arr, host));
     edit::drop_hooks_if_emptied(doc, was_empty);
     Ok(ch)
 }
