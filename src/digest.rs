@@ -62,6 +62,9 @@ struct Sub {
 /// exclusive lock).
 #[derive(Clone, Debug, Default)]
 pub struct Digest {
+    /// Kept by a claim reader: only call and claim lines are located, and
+    /// only [`Digest::claim_view`] answers.
+    claims_only: bool,
     /// Every complete line read since the last start-over.
     text: String,
     convs: HashMap<String, [PerHost; 4]>,
@@ -69,7 +72,7 @@ pub struct Digest {
     floor: u64,
     subagents: HashMap<String, Vec<Sub>>,
     /// Call lines, in file order.
-    calls: Vec<Span>,
+    calls: Vec<(Span, Option<u64>)>,
     /// Claim lines, in file order.
     claims: Vec<Span>,
     /// For claims, built on the first claim question and kept up to date.
@@ -80,25 +83,68 @@ pub struct Digest {
     newest_state: u64,
 }
 
-/// Call and claim lines by what a claim asks, as indices into
-/// [`Digest::calls`] and [`Digest::claims`]. Keyed by hash: a collision only
-/// adds lines, and the answer comes from View's code on the parsed lines.
+/// Claim lines by key and by claimant, as indices into [`Digest::claims`].
+/// Keyed by hash: a collision only adds lines, and the answer comes from
+/// the parsed lines.
 #[derive(Clone, Debug, Default)]
 struct ClaimIndex {
-    calls_done: usize,
     claims_done: usize,
-    /// With each call's time, for the claim window.
-    calls_by_tool_fp: HashMap<u64, Vec<(usize, u64)>>,
-    calls_by_key: HashMap<u64, Vec<usize>>,
-    claims_by_key: HashMap<u64, Vec<usize>>,
-    claims_by_claimant: HashMap<u64, Vec<usize>>,
+    claims_by_key: ByHash<Vec<usize>>,
+    claims_by_claimant: ByHash<Vec<usize>>,
 }
 
 fn hash_of(parts: &[&str]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    parts.hash(&mut h);
-    h.finish()
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.as_bytes().iter().chain(&[0xff]) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Maps keyed by [`hash_of`] values: the key is already a hash.
+type ByHash<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyIsHash>>;
+
+#[derive(Default)]
+struct KeyIsHash(u64);
+
+impl std::hash::Hasher for KeyIsHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A call line's time (its second field), if it has one.
+fn call_time(line: &str) -> Option<u64> {
+    let b = line.as_bytes();
+    let start = b.iter().position(|&c| c == b'\t')? + 1;
+    let len = b[start..].iter().position(|&c| c == b'\t')?;
+    line[start..start + len].parse().ok()
+}
+
+/// The last four tab-separated fields of a line (tool, fingerprint, call
+/// id, key, for a call line) and its second field (the time).
+fn call_fields(line: &str) -> Option<(&str, &str, &str, &str, &str)> {
+    let b = line.as_bytes();
+    let mut end = b.len();
+    let mut f = [""; 4];
+    for slot in f.iter_mut().rev() {
+        let tab = b[..end].iter().rposition(|&c| c == b'\t')?;
+        *slot = &line[tab + 1..end];
+        end = tab;
+    }
+    let t_start = b.iter().position(|&c| c == b'\t')? + 1;
+    let t_len = b[t_start..].iter().position(|&c| c == b'\t')?;
+    Some((&line[t_start..t_start + t_len], f[0], f[1], f[2], f[3]))
 }
 
 /// Where `part` (a slice of `whole`) lies in `whole`.
@@ -124,14 +170,32 @@ impl Digest {
         };
         let from = self.text.len();
         self.text.push_str(complete);
-        let Digest { text, convs, compactions, floor, subagents, calls, claims, lineage, newest_state, .. } = self;
+        self.fold_from(from);
+    }
+
+    /// Fold the lines of `self.text[from..]` (complete lines) in.
+    fn fold_from(&mut self, from: usize) {
+        let Digest {
+            text,
+            convs,
+            compactions,
+            floor,
+            subagents,
+            calls,
+            claims,
+            lineage,
+            newest_state,
+            claims_only,
+            ..
+        } = self;
         let text = text.as_str();
         for line in text[from..].lines() {
             match line.as_bytes().first() {
                 // Located now, parsed if a call id is asked about.
-                Some(b'C') => calls.push(span_in(text, line)),
+                Some(b'C') => calls.push((span_in(text, line), call_time(line))),
                 Some(b'K') => claims.push(span_in(text, line)),
                 Some(b'#') | None => {}
+                Some(_) if *claims_only => {}
                 Some(_) => match journal::parse_line(line) {
                     Some(Record::Sighting { t, host, conv, event }) => {
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].sighting;
@@ -235,7 +299,7 @@ impl Digest {
 
     /// [`View::call_by_id`]: the newest well-formed call line with this id.
     pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
-        self.calls.iter().rev().find_map(|s| {
+        self.calls.iter().rev().find_map(|(s, _)| {
             let line = self.at(*s);
             // The call id is the next-to-last of a call line's ten fields:
             // look there first, parse only a line that may match.
@@ -251,21 +315,7 @@ impl Digest {
 
     /// Bring the claim index up to the lines read so far.
     pub fn index_claims(&mut self) {
-        let Digest { text, calls, claims, claim_index: ix, .. } = self;
-        for (i, s) in calls.iter().enumerate().skip(ix.calls_done) {
-            let line = &text[s.0..s.1];
-            // A call line's last four fields: tool, fingerprint, call id, key.
-            let mut back = line.rsplitn(5, '\t');
-            let (Some(key), Some(_), Some(fp), Some(tool)) = (back.next(), back.next(), back.next(), back.next())
-            else {
-                continue;
-            };
-            // No time, no call record (parse_line would refuse the line).
-            let Some(t) = line.split('\t').nth(1).and_then(|t| t.parse::<u64>().ok()) else { continue };
-            ix.calls_by_tool_fp.entry(hash_of(&[tool, fp])).or_default().push((i, t));
-            ix.calls_by_key.entry(hash_of(&[key])).or_default().push(i);
-        }
-        ix.calls_done = calls.len();
+        let Digest { text, claims, claim_index: ix, .. } = self;
         for (i, s) in claims.iter().enumerate().skip(ix.claims_done) {
             if let Some(Record::Claim { key, claimant, .. }) = journal::parse_line(&text[s.0..s.1]) {
                 ix.claims_by_key.entry(hash_of(&[key])).or_default().push(i);
@@ -278,38 +328,59 @@ impl Digest {
     }
 
     /// The records a claim for `tool`/`fp` by `claimant` at `now` looks at,
-    /// in file order: the calls with that tool and fingerprint inside the
-    /// claim window, every claim on their keys, every claim by the claimant
-    /// and the calls it names.
-    /// [`View::claim_candidates`] and [`View::claimed_by`] give the same
-    /// answers on this as on the whole file. Call [`Digest::index_claims`]
-    /// first.
+    /// in file order: every claim by the claimant and the calls it names,
+    /// and unless that already answers, the unclaimed calls with that tool
+    /// and fingerprint inside the claim window.
+    /// [`View::claimed_by`] gives the same answer on this as on the whole
+    /// file, and when it is `None` so does [`View::claim_candidates`] (the
+    /// order in which `mcp_call::choose_claim` asks). Call
+    /// [`Digest::index_claims`] first.
     pub fn claim_view(&self, tool: &str, fp: &str, claimant: Option<&str>, now: u64) -> View<'_> {
         let ix = &self.claim_index;
         let none = Vec::new();
+        let view = |spans: &mut Vec<Span>| {
+            spans.sort_unstable();
+            spans.dedup();
+            View { records: spans.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect() }
+        };
+        // The claimant's own claims and the calls they name. If it already
+        // holds one, that is the answer (choose_claim asks claimed_by
+        // first): the candidates need not be looked at.
         let mut spans: Vec<Span> = Vec::new();
-        let no_calls = Vec::new();
-        for &(i, t) in ix.calls_by_tool_fp.get(&hash_of(&[tool, fp])).unwrap_or(&no_calls) {
-            if !journal::in_window(t, now, journal::CLAIM_WINDOW_MS) {
-                continue;
-            }
-            let s = self.calls[i];
-            spans.push(s);
-            let key = self.at(s).rsplit('\t').next().unwrap_or("");
-            spans.extend(ix.claims_by_key.get(&hash_of(&[key])).unwrap_or(&none).iter().map(|&k| self.claims[k]));
-        }
         if let Some(c) = claimant {
             for &k in ix.claims_by_claimant.get(&hash_of(&[c])).unwrap_or(&none) {
                 let s = self.claims[k];
                 spans.push(s);
                 if let Some(Record::Claim { key, .. }) = journal::parse_line(self.at(s)) {
-                    spans.extend(ix.calls_by_key.get(&hash_of(&[key])).unwrap_or(&none).iter().map(|&i| self.calls[i]));
+                    let named = self.calls.iter().filter(|(c, _)| self.at(*c).rsplit('\t').next() == Some(key));
+                    spans.extend(named.map(|(c, _)| *c));
                 }
             }
+            let held = view(&mut spans);
+            if held.claimed_by(c).is_some() {
+                return held;
+            }
         }
-        spans.sort_unstable();
-        spans.dedup();
-        View { records: spans.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect() }
+        for &(s, t) in &self.calls {
+            if !t.is_some_and(|t| journal::in_window(t, now, journal::CLAIM_WINDOW_MS)) {
+                continue;
+            }
+            // Tool and fingerprint: fields 6 and 7 of a call line's ten.
+            if !call_fields(self.at(s)).is_some_and(|(_, tl, f, _, _)| tl == tool && f == fp) {
+                continue;
+            }
+            // A call already claimed cannot be a candidate: leave it (and
+            // its claims) out rather than parse both. Claimed means a claim
+            // line that parses and names exactly this key.
+            let key = self.at(s).rsplit('\t').next().unwrap_or("");
+            let claimed = ix.claims_by_key.get(&hash_of(&[key])).unwrap_or(&none).iter().any(|&k| {
+                matches!(journal::parse_line(self.at(self.claims[k])), Some(Record::Claim { key: c, .. }) if c == key)
+            });
+            if !claimed {
+                spans.push(s);
+            }
+        }
+        view(&mut spans)
     }
 }
 
@@ -333,8 +404,15 @@ impl Reader {
         self.digest.index_claims();
     }
 
+    /// A reader for claims: it only locates call and claim lines.
+    pub fn for_claims() -> Reader {
+        Reader { digest: Digest { claims_only: true, ..Digest::default() }, ..Reader::default() }
+    }
+
     fn reset(&mut self) {
+        let claims_only = self.digest.claims_only;
         *self = Reader::default();
+        self.digest.claims_only = claims_only;
     }
 
     /// Bring the digest up to date under the shared lock. Errors as
@@ -373,22 +451,47 @@ impl Reader {
         if len <= self.offset {
             return Ok(());
         }
-        let mut buf = Vec::with_capacity((len - self.offset) as usize);
+        let want = len - self.offset;
         let mut file: &File = f;
-        let read =
-            file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(len - self.offset).read_to_end(&mut buf));
-        if let Err(e) = read {
+        if let Err(e) = file.seek(SeekFrom::Start(self.offset)) {
             self.reset();
             return Err(e);
         }
-        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else { return Ok(()) };
-        // Lossy like Journal::read, but validated first: the lossy decoder
-        // is several times slower on text that is valid anyway.
-        match std::str::from_utf8(&buf[..=end]) {
-            Ok(text) => self.digest.fold_text(text),
-            Err(_) => self.digest.fold_text(&String::from_utf8_lossy(&buf[..=end])),
-        }
-        self.offset += end as u64 + 1;
+        // Straight onto the digest's text (validated as it is appended);
+        // only text that is not UTF-8 goes through a buffer, decoded lossily
+        // like Journal::read does. Complete lines only: a torn tail is read
+        // again next time.
+        let from = self.digest.text.len();
+        self.digest.text.reserve(want as usize);
+        let consumed = match file.take(want).read_to_string(&mut self.digest.text) {
+            Ok(_) => match self.digest.text[from..].rfind('\n') {
+                Some(end) => {
+                    self.digest.text.truncate(from + end + 1);
+                    end + 1
+                }
+                None => {
+                    self.digest.text.truncate(from);
+                    0
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let mut buf = Vec::with_capacity(want as usize);
+                let read = file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(want).read_to_end(&mut buf));
+                if let Err(e) = read {
+                    self.reset();
+                    return Err(e);
+                }
+                let end = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                self.digest.text.push_str(&String::from_utf8_lossy(&buf[..end]));
+                end
+            }
+            Err(e) => {
+                self.reset();
+                return Err(e);
+            }
+        };
+        self.digest.fold_from(from);
+        self.offset += consumed as u64;
         Ok(())
     }
 }
@@ -483,17 +586,32 @@ mod tests {
         }
         let mut d = d.clone();
         d.index_claims();
+        assert_claims_same(&d, v, now, ctx);
+        // Hash collisions only add lines: with every index bucket holding
+        // every line of its kind, the answers stay the same.
+        let ix = &mut d.claim_index;
+        let all_claims: Vec<usize> = (0..d.claims.len()).collect();
+        for (s, _) in &d.calls {
+            if let Some((.., key)) = call_fields(&d.text[s.0..s.1]) {
+                ix.claims_by_key.insert(hash_of(&[key]), Vec::new());
+            }
+        }
+        ix.claims_by_key.values_mut().chain(ix.claims_by_claimant.values_mut()).for_each(|b| b.clone_from(&all_claims));
+        assert_claims_same(&d, v, now, &format!("colliding, {ctx}"));
+    }
+
+    fn assert_claims_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
         for tool in ["ctx_read", "ctx_write", "nope"] {
             for fp in ["fp0", "fp1", "fp2"] {
                 for claimant in [None, Some("t0"), Some("t1"), Some("-")] {
-                    let small = d.claim_view(tool, fp, claimant, now);
-                    let keys = |v: &View<'_>| {
-                        v.claim_candidates(tool, fp, now).iter().map(|c| c.key.to_string()).collect::<Vec<_>>()
+                    // What choose_claim asks, in its order: the call the
+                    // claimant holds, else the candidates.
+                    let choice = |v: &View<'_>| match claimant.and_then(|c| v.claimed_by(c)) {
+                        Some(held) => vec![format!("held {}", held.key)],
+                        None => v.claim_candidates(tool, fp, now).iter().map(|c| c.key.to_string()).collect(),
                     };
-                    assert_eq!(keys(&small), keys(v), "claim candidates {tool} {fp} {ctx}");
-                    if let Some(c) = claimant {
-                        assert_eq!(small.claimed_by(c), v.claimed_by(c), "claimed by {c} {ctx}");
-                    }
+                    let small = d.claim_view(tool, fp, claimant, now);
+                    assert_eq!(choice(&small), choice(v), "claim {tool} {fp} {claimant:?} {ctx}");
                 }
             }
         }
@@ -525,9 +643,15 @@ mod tests {
                 rest = &rest[cut + 1..];
             }
             let v = View::parse(&text);
+            // A claim reader's digest (call and claim lines only).
+            let mut claims_only = Reader::for_claims().digest;
+            claims_only.fold_text(&text);
+            claims_only.index_claims();
+            assert!(claims_only.convs.is_empty() && claims_only.subagents.is_empty());
             let last = lines.iter().filter_map(|l| journal::parse_line(l)).map(|r| r.t()).max().unwrap_or(base);
             for now in [base, last.saturating_sub(20_000), last, last + 3_000, last + 40_000, last + 3 * 3_600_000] {
                 assert_same(&d, &v, now, &format!("round {round}, now {now}"));
+                assert_claims_same(&claims_only, &v, now, &format!("claims only, round {round}, now {now}"));
                 checked += 1;
                 concurrent += usize::from(v.concurrent(now));
                 deferred += usize::from(!d.exact_at(now));
@@ -582,5 +706,16 @@ mod tests {
         let text = j.read().unwrap();
         assert_same(r.digest(), &View::parse(&text), 50_003, "after torn tail");
         assert!(r.digest().concurrent(50_003));
+
+        // Bytes that are not UTF-8 read as Journal::read reads them (lossy),
+        // and the reader still goes on from the right place.
+        std::fs::write(j.path(), b"S\t60000\tcursor\tw\xff\tx\nS\t60001\tcodex\tv\tx\nS\t6000").unwrap();
+        r.refresh(&j).unwrap();
+        assert!(r.digest().convs.contains_key("w\u{fffd}"), "{:?}", r.digest().convs.keys());
+        j.append(&[s(60_002, "u")], 60_002).unwrap();
+        r.refresh(&j).unwrap();
+        let text = j.read().unwrap();
+        assert_same(r.digest(), &View::parse(&text), 60_003, "after bytes that are not UTF-8");
+        assert_eq!(r.digest().text, text.trim_start_matches('#'), "the reader holds what a whole read holds");
     }
 }

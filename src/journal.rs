@@ -222,20 +222,25 @@ struct Fields<'a> {
 
 /// The index of the first tab in `s`.
 fn find_tab(s: &[u8]) -> Option<usize> {
+    find_byte(s, b'\t')
+}
+
+/// The index of the first `byte` in `s`, eight bytes at a time.
+pub(crate) fn find_byte(s: &[u8], byte: u8) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const TABS: u64 = 0x0909_0909_0909_0909;
+    let pattern = ONES * u64::from(byte);
     let mut chunks = s.chunks_exact(8);
     for (k, c) in chunks.by_ref().enumerate() {
-        let w = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ TABS;
-        // A zero byte in `w` is a tab in `s`; the lowest flagged one is exact.
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ pattern;
+        // A zero byte in `w` is `byte` in `s`; the lowest flagged one is exact.
         let z = w.wrapping_sub(ONES) & !w & HIGHS;
         if z != 0 {
             return Some(k * 8 + (z.trailing_zeros() / 8) as usize);
         }
     }
     let done = s.len() - chunks.remainder().len();
-    chunks.remainder().iter().position(|&b| b == b'\t').map(|i| done + i)
+    chunks.remainder().iter().position(|&b| b == byte).map(|i| done + i)
 }
 
 impl<'a> Iterator for Fields<'a> {
@@ -956,6 +961,8 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(find_tab(&v), v.iter().position(|&b| b == b'\t'), "{v:?}");
+                assert_eq!(find_byte(&v, b'\n'), v.iter().position(|&b| b == b'\n'), "{v:?}");
+                assert_eq!(find_byte(&v, 0x89), v.iter().position(|&b| b == 0x89), "{v:?}");
             }
         }
     }

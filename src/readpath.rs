@@ -158,7 +158,7 @@ impl ReadPath {
         }
         let journal = Journal::new(d);
         let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
-        let reader = reader_for(&mut readers, d);
+        let reader = reader_for(&mut readers, d, Reader::default);
         match reader.refresh(&journal) {
             Err(_) => f(&empty, true),
             Ok(()) if reader.digest().exact_at(now) => f(reader.digest(), false),
@@ -414,14 +414,14 @@ const MAX_READERS: usize = 8;
 
 /// The reader for `dir` (a server reads one data dir; tests and tools may
 /// use a few: the oldest is dropped past [`MAX_READERS`]).
-fn reader_for<'r>(readers: &'r mut Vec<(PathBuf, Reader)>, dir: &Path) -> &'r mut Reader {
+fn reader_for<'r>(readers: &'r mut Vec<(PathBuf, Reader)>, dir: &Path, new: fn() -> Reader) -> &'r mut Reader {
     let i = match readers.iter().position(|(p, _)| p == dir) {
         Some(i) => i,
         None => {
             if readers.len() >= MAX_READERS {
                 readers.remove(0);
             }
-            readers.push((dir.to_path_buf(), Reader::default()));
+            readers.push((dir.to_path_buf(), new()));
             readers.len() - 1
         }
     };
@@ -438,7 +438,7 @@ fn claim(dir: &Path, call: &McpCall, claimant: Option<&str>, now: u64) -> std::i
     let journal = Journal::new(dir);
     let held = journal.write_lock()?;
     let mut readers = CLAIM_READERS.lock().unwrap_or_else(|e| e.into_inner());
-    let reader = reader_for(&mut readers, dir);
+    let reader = reader_for(&mut readers, dir, Reader::for_claims);
     reader.refresh_held(&journal)?;
     reader.index_claims();
     let view = reader.digest().claim_view(&call.name, &call.fingerprint(), claimant, now);
