@@ -661,7 +661,12 @@ fn main() {
     }
     let _ = writeln!(
         report,
-        "Targets missed in this run: {}. Total time {:.0} s.",
+        "{}: {}. Total time {:.0} s.",
+        if smoke {
+            "Smoke run (too few iterations for ratios to mean anything); targets missed"
+        } else {
+            "Targets missed in this run"
+        },
         if missed.is_empty() { "none".to_string() } else { missed.join("; ") },
         started.elapsed().as_secs_f64()
     );
