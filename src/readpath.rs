@@ -94,7 +94,9 @@ impl ReadPath {
     pub fn from_process_for_cli() -> ReadPath {
         let mut rp = ReadPath::from_process();
         let server_pid = rp.env.parent_pid.unwrap_or(rp.server_pid);
-        rp.env.parent_pid = parent_of(server_pid);
+        // Only a Claude Code session id makes the host's `/clear` lineage
+        // matter; without one, spare every CLI call the /proc read.
+        rp.env.parent_pid = rp.env.claude_session_id.as_ref().and_then(|_| parent_of(server_pid));
         ReadPath { server_pid, ..rp }
     }
 
