@@ -409,6 +409,34 @@ impl Reader {
         Reader { digest: Digest { claims_only: true, ..Digest::default() }, ..Reader::default() }
     }
 
+    /// Nothing read yet.
+    pub fn is_new(&self) -> bool {
+        self.file.is_none()
+    }
+
+    /// A claim reader that starts where this one is (same call and claim
+    /// lines, same offset) on its own handle of the same file, or `None`
+    /// when the journal is no longer the file this one read. Call under a
+    /// journal lock, so the file cannot be replaced meanwhile.
+    pub fn for_claims_from(&self, journal: &Journal) -> Option<Reader> {
+        let (_, dev, ino) = self.file.as_ref()?;
+        let f = File::open(journal.path()).ok()?;
+        let md = f.metadata().ok()?;
+        if (md.dev(), md.ino()) != (*dev, *ino) {
+            return None;
+        }
+        let d = &self.digest;
+        let digest = Digest {
+            claims_only: true,
+            text: d.text.clone(),
+            calls: d.calls.clone(),
+            claims: d.claims.clone(),
+            claim_index: d.claim_index.clone(),
+            ..Digest::default()
+        };
+        Some(Reader { file: Some((f, *dev, *ino)), offset: self.offset, digest })
+    }
+
     fn reset(&mut self) {
         let claims_only = self.digest.claims_only;
         *self = Reader::default();
@@ -706,6 +734,33 @@ mod tests {
         let text = j.read().unwrap();
         assert_same(r.digest(), &View::parse(&text), 50_003, "after torn tail");
         assert!(r.digest().concurrent(50_003));
+
+        // A claim reader seeded from this one answers like one that read
+        // everything itself, also after more appends.
+        let mut seeded = r.for_claims_from(&j).expect("same file");
+        j.append(
+            &[Record::Call(Call {
+                t: 50_004,
+                host: Host::Cursor,
+                conv: "y",
+                agent: None,
+                server: None,
+                tool: "ctx_read",
+                fp: "fp0",
+                call_id: None,
+                key: "k-new",
+            })],
+            50_004,
+        )
+        .unwrap();
+        let mut fresh = Reader::for_claims();
+        for reader in [&mut seeded, &mut fresh] {
+            reader.refresh(&j).unwrap();
+            reader.index_claims();
+        }
+        let text = j.read().unwrap();
+        assert_claims_same(seeded.digest(), &View::parse(&text), 50_005, "seeded claim reader");
+        assert_eq!(seeded.digest().text, fresh.digest().text);
 
         // Bytes that are not UTF-8 read as Journal::read reads them (lossy),
         // and the reader still goes on from the right place.

@@ -163,7 +163,7 @@ impl ReadPath {
         let reader = reader_for(&mut readers, d, Reader::default);
         match reader.refresh(&journal) {
             Err(_) => f(&empty, true),
-            Ok(()) if reader.digest().exact_at(now) => f(reader.digest(), false),
+            Ok(()) if reader.digest().exact_at(now) => f(&*reader, false),
             Ok(()) => {
                 drop(readers);
                 match journal.read() {
@@ -218,7 +218,7 @@ impl ReadPath {
         // record is claimed exactly once across processes.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
         let token = mcp_call::claimant_token(self.server_pid, call);
-        claim(dir, call, token.as_deref(), now).unwrap_or(Err(PerCall::StateError))
+        claim(dir, call, token.as_deref(), now, view.reader()).unwrap_or(Err(PerCall::StateError))
     }
 
     /// What the journal says around `caller` at `now`.
@@ -363,6 +363,34 @@ trait Ask {
     fn subagent_active(&self, conv: &str, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
+    /// The reader behind these answers, if any (to seed a claim reader).
+    fn reader(&self) -> Option<&Reader> {
+        None
+    }
+}
+
+impl Ask for Reader {
+    fn concurrent(&self, now: u64) -> bool {
+        self.digest().concurrent(now)
+    }
+    fn last_compaction(&self, conv: &str) -> Option<u64> {
+        self.digest().last_compaction(conv)
+    }
+    fn compaction_floor(&self) -> u64 {
+        self.digest().compaction_floor()
+    }
+    fn subagent_active(&self, conv: &str, now: u64) -> bool {
+        !self.digest().active_subagents(conv, now).is_empty()
+    }
+    fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
+        self.digest().lineage_for(host, pid, now)
+    }
+    fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        self.digest().call_by_id(call_id)
+    }
+    fn reader(&self) -> Option<&Reader> {
+        Some(self)
+    }
 }
 
 impl Ask for View<'_> {
@@ -436,11 +464,24 @@ fn reader_for<'r>(readers: &'r mut Vec<(PathBuf, Reader)>, dir: &Path, new: fn()
 /// `Digest::claim_view`), and append the claim. Was [`Journal::claim`],
 /// which read and parsed the whole journal per claim: 80-140 µs, growing
 /// with the journal (benches/hooks).
-fn claim(dir: &Path, call: &McpCall, claimant: Option<&str>, now: u64) -> std::io::Result<Result<Caller, PerCall>> {
+fn claim(
+    dir: &Path,
+    call: &McpCall,
+    claimant: Option<&str>,
+    now: u64,
+    seed: Option<&Reader>,
+) -> std::io::Result<Result<Caller, PerCall>> {
     let journal = Journal::new(dir);
     let held = journal.write_lock()?;
     let mut readers = CLAIM_READERS.lock().unwrap_or_else(|e| e.into_inner());
     let reader = reader_for(&mut readers, dir, Reader::for_claims);
+    // A first claim starts from what the decision's reader already read
+    // (a CLI call would otherwise read the whole journal twice).
+    if reader.is_new()
+        && let Some(seeded) = seed.and_then(|s| s.for_claims_from(&journal))
+    {
+        *reader = seeded;
+    }
     reader.refresh_held(&journal)?;
     reader.index_claims();
     let view = reader.digest().claim_view(&call.name, &call.fingerprint(), claimant, now);
