@@ -130,6 +130,9 @@ fn base_env(home: &Path, data: &Path) -> Vec<(OsString, OsString)> {
 /// The session of the Claude Code fixtures.
 const CLAUDE_SESSION: &str = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
 
+/// The MCP call the Cursor fixture's hook saw (same tool and arguments).
+const CURSOR_CALL: &[u8] = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ctx_read","arguments":{"path":"src/main.rs","mode":"map"}}}"#;
+
 /// A policy like a user would write: two rules, the second matches ctx_*.
 const POLICY: &str = r#"{ "rules": [
   { "server": "github", "tool": "delete_*", "action": "deny", "message": "No deletes from agents" },
@@ -303,6 +306,13 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
             Target::Cli,
             &[0, 1],
         ));
+        out.push(cand(
+            format!("[{label}] cli scope current --call - (Cursor fingerprint)"),
+            "cli",
+            spec(&other, &["scope", "current", "--call", "-"], &data, CURSOR_CALL.to_vec()),
+            Target::Cli,
+            &[0, 1],
+        ));
     }
 
     // The read path through the CLI, against the state the hooks above keep
@@ -339,7 +349,7 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         Target::Cli,
         &[0, 1],
     ));
-    let cursor_call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ctx_read","arguments":{"path":"src/main.rs","mode":"map"}}}"#;
+    let cursor_call = CURSOR_CALL;
     out.push(cand(
         "cli scope current --call - (Cursor fingerprint)".into(),
         "cli",
