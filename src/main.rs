@@ -259,7 +259,11 @@ fn scope_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Scop
         i += 1;
     }
     let call = CallArg { call };
-    Some(if check { ScopeCmd::Check { delivered, at, cold, json, call } } else { ScopeCmd::Current { fresh, json, call } })
+    Some(if check {
+        ScopeCmd::Check { delivered, at, cold, json, call }
+    } else {
+        ScopeCmd::Current { fresh, json, call }
+    })
 }
 
 fn install_opts(a: InstallArgs, dry_run: bool) -> install::InstallOptions {
