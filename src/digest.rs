@@ -123,6 +123,13 @@ impl std::hash::Hasher for KeyIsHash {
     }
 }
 
+/// `line.rsplit('\t').next() == Some(field)`, without searching the line.
+fn last_field_is(line: &str, field: &str) -> bool {
+    line.ends_with(field)
+        && (line.len() == field.len() || line.as_bytes()[line.len() - field.len() - 1] == b'\t')
+        && !field.contains('\t')
+}
+
 /// A call line's time (its second field), if it has one.
 fn call_time(line: &str) -> Option<u64> {
     let b = line.as_bytes();
@@ -352,7 +359,7 @@ impl Digest {
                 let s = self.claims[k];
                 spans.push(s);
                 if let Some(Record::Claim { key, .. }) = journal::parse_line(self.at(s)) {
-                    let named = self.calls.iter().filter(|(c, _)| self.at(*c).rsplit('\t').next() == Some(key));
+                    let named = self.calls.iter().filter(|(c, _)| last_field_is(self.at(*c), key));
                     spans.extend(named.map(|(c, _)| *c));
                 }
             }
@@ -687,6 +694,15 @@ mod tests {
         }
         // The cases are not all trivial ones.
         assert!(concurrent > checked / 10 && deferred > 0 && deferred < checked / 2, "{concurrent} {deferred}");
+    }
+
+    #[test]
+    fn last_field_is_rsplit() {
+        for line in ["", "k", "a\tk", "a\tbk", "a\tk\t", "k\tk", "\tk", "ak"] {
+            for field in ["", "k", "bk", "a\tk", "\tk"] {
+                assert_eq!(last_field_is(line, field), line.rsplit('\t').next() == Some(field), "{line:?} {field:?}");
+            }
+        }
     }
 
     #[test]
