@@ -608,6 +608,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let smoke = args.iter().any(|a| a == "--smoke")
         || std::env::var("LEANCTX_BENCH_SMOKE").is_ok_and(|v| !v.is_empty() && v != "0");
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs bench
+    // targets with nothing, and must not start a benchmark.
+    if !smoke && !args.iter().any(|a| a == "--bench") {
+        println!("benches/hooks: run it with `cargo bench --bench hooks` (see benches/README.md)");
+        return;
+    }
     let mut cfg = if smoke { Config::smoke() } else { Config::full() };
     if let Some(r) = std::env::var("LEANCTX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()) {
         cfg.rounds = r;
