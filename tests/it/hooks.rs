@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn host_of_dir(dir: &str) -> &'static str {
@@ -261,14 +261,7 @@ fn gated_call_with_bad_input_on_cursor_still_answers_permission() {
 #[test]
 fn stdin_that_never_closes_is_bounded() {
     let sb = Sandbox::new();
-    let mut child = sb
-        .cmd(["hook", "codex"])
-        .cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.cmd(["hook", "codex"]).spawn_open();
     let mut sin = child.stdin.take().unwrap();
     sin.write_all(br#"{"hook_event_name":"SessionStart","session_id":"s1""#).unwrap();
     let start = Instant::now();
@@ -286,7 +279,7 @@ fn stdin_that_never_closes_is_bounded() {
 #[test]
 fn complete_payload_on_an_open_stdin_is_still_used() {
     let sb = Sandbox::new();
-    let mut child = sb.cmd(["hook", "codex"]).cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = sb.cmd(["hook", "codex"]).spawn_open();
     let mut sin = child.stdin.take().unwrap();
     sin.write_all(br#"{"hook_event_name":"SessionStart","session_id":"s-open"}"#).unwrap();
     let o = child.wait_with_output().unwrap();
@@ -304,14 +297,7 @@ fn huge_stdin_is_drained_and_fails_open() {
         br#"{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"mcp__a__b","tool_input":{"x":""#.to_vec();
     big.extend(std::iter::repeat_n(b'a', 12 << 20));
     big.extend_from_slice(b"\"}}");
-    let mut child = sb
-        .cmd(["hook", "claude"])
-        .cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.cmd(["hook", "claude"]).spawn_open();
     let mut sin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || sin.write_all(&big));
     let o = child.wait_with_output().unwrap();
@@ -491,14 +477,7 @@ fn sixty_four_hooks_at_once_with_readers() {
 #[test]
 fn broken_pipe_on_stdout_is_not_an_error() {
     let sb = Sandbox::new();
-    let mut child = sb
-        .hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json"))
-        .cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json")).spawn_open();
     drop(child.stdout.take());
     child
         .stdin

@@ -119,10 +119,16 @@ impl Run {
         self
     }
 
-    pub fn spawn(mut self) -> std::process::Child {
+    /// Spawn with all three streams piped and stdin left to the caller (a
+    /// stdin that stays open, a write that races the reader).
+    pub fn spawn_open(mut self) -> std::process::Child {
         self.cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = self.cmd.spawn().expect("spawn leanctx");
+        self.cmd.spawn().expect("spawn leanctx")
+    }
+
+    pub fn spawn(mut self) -> std::process::Child {
         let input = std::mem::take(&mut self.stdin);
+        let mut child = self.spawn_open();
         let mut sin = child.stdin.take().unwrap();
         std::thread::spawn(move || {
             let _ = sin.write_all(&input);
