@@ -98,15 +98,11 @@ fn payloads_dir() -> PathBuf {
     if let Some(p) = std::env::var_os("LEANCTX_BENCH_PAYLOADS") {
         return PathBuf::from(p);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for cand in [root.join("../shared/hosts/payloads"), root.join("tests/fixtures/payloads")] {
-        if cand.is_dir() {
-            return cand;
-        }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/payloads");
+    if dir.is_dir() {
+        return dir;
     }
-    fail(
-        "host payload fixtures not found (../shared/hosts/payloads, tests/fixtures/payloads or $LEANCTX_BENCH_PAYLOADS)",
-    )
+    fail("host payload fixtures not found (tests/fixtures/payloads or $LEANCTX_BENCH_PAYLOADS)")
 }
 
 pub fn fail(msg: &str) -> ! {

@@ -43,11 +43,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     fn payload_dir() -> PathBuf {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        [root.join("../shared/hosts/payloads"), root.join("tests/fixtures/payloads")]
-            .into_iter()
-            .find(|p| p.is_dir())
-            .expect("host payload fixtures (../shared/hosts/payloads)")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/payloads")
     }
 
     fn payloads(host_dir: &str) -> Vec<(PathBuf, Value)> {

@@ -34,7 +34,7 @@ fn scenarios() -> Vec<(String, String, Vec<std::path::PathBuf>)> {
                 .map(|e| e.path())
                 .filter(|p| {
                     let n = p.file_name().unwrap().to_string_lossy().into_owned();
-                    n.ends_with(".json") && !n.starts_with("mcp-tools-call")
+                    n.ends_with(".json") && !n.starts_with("mcp-tools-call") && n != "model-received.json"
                 })
                 .collect();
             files.sort();

@@ -10,15 +10,10 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_leanctx");
 
-/// The shared fixtures (../shared/hosts/payloads), found from the repo root.
+/// The captured host payloads, kept in the repository (tests/fixtures/payloads,
+/// README there), so a clone tests itself.
 pub fn payloads() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for cand in [root.join("../shared/hosts/payloads"), root.join("tests/fixtures/payloads")] {
-        if cand.is_dir() {
-            return cand;
-        }
-    }
-    panic!("host payload fixtures not found (../shared/hosts/payloads or tests/fixtures/payloads)");
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/payloads")
 }
 
 pub fn payload(rel: &str) -> String {
