@@ -27,6 +27,22 @@ pub enum Reason {
     SubagentActive,
     /// The state could not be read: nothing can be proven, so withhold.
     StateUnavailable,
+    /// The call names its host call id, but no hook recorded that call: the
+    /// caller cannot be told, and no weaker signal may stand in.
+    UnrecordedCall,
+    /// Ledger: the host confirmed this very content reached the model whole,
+    /// in this context window, with no compaction since.
+    ConfirmedDelivery,
+    /// Ledger: nothing of this key was delivered to this scope (or it was
+    /// forgotten, or swallowed by a compaction and trimmed).
+    NotDelivered,
+    /// Ledger: the newest delivery of the key to this scope is of another version.
+    VersionChanged,
+    /// Ledger: the delivery was made in another context window (Codex windowId).
+    WindowChanged,
+    /// Ledger: the host has not confirmed the delivery whole (a preview, a
+    /// truncation, an interrupt, a hook that did not fire, not yet).
+    Unconfirmed,
 }
 
 impl Reason {
@@ -42,6 +58,12 @@ impl Reason {
             Reason::UnknownDelivery => "unknown-delivery",
             Reason::SubagentActive => "subagent-active",
             Reason::StateUnavailable => "state-unavailable",
+            Reason::UnrecordedCall => "unrecorded-call",
+            Reason::ConfirmedDelivery => "confirmed-delivery",
+            Reason::NotDelivered => "not-delivered",
+            Reason::VersionChanged => "version-changed",
+            Reason::WindowChanged => "window-changed",
+            Reason::Unconfirmed => "unconfirmed",
         }
     }
 }

@@ -81,6 +81,14 @@ pub struct Digest {
     lineage: Vec<Span>,
     /// The newest time of any sighting or end.
     newest_state: u64,
+    /// Lines folded so far: the position ("order, not clocks") of the next.
+    lines: usize,
+    /// Per conversation, the position of its latest compaction.
+    compaction_at: HashMap<String, usize>,
+    /// Per `scope\tkey`, the newest delivery line and its position.
+    deliveries: HashMap<String, (usize, Span)>,
+    /// Per call ref, its acknowledgement lines and their positions.
+    acks: HashMap<String, Vec<(usize, Span)>>,
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -193,10 +201,16 @@ impl Digest {
             lineage,
             newest_state,
             claims_only,
+            lines,
+            compaction_at,
+            deliveries,
+            acks,
             ..
         } = self;
         let text = text.as_str();
         for line in text[from..].lines() {
+            let at = *lines;
+            *lines += 1;
             match line.as_bytes().first() {
                 // Located now, parsed if a call id is asked about.
                 Some(b'C') => calls.push((span_in(text, line), call_time(line))),
@@ -221,7 +235,12 @@ impl Digest {
                     Some(Record::Compaction { t, conv, .. }) => {
                         let e = get_or_insert(compactions, conv);
                         *e = (*e).max(t);
+                        *get_or_insert(compaction_at, conv) = at;
                     }
+                    Some(Record::Delivery(d)) => {
+                        deliveries.insert(format!("{}\t{}", d.scope, d.key), (at, span_in(text, line)));
+                    }
+                    Some(Record::Ack(a)) => get_or_insert(acks, a.call_ref).push((at, span_in(text, line))),
                     Some(Record::Floor { t }) => *floor = (*floor).max(t),
                     Some(Record::SubagentStart { t, host, conv, agent }) => {
                         let agent = Some(span_in(text, agent));
@@ -318,6 +337,33 @@ impl Digest {
                 _ => None,
             }
         })
+    }
+
+    /// [`View::latest_delivery`] (positions are this digest's own).
+    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, crate::ledger::Delivery<'_>)> {
+        let (at, span) = self.deliveries.get(&format!("{scope}\t{key}"))?;
+        match journal::parse_line(self.at(*span))? {
+            Record::Delivery(d) => Some((*at, d)),
+            _ => None,
+        }
+    }
+
+    /// [`View::acks_after`].
+    pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<crate::ledger::Ack<'_>> {
+        let Some(lines) = self.acks.get(call_ref) else { return Vec::new() };
+        lines
+            .iter()
+            .filter(|(at, _)| *at > after)
+            .filter_map(|(_, s)| match journal::parse_line(self.at(*s))? {
+                Record::Ack(a) => Some(a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// [`View::compacted_after`].
+    pub fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        self.compaction_at.get(conv).is_some_and(|&at| at > after)
     }
 
     /// Bring the claim index up to the lines read so far.

@@ -51,6 +51,9 @@ pub struct Event {
     pub source: Option<String>,
     /// Where project policy is looked up: `cwd`, or Cursor's workspace roots.
     pub roots: Vec<String>,
+    /// What the host says tool calls returned (ledger acknowledgements):
+    /// refs, digests and lengths only.
+    pub acks: Vec<crate::ledger::AckOut>,
 }
 
 impl Event {
@@ -68,6 +71,7 @@ impl Event {
             args_fingerprint: None,
             source: None,
             roots: Vec::new(),
+            acks: Vec::new(),
         }
     }
 

@@ -201,6 +201,24 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             key: &key,
         }));
     }
+    // Ledger acknowledgements: Codex's rule needs its budget from the user's
+    // config, read only when a Codex MCP result is being acknowledged.
+    let budget = if ev.acks.iter().any(|a| a.rule == crate::ledger::SizeRule::CodexBudget) {
+        hosts::codex::budget_tokens(env.codex_home.as_deref())
+    } else {
+        crate::ledger::CODEX_DEFAULT_BUDGET_TOKENS
+    };
+    for a in &ev.acks {
+        recs.push(Record::Ack(crate::ledger::Ack {
+            t: now,
+            host,
+            conv,
+            call_ref: &a.call_ref,
+            digest: &a.content.digest,
+            len: a.content.len,
+            whole: a.whole(budget),
+        }));
+    }
     let journal_result = Journal::new(dir).append(&recs, now);
 
     let slot_result = match ev.kind {

@@ -24,9 +24,15 @@
 //! E t host conv                                     session end
 //! L t host pid conv                                 the host process pid now serves conv (/clear)
 //! F t                                               compactions up to t may have been forgotten
+//! D t host conv scope window|- ref key ver digest len   delivery (the ledger: see ledger.rs)
+//! A t host conv ref digest len whole|cut            a host hook acknowledged a call's result
 //! ```
+//!
+//! Order is meaningful: the ledger's "after" is "later in the file", and a
+//! trim keeps the records it keeps in file order.
 
 use crate::host::Host;
+use crate::ledger::{Ack, Delivery};
 use crate::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions, TryLockError};
@@ -102,6 +108,8 @@ pub enum Record<'a> {
     Floor {
         t: u64,
     },
+    Delivery(Delivery<'a>),
+    Ack(Ack<'a>),
 }
 
 /// A gated MCP call, as the hook saw it before answering.
@@ -130,6 +138,8 @@ impl Record<'_> {
             | Record::Lineage { t, .. }
             | Record::Floor { t } => *t,
             Record::Call(c) => c.t,
+            Record::Delivery(d) => d.t,
+            Record::Ack(a) => a.t,
         }
     }
 
@@ -170,6 +180,31 @@ impl Record<'_> {
                 writeln!(out, "L\t{t}\t{host}\t{pid}\t{}", f(conv))
             }
             Record::Floor { t } => writeln!(out, "F\t{t}"),
+            Record::Delivery(d) => writeln!(
+                out,
+                "D\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                d.t,
+                d.host,
+                f(d.conv),
+                f(d.scope),
+                o(d.window),
+                f(d.call_ref),
+                f(d.key),
+                f(d.version),
+                f(d.digest),
+                d.len
+            ),
+            Record::Ack(a) => writeln!(
+                out,
+                "A\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                a.t,
+                a.host,
+                f(a.conv),
+                f(a.call_ref),
+                f(a.digest),
+                a.len,
+                if a.whole { "whole" } else { "cut" }
+            ),
         };
     }
 }
@@ -285,6 +320,31 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
         "E" => Record::End { t, host: parse_host(it.next()?)?, conv: it.next()? },
         "L" => Record::Lineage { t, host: parse_host(it.next()?)?, pid: it.next()?.parse().ok()?, conv: it.next()? },
         "F" => Record::Floor { t },
+        "D" => Record::Delivery(Delivery {
+            t,
+            host: parse_host(it.next()?)?,
+            conv: it.next()?,
+            scope: it.next()?,
+            window: opt(it.next()?),
+            call_ref: it.next()?,
+            key: it.next()?,
+            version: it.next()?,
+            digest: it.next()?,
+            len: it.next()?.parse().ok()?,
+        }),
+        "A" => Record::Ack(Ack {
+            t,
+            host: parse_host(it.next()?)?,
+            conv: it.next()?,
+            call_ref: it.next()?,
+            digest: it.next()?,
+            len: it.next()?.parse().ok()?,
+            whole: match it.next()? {
+                "whole" => true,
+                "cut" => false,
+                _ => return None,
+            },
+        }),
         _ => return None,
     };
     if it.next().is_some() {
@@ -495,6 +555,32 @@ impl<'a> View<'a> {
             .max_by_key(|(t, _)| *t)
     }
 
+    /// The newest delivery of `key` (hashed) to `scope`, in file order, with
+    /// its index.
+    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, &Delivery<'a>)> {
+        self.records.iter().enumerate().rev().find_map(|(i, r)| match r {
+            Record::Delivery(d) if d.scope == scope && d.key == key => Some((i, d)),
+            _ => None,
+        })
+    }
+
+    /// Acknowledgements of the call `call_ref` after index `after`.
+    pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'a>> {
+        self.records
+            .iter()
+            .skip(after + 1)
+            .filter_map(|r| match r {
+                Record::Ack(a) if a.call_ref == call_ref => Some(a.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A compaction of `conv` lies after index `after`.
+    pub fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        self.records.iter().skip(after + 1).any(|r| matches!(r, Record::Compaction { conv: c, .. } if *c == conv))
+    }
+
     /// The newest sighting of each host, however old (for status).
     pub fn last_event_per_host(&self) -> Vec<Live<'a>> {
         let mut per: HashMap<Host, Live<'a>> = HashMap::new();
@@ -524,105 +610,168 @@ pub fn in_window(t: u64, now: u64, window: u64) -> bool {
     t <= now.saturating_add(FUTURE_SKEW_MS) && now.saturating_sub(t) <= window
 }
 
-/// What a trim keeps (pure). Output is in time order.
+/// What a trim keeps (pure). Output is in file order (the ledger's "after"
+/// is file order), a synthesized floor first.
 pub fn trim<'a>(records: &[Record<'a>], now: u64) -> Vec<Record<'a>> {
+    use std::cmp::Reverse;
     let fresh = |t: u64, keep: u64| now.saturating_sub(t) <= keep;
     let mut floor = 0u64;
-    let mut keep: Vec<Record<'a>> = Vec::new();
+    let mut keep: Vec<usize> = Vec::new();
 
-    // Latest per key, then the newest `cap` of those inside `ttl`.
-    fn latest<'a, K: std::hash::Hash + Eq>(it: impl Iterator<Item = (K, Record<'a>)>) -> Vec<Record<'a>> {
-        let mut m: HashMap<K, Record<'a>> = HashMap::new();
-        for (k, r) in it {
+    // Latest per key by time (a tie goes to the later line), newest first.
+    fn latest<K: std::hash::Hash + Eq>(it: impl Iterator<Item = (K, usize, u64)>) -> Vec<(usize, u64)> {
+        let mut m: HashMap<K, (usize, u64)> = HashMap::new();
+        for (k, i, t) in it {
             match m.get(&k) {
-                Some(old) if old.t() > r.t() => {}
+                Some(&(_, old)) if old > t => {}
                 _ => {
-                    m.insert(k, r);
+                    m.insert(k, (i, t));
                 }
             }
         }
         let mut v: Vec<_> = m.into_values().collect();
-        v.sort_by_key(|r| std::cmp::Reverse(r.t()));
+        v.sort_by_key(|&(i, t)| Reverse((t, i)));
         v
     }
+    let indexed = || records.iter().enumerate();
 
     // Sightings: newest per conversation, plus the newest per host always.
     // Sightings from beyond the skew are dropped: kept, one would pass for
     // its conversation's newest and evict the real, current one.
-    let sightings = latest(records.iter().filter(|r| !is_future(r.t(), now)).filter_map(|r| match *r {
-        Record::Sighting { host, conv, .. } => Some(((host, conv), r.clone())),
+    let current = || indexed().filter(|(_, r)| !is_future(r.t(), now));
+    let sightings = latest(current().filter_map(|(i, r)| match *r {
+        Record::Sighting { t, host, conv, .. } => Some(((host, conv), i, t)),
         _ => None,
     }));
-    let per_host = latest(records.iter().filter(|r| !is_future(r.t(), now)).filter_map(|r| match *r {
-        Record::Sighting { host, .. } => Some((host, r.clone())),
+    let per_host = latest(current().filter_map(|(i, r)| match *r {
+        Record::Sighting { t, host, .. } => Some((host, i, t)),
         _ => None,
     }));
-    keep.extend(sightings.into_iter().filter(|r| fresh(r.t(), STATE_TTL_MS)).take(MAX_CONVERSATIONS));
-    for r in per_host {
-        if !keep.contains(&r) {
-            keep.push(r);
+    keep.extend(sightings.into_iter().filter(|&(_, t)| fresh(t, STATE_TTL_MS)).take(MAX_CONVERSATIONS).map(|x| x.0));
+    for (i, _) in per_host {
+        if !keep.contains(&i) {
+            keep.push(i);
         }
     }
 
-    let ends = latest(records.iter().filter_map(|r| match *r {
-        Record::End { host, conv, .. } => Some(((host, conv), r.clone())),
+    let ends = latest(indexed().filter_map(|(i, r)| match *r {
+        Record::End { t, host, conv } => Some(((host, conv), i, t)),
         _ => None,
     }));
-    keep.extend(ends.into_iter().filter(|r| fresh(r.t(), STATE_TTL_MS)).take(MAX_CONVERSATIONS));
+    keep.extend(ends.into_iter().filter(|&(_, t)| fresh(t, STATE_TTL_MS)).take(MAX_CONVERSATIONS).map(|x| x.0));
 
-    let compactions = latest(records.iter().filter_map(|r| match *r {
-        Record::Compaction { conv, .. } => Some((conv, r.clone())),
+    let compactions = latest(indexed().filter_map(|(i, r)| match *r {
+        Record::Compaction { t, conv, .. } => Some((conv, i, t)),
         _ => None,
     }));
-    for (i, r) in compactions.into_iter().enumerate() {
-        if i < MAX_CONVERSATIONS && fresh(r.t(), STATE_TTL_MS) {
-            keep.push(r);
+    for (n, (i, t)) in compactions.into_iter().enumerate() {
+        if n < MAX_CONVERSATIONS && fresh(t, STATE_TTL_MS) {
+            keep.push(i);
         } else {
-            floor = floor.max(r.t());
+            floor = floor.max(t);
         }
     }
 
-    let mut subs: Vec<Record<'a>> = records
-        .iter()
-        .filter(|r| {
+    let mut subs: Vec<(usize, u64)> = indexed()
+        .filter(|(_, r)| {
             matches!(r, Record::SubagentStart { .. } | Record::SubagentStop { .. }) && fresh(r.t(), STATE_TTL_MS)
         })
-        .cloned()
+        .map(|(i, r)| (i, r.t()))
         .collect();
-    subs.sort_by_key(|r| std::cmp::Reverse(r.t()));
-    subs.truncate(MAX_SUBAGENT_RECORDS);
-    keep.extend(subs);
+    subs.sort_by_key(|&(i, t)| Reverse((t, i)));
+    keep.extend(subs.into_iter().take(MAX_SUBAGENT_RECORDS).map(|x| x.0));
 
-    let mut calls: Vec<Record<'a>> =
-        records.iter().filter(|r| matches!(r, Record::Call(_)) && fresh(r.t(), CALL_KEEP_MS)).cloned().collect();
-    calls.sort_by_key(|r| std::cmp::Reverse(r.t()));
+    let mut calls: Vec<(usize, u64)> = indexed()
+        .filter(|(_, r)| matches!(r, Record::Call(_)) && fresh(r.t(), CALL_KEEP_MS))
+        .map(|(i, r)| (i, r.t()))
+        .collect();
+    calls.sort_by_key(|&(i, t)| Reverse((t, i)));
     calls.truncate(MAX_CALLS);
     let kept_keys: HashSet<&str> = calls
         .iter()
-        .filter_map(|r| match r {
+        .filter_map(|&(i, _)| match &records[i] {
             Record::Call(c) => Some(c.key),
             _ => None,
         })
         .collect();
-    keep.extend(calls);
-    keep.extend(records.iter().filter(|r| matches!(r, Record::Claim { key, .. } if kept_keys.contains(key))).cloned());
+    keep.extend(calls.iter().map(|x| x.0));
+    keep.extend(
+        indexed().filter(|(_, r)| matches!(r, Record::Claim { key, .. } if kept_keys.contains(key))).map(|x| x.0),
+    );
 
-    let lineage = latest(records.iter().filter_map(|r| match *r {
-        Record::Lineage { host, pid, .. } => Some(((host, pid), r.clone())),
+    let lineage = latest(indexed().filter_map(|(i, r)| match *r {
+        Record::Lineage { t, host, pid, .. } => Some(((host, pid), i, t)),
         _ => None,
     }));
-    keep.extend(lineage.into_iter().filter(|r| fresh(r.t(), STATE_TTL_MS)).take(MAX_LINEAGE));
+    keep.extend(lineage.into_iter().filter(|&(_, t)| fresh(t, STATE_TTL_MS)).take(MAX_LINEAGE).map(|x| x.0));
+
+    keep.extend(ledger_kept(records, now));
 
     for r in records {
         if let Record::Floor { t } = *r {
             floor = floor.max(t);
         }
     }
+    keep.sort_unstable();
+    keep.dedup();
+    let mut out = Vec::with_capacity(keep.len() + 1);
     if floor > 0 {
-        keep.push(Record::Floor { t: floor });
+        out.push(Record::Floor { t: floor });
     }
-    keep.sort_by_key(|r| r.t());
-    keep
+    out.extend(keep.into_iter().map(|i| records[i].clone()));
+    out
+}
+
+/// The ledger records a trim keeps (indices): per scope and key only the
+/// newest delivery (the only one a decision reads), unless a compaction of
+/// its conversation follows it (dead: and forgetting that compaction later
+/// must not revive it), inside [`crate::ledger::DELIVERY_KEEP_MS`], the
+/// newest [`crate::ledger::MAX_DELIVERIES`]; and the acknowledgements that
+/// follow a kept delivery of their call. Everything dropped is dropped in
+/// the safe direction: a forgotten delivery or acknowledgement means
+/// "deliver".
+fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
+    use std::cmp::Reverse;
+    let mut last_compaction: HashMap<&str, usize> = HashMap::new();
+    let mut newest: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        match r {
+            Record::Compaction { conv, .. } => {
+                last_compaction.insert(conv, i);
+            }
+            Record::Delivery(d) => {
+                newest.insert((d.scope, d.key), i);
+            }
+            _ => {}
+        }
+    }
+    let mut live: Vec<usize> = newest
+        .into_values()
+        .filter(|&i| match &records[i] {
+            Record::Delivery(d) => {
+                last_compaction.get(d.conv).is_none_or(|&p| p < i)
+                    && now.saturating_sub(d.t) <= crate::ledger::DELIVERY_KEEP_MS
+            }
+            _ => false,
+        })
+        .collect();
+    live.sort_unstable_by_key(|&i| Reverse(i));
+    live.truncate(crate::ledger::MAX_DELIVERIES);
+    // The first kept delivery of each call: an acknowledgement after it may count.
+    let mut first_of_ref: HashMap<&str, usize> = HashMap::new();
+    for &i in &live {
+        if let Record::Delivery(d) = &records[i] {
+            let e = first_of_ref.entry(d.call_ref).or_insert(i);
+            *e = (*e).min(i);
+        }
+    }
+    let acks = records.iter().enumerate().filter_map(|(i, r)| match r {
+        Record::Ack(a) if first_of_ref.get(a.call_ref).is_some_and(|&d| d < i) => Some(i),
+        _ => None,
+    });
+    let mut out = live;
+    out.extend(acks);
+    out
 }
 
 /// The journal files of one data dir.

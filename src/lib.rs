@@ -20,6 +20,7 @@ pub mod identity;
 pub mod ids;
 pub mod install;
 pub mod journal;
+pub mod ledger;
 pub mod mcp_call;
 pub mod paths;
 pub mod policy;
@@ -27,6 +28,7 @@ pub mod readpath;
 pub mod slot;
 pub mod status;
 pub mod stdin;
+pub mod stub;
 pub mod tool;
 
 pub use decision::{Decision, Reason};

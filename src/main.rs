@@ -32,6 +32,25 @@ enum Command {
         #[arg(long)]
         event: Option<String>,
     },
+    /// May the caller of this MCP call be served a stub for this version of
+    /// this content? Exit 0: serve the stub; 1: deliver the content (and, with
+    /// --result, its delivery is recorded); 2: error.
+    Stub {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// The MCP result the server returns if no stub is served, as JSON (a file, or - for stdin).
+        #[arg(long, value_name = "FILE|-")]
+        result: Option<PathBuf>,
+    },
+    /// Record that this result is being delivered to the caller of this MCP
+    /// call. Exit 0: recorded; 1: not recorded (no exact caller; says why); 2: error.
+    Deliver {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// The MCP result the server returns, as JSON (a file, or - for stdin).
+        #[arg(long, value_name = "FILE|-")]
+        result: PathBuf,
+    },
     /// Who is calling, and may they get a stub.
     #[command(subcommand)]
     Scope(ScopeCmd),
@@ -76,6 +95,22 @@ enum ScopeCmd {
         #[command(flatten)]
         call: CallArg,
     },
+}
+
+#[derive(Args)]
+struct LedgerArgs {
+    /// The MCP tools/call request being answered (or its params) as JSON: a file, or - for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    call: PathBuf,
+    /// The server's name for the content (a path); only its hash is kept.
+    #[arg(long)]
+    key: String,
+    /// The content's version (a hash); only its hash is kept.
+    #[arg(long)]
+    version: String,
+    /// Print the decision, reason, caller and the delivery it relied on as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -159,10 +194,17 @@ fn main() -> ExitCode {
     if let Some(cmd) = scope_args(std::env::args_os().skip(1)) {
         return exit(scope(cmd));
     }
+    if let Some(cmd) = ledger_args(std::env::args_os().skip(1)) {
+        return exit(ledger_cmd(cmd));
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Hook { host, event } => run_hook(host, event, started),
         Command::Scope(cmd) => exit(scope(cmd)),
+        Command::Stub { ledger, result } => exit(ledger_cmd(LedgerCmd { deliver: false, args: ledger, result })),
+        Command::Deliver { ledger, result } => {
+            exit(ledger_cmd(LedgerCmd { deliver: true, args: ledger, result: Some(result) }))
+        }
         Command::Status { json } => {
             let s = status::gather(&ReadPath::from_process());
             let text = if json { to_json(&s) } else { s.human() };
@@ -266,6 +308,53 @@ fn scope_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Scop
     })
 }
 
+/// `stub …` or `deliver …`, read by hand as clap would read them (these run
+/// on every MCP read); `None` for anything else, which clap then reads.
+struct LedgerCmd {
+    deliver: bool,
+    args: LedgerArgs,
+    result: Option<PathBuf>,
+}
+
+fn ledger_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<LedgerCmd> {
+    let deliver = match args.next()?.to_str()? {
+        "stub" => false,
+        "deliver" => true,
+        _ => return None,
+    };
+    let rest: Vec<String> = args.map(|a| a.into_string().ok()).collect::<Option<_>>()?;
+    let (mut call, mut key, mut version, mut result, mut json) = (None, None, None, None, false);
+    let mut i = 0;
+    while i < rest.len() {
+        let (name, inline) = match rest[i].split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (rest[i].as_str(), None),
+        };
+        let mut value = || -> Option<String> {
+            if let Some(v) = inline {
+                return Some(v.to_string());
+            }
+            i += 1;
+            let v = rest.get(i)?;
+            (!v.starts_with('-') || v == "-").then(|| v.clone())
+        };
+        match name {
+            "--call" if call.is_none() => call = Some(PathBuf::from(value()?)),
+            "--key" if key.is_none() => key = Some(value()?),
+            "--version" if version.is_none() => version = Some(value()?),
+            "--result" if result.is_none() => result = Some(PathBuf::from(value()?)),
+            "--json" if !json && inline.is_none() => json = true,
+            _ => return None,
+        }
+        i += 1;
+    }
+    if deliver && result.is_none() {
+        return None;
+    }
+    let args = LedgerArgs { call: call?, key: key?, version: version?, json };
+    Some(LedgerCmd { deliver, args, result })
+}
+
 fn install_opts(a: InstallArgs, dry_run: bool) -> install::InstallOptions {
     install::InstallOptions { project: a.project, local: a.local, dry_run, create: a.create, if_present: a.if_present }
 }
@@ -327,31 +416,87 @@ fn exit(r: Result<u8, String>) -> ExitCode {
     }
 }
 
-/// Read an MCP call from a file or stdin (bounded like a hook payload).
-fn read_call(arg: &CallArg) -> Result<Option<McpCall>, String> {
-    let Some(path) = &arg.call else { return Ok(None) };
+/// Read a JSON argument from a file or stdin (`-`), at most `max` bytes.
+fn read_json_arg(flag: &str, path: &std::path::Path, max: usize) -> Result<serde_json::Value, String> {
     let bytes = if path.as_os_str() == "-" {
-        match stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, Instant::now() + stdin::STDIN_DEADLINE) {
+        match stdin::read_bounded(0, max, Instant::now() + stdin::STDIN_DEADLINE) {
             stdin::Input::Complete(b) => b,
             stdin::Input::TimedOut(b) if serde_json::from_slice::<serde_json::Value>(&b).is_ok() => b,
-            stdin::Input::TimedOut(_) => return Err("--call -: stdin did not close in time".into()),
-            stdin::Input::TooLarge { .. } => return Err("--call -: input too large".into()),
-            stdin::Input::Error(e) => return Err(format!("--call -: {e}")),
+            stdin::Input::TimedOut(_) => return Err(format!("{flag} -: stdin did not close in time")),
+            stdin::Input::TooLarge { .. } => return Err(format!("{flag} -: larger than {max} bytes")),
+            stdin::Input::Error(e) => return Err(format!("{flag} -: {e}")),
         }
     } else {
-        let mut f = std::fs::File::open(path).map_err(|e| format!("--call {}: {e}", path.display()))?;
+        let mut f = std::fs::File::open(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
         let mut b = Vec::new();
-        (&mut f)
-            .take(stdin::MAX_PAYLOAD_BYTES as u64 + 1)
-            .read_to_end(&mut b)
-            .map_err(|e| format!("--call {}: {e}", path.display()))?;
-        if b.len() > stdin::MAX_PAYLOAD_BYTES {
-            return Err(format!("--call {}: larger than {} bytes", path.display(), stdin::MAX_PAYLOAD_BYTES));
+        (&mut f).take(max as u64 + 1).read_to_end(&mut b).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+        if b.len() > max {
+            return Err(format!("{flag} {}: larger than {max} bytes", path.display()));
         }
         b
     };
-    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("--call: not JSON: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{flag}: not JSON: {e}"))
+}
+
+/// Read an MCP call from a file or stdin (bounded like a hook payload).
+fn read_call(arg: &CallArg) -> Result<Option<McpCall>, String> {
+    let Some(path) = &arg.call else { return Ok(None) };
+    let v = read_json_arg("--call", path, stdin::MAX_PAYLOAD_BYTES)?;
     McpCall::from_json(&v).map(Some).ok_or_else(|| "--call: no tool name (params.name) in the call".into())
+}
+
+/// `stub` and `deliver`.
+fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
+    let LedgerCmd { deliver, args, result, .. } = cmd;
+    if args.call.as_os_str() == "-" && result.as_ref().is_some_and(|r| r.as_os_str() == "-") {
+        return Err("--call and --result cannot both be read from stdin".into());
+    }
+    leanctx::ledger::check_name("--key", &args.key).map_err(|e| e.to_string())?;
+    leanctx::ledger::check_name("--version", &args.version).map_err(|e| e.to_string())?;
+    let call = read_call(&CallArg { call: Some(args.call.clone()) })?.expect("--call given");
+    // An error result is a result, but delivers no content: nothing to record.
+    let content = match &result {
+        Some(path) => {
+            let v = read_json_arg("--result", path, leanctx::ledger::MAX_RESULT_BYTES)?;
+            match leanctx::ledger::sent_content(&v) {
+                Ok(c) => Some(Ok(c)),
+                Err(e @ leanctx::ledger::InputError::ErrorResult) => Some(Err(e.to_string())),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        None => None,
+    };
+    let not_recorded = |why: String| leanctx::stub::Recorded { recorded: false, why: Some(why), call_ref: None };
+    let rp = ReadPath::from_process_for_cli();
+    if deliver {
+        let rec = match content.expect("deliver takes --result") {
+            Ok(content) => rp.deliver(&call, &args.key, &args.version, &content).map_err(|e| e.to_string())?,
+            Err(why) => not_recorded(why),
+        };
+        if args.json {
+            print_out(&to_json(&rec));
+        } else {
+            match &rec.why {
+                None => print_out("recorded"),
+                Some(why) => print_out(&format!("not-recorded: {why}")),
+            }
+        }
+        return Ok(if rec.recorded { 0 } else { 1 });
+    }
+    let sent = content.as_ref().and_then(|c| c.as_ref().ok());
+    let mut ans = rp.stub(&call, &args.key, &args.version, sent).map_err(|e| e.to_string())?;
+    if let Some(Err(why)) = content
+        && !ans.decision.allow
+    {
+        ans.recorded = Some(not_recorded(why));
+    }
+    if args.json {
+        print_out(&to_json(&ans));
+    } else {
+        let verb = if ans.decision.allow { "allow" } else { "withhold" };
+        print_out(&format!("{verb} {}", ans.decision.reason.as_str()));
+    }
+    Ok(if ans.decision.allow { 0 } else { 1 })
 }
 
 fn scope(cmd: ScopeCmd) -> Result<u8, String> {

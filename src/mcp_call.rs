@@ -66,6 +66,16 @@ impl McpCall {
         self.meta_id("claudecode/toolUseId")
     }
 
+    /// Codex: `_meta.callId` (the hooks' `tool_use_id`).
+    pub fn meta_call_id(&self) -> Option<&str> {
+        self.meta_id("callId")
+    }
+
+    /// Codex: `_meta.windowId` (`<session>:<n>`, one up per compaction).
+    pub fn window_id(&self) -> Option<&str> {
+        self.meta_id("windowId")
+    }
+
     /// The host's call id under any known key (Codex `callId` too).
     pub fn host_call_id(&self) -> Option<&str> {
         self.claude_tool_use_id().or_else(|| self.meta_id("callId"))

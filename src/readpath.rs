@@ -19,6 +19,7 @@ use crate::digest::{Digest, Reader};
 use crate::host::Host;
 use crate::identity::{self, Caller, ScopeEnv};
 use crate::journal::{Call, Journal, View};
+use crate::ledger::{Ack, Delivery};
 use crate::mcp_call::{self, McpCall, PerCall};
 use crate::paths;
 use crate::slot::{self, SlotRead};
@@ -116,6 +117,11 @@ impl ReadPath {
         self
     }
 
+    /// `LEAN_CTX_CONVERSATION_SCOPE=0|false|off` in the environment.
+    pub(crate) fn scoping_disabled(&self) -> bool {
+        self.env.scoping_disabled
+    }
+
     pub fn data_dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
@@ -125,7 +131,7 @@ impl ReadPath {
     }
 
     /// A data dir we may read: ours and closed. Readers never create it.
-    fn usable_dir(&self) -> Option<&Path> {
+    pub(crate) fn usable_dir(&self) -> Option<&Path> {
         let d = self.dir.as_deref()?;
         paths::check_data_dir(d).ok().map(|()| d)
     }
@@ -148,7 +154,7 @@ impl ReadPath {
     /// ~250 µs at its bound; see benches/hooks. In the rare case the digest
     /// cannot answer exactly at `now` (a record stamped beyond the clock
     /// skew), the whole file is read as before.
-    fn with_journal<R>(&self, now: u64, f: impl FnOnce(&dyn Ask, bool) -> R) -> R {
+    pub(crate) fn with_journal<R>(&self, now: u64, f: impl FnOnce(&dyn Ask, bool) -> R) -> R {
         let empty = View { records: Vec::new() };
         let Some(d) = self.dir.as_deref() else { return f(&empty, false) };
         match paths::check_data_dir(d) {
@@ -201,8 +207,17 @@ impl ReadPath {
         Resolution { caller, per_call }
     }
 
-    fn per_call(&self, call: &McpCall, view: &dyn Ask, now: u64) -> Result<Caller, PerCall> {
+    pub(crate) fn per_call(&self, call: &McpCall, view: &dyn Ask, now: u64) -> Result<Caller, PerCall> {
         if let Some(c) = call.codex_caller() {
+            // The hook's record of this very call (Codex `callId` is the hook's
+            // `tool_use_id`) is more specific than `_meta`: it names a subagent
+            // (`agent_id`) that a `_meta` without `threadId` does not.
+            if let Some(rec) = call.meta_call_id().and_then(|id| view.call_by_id(id))
+                && rec.host == Host::Codex
+            {
+                let scope = rec.agent.unwrap_or(rec.conv).to_string();
+                return Ok(Caller::new(c.source, Some(scope), Some(rec.conv.to_string()), Some(Host::Codex)));
+            }
             return Ok(c);
         }
         if let Some(id) = call.claude_tool_use_id() {
@@ -356,13 +371,19 @@ fn slot_dependent(c: &Caller) -> bool {
 
 /// The questions a decision asks of the journal: of a whole-file [`View`],
 /// or of a long-lived reader's [`Digest`] (same answers: see digest.rs).
-trait Ask {
+pub(crate) trait Ask {
     fn concurrent(&self, now: u64) -> bool;
     fn last_compaction(&self, conv: &str) -> Option<u64>;
     fn compaction_floor(&self) -> u64;
     fn subagent_active(&self, conv: &str, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
+    /// The ledger: the newest delivery of `key` to `scope`, with its position.
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)>;
+    /// Acknowledgements of `call_ref` after position `after`.
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
+    /// A compaction of `conv` after position `after`.
+    fn compacted_after(&self, conv: &str, after: usize) -> bool;
     /// The reader behind these answers, if any (to seed a claim reader).
     fn reader(&self) -> Option<&Reader> {
         None
@@ -388,6 +409,15 @@ impl Ask for Reader {
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
         self.digest().call_by_id(call_id)
     }
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
+        self.digest().latest_delivery(scope, key)
+    }
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
+        self.digest().acks_after(call_ref, after)
+    }
+    fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        self.digest().compacted_after(conv, after)
+    }
     fn reader(&self) -> Option<&Reader> {
         Some(self)
     }
@@ -412,6 +442,15 @@ impl Ask for View<'_> {
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
         View::call_by_id(self, call_id).cloned()
     }
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
+        View::latest_delivery(self, scope, key).map(|(i, d)| (i, d.clone()))
+    }
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
+        View::acks_after(self, call_ref, after)
+    }
+    fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        View::compacted_after(self, conv, after)
+    }
 }
 
 impl Ask for Digest {
@@ -432,6 +471,15 @@ impl Ask for Digest {
     }
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
         Digest::call_by_id(self, call_id)
+    }
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
+        Digest::latest_delivery(self, scope, key)
+    }
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
+        Digest::acks_after(self, call_ref, after)
+    }
+    fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        Digest::compacted_after(self, conv, after)
     }
 }
 

@@ -6,6 +6,7 @@ use crate::event::{Event, EventKind, Fields};
 use crate::fingerprint::args_fingerprint;
 use crate::gate::{Action, Verdict};
 use crate::host::Host;
+use crate::ledger::{self, AckOut, SizeRule};
 use crate::tool::ToolRef;
 use serde_json::{Value, json};
 
@@ -50,9 +51,54 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
         if ev.kind == EventKind::PreTool && tool.is_mcp {
             ev.args_fingerprint = Some(args_fingerprint(f.get("tool_input")));
         }
+        if ev.name == "PostToolUse" && tool.is_mcp {
+            ev.acks.extend(post_tool_use_ack(host, &f, &tool));
+        }
         ev.tool = Some(tool);
     }
+    if host == Host::ClaudeCode && ev.name == "PostToolBatch" {
+        ev.acks = post_tool_batch_acks(payload);
+    }
     ev
+}
+
+/// Claude Code `PostToolBatch`: `tool_calls[].tool_response` is what the
+/// model got (a `<persisted-output>` preview in place of a large result;
+/// docs/DELIVERY.md §1), so each MCP call's digest is acknowledged as shown.
+/// `PostToolUse` shows the server's copy and acknowledges nothing here.
+fn post_tool_batch_acks(payload: &Value) -> Vec<AckOut> {
+    let Some(Value::Array(calls)) = payload.get("tool_calls") else { return Vec::new() };
+    calls
+        .iter()
+        .filter_map(|c| {
+            let f = Fields(c);
+            let id = f.id("tool_use_id")?;
+            if !ToolRef::parse(f.tool_name()?.as_str(), None).is_mcp {
+                return None;
+            }
+            let content = ledger::received_content(f.get("tool_response")?)?;
+            Some(AckOut { call_ref: ledger::id_ref(&id), content, rule: SizeRule::Shown })
+        })
+        .collect()
+}
+
+/// `PostToolUse` of an MCP tool. Codex: the hook's `tool_use_id` is the
+/// call's `_meta.callId`, and what the model gets is decided by the output
+/// budget. CodeBuddy: the server cannot see a call id, so the call is named
+/// by tool and arguments; what the model gets of a large result is not
+/// verified, so only small results count as whole. Claude Code: nothing
+/// (its `PostToolUse` shows the server's copy; `PostToolBatch` confirms).
+fn post_tool_use_ack(host: Host, f: &Fields<'_>, tool: &ToolRef) -> Option<AckOut> {
+    let (call_ref, rule) = match host {
+        Host::Codex => (ledger::id_ref(&f.id("tool_use_id")?), SizeRule::CodexBudget),
+        Host::CodeBuddy => (
+            ledger::fp_ref(&tool.tool, &args_fingerprint(f.get("tool_input"))),
+            SizeRule::Cap(ledger::UNVERIFIED_HOST_CAP_BYTES),
+        ),
+        Host::ClaudeCode | Host::Cursor => return None,
+    };
+    let content = ledger::received_content(f.get("tool_response")?)?;
+    Some(AckOut { call_ref, content, rule })
 }
 
 /// `hookSpecificOutput` for a PreToolUse decision.

@@ -25,3 +25,26 @@ pub fn answer(verdict: &Verdict) -> Option<String> {
 fn nonempty(message: &str) -> &str {
     if message.trim().is_empty() { "blocked by leanctx gate policy" } else { message }
 }
+
+/// Largest `config.toml` read for the output budget.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The output budget (tokens) Codex applies to tool results: the user's
+/// `tool_output_token_limit` when `config.toml` sets one (see
+/// [`crate::ledger::codex_budget_from_config`]), else the conservative
+/// default. A budget set only on Codex's command line (`-c`) is not seen.
+pub fn budget_tokens(codex_home: Option<&std::path::Path>) -> u64 {
+    use std::io::Read;
+    let text = codex_home.and_then(|h| {
+        let f = std::fs::File::open(h.join("config.toml")).ok()?;
+        if !f.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut s = String::new();
+        f.take(MAX_CONFIG_BYTES).read_to_string(&mut s).ok()?;
+        Some(s)
+    });
+    text.as_deref()
+        .and_then(crate::ledger::codex_budget_from_config)
+        .unwrap_or(crate::ledger::CODEX_DEFAULT_BUDGET_TOKENS)
+}

@@ -6,6 +6,7 @@ use crate::event::{Event, EventKind, Fields};
 use crate::fingerprint::args_fingerprint;
 use crate::gate::{Action, Verdict};
 use crate::host::Host;
+use crate::ledger::{self, AckOut, SizeRule};
 use crate::tool::{ToolRef, server_from_cursor};
 use serde_json::{Value, json};
 
@@ -68,6 +69,23 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
         }
         if ev.kind == EventKind::PreTool && tool.is_mcp {
             ev.args_fingerprint = Some(args_fingerprint(f.get("tool_input")));
+        }
+        // What an MCP call returned: `result_json` (afterMCPExecution) or
+        // `tool_output` (postToolUse of `MCP:<tool>`), both the server's copy
+        // as JSON text. What the model gets of a large result is not verified,
+        // so only a small one counts as whole. The server names the call by
+        // tool and arguments (it gets no call id from Cursor).
+        let result = match name {
+            "afterMCPExecution" => f.get("result_json"),
+            "postToolUse" if tool.is_mcp => f.get("tool_output"),
+            _ => None,
+        };
+        if let Some(content) = result.and_then(ledger::received_content) {
+            ev.acks.push(AckOut {
+                call_ref: ledger::fp_ref(&tool.tool, &args_fingerprint(f.get("tool_input"))),
+                content,
+                rule: SizeRule::Cap(ledger::UNVERIFIED_HOST_CAP_BYTES),
+            });
         }
         ev.tool = Some(tool);
     }

@@ -40,6 +40,9 @@ pub struct HookEnv {
     pub cursor_task_id: Option<String>,
     /// `CLAUDE_PID`: the Claude Code process (lineage across `/clear`).
     pub claude_pid: Option<u32>,
+    /// Codex's config dir (`CODEX_HOME`, else `~/.codex`): its `config.toml`
+    /// sets the output budget a result must fit to reach the model whole.
+    pub codex_home: Option<std::path::PathBuf>,
 }
 
 impl HookEnv {
@@ -50,6 +53,9 @@ impl HookEnv {
                 .filter(|s| crate::ids::is_valid_id(s.trim()))
                 .map(|s| s.trim().to_string()),
             claude_pid: std::env::var("CLAUDE_PID").ok().and_then(|s| s.trim().parse().ok()),
+            codex_home: std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from).or_else(
+                || std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| std::path::Path::new(&h).join(".codex")),
+            ),
         }
     }
 }

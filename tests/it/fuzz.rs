@@ -298,7 +298,7 @@ fn check_event(ev: &leanctx::event::Event) -> Result<(), TestCaseError> {
 fn fuzz_host_payload_parsers() {
     const EVENTS: &[&str] = &["PreToolUse", "beforeMCPExecution", "SessionEnd", "nonsense"];
     fuzz("hosts::parse", (arb_payload(), prop::option::of(prop::sample::select(EVENTS))), |((host, v), ov)| {
-        let env = HookEnv { cursor_task_id: Some("t1".into()), claude_pid: Some(42) };
+        let env = HookEnv { cursor_task_id: Some("t1".into()), claude_pid: Some(42), codex_home: None };
         for h in [host, Host::ClaudeCode, Host::Cursor] {
             let ev = hosts::parse(h, &v, ov, &env);
             check_event(&ev)?;
@@ -348,7 +348,7 @@ fn fuzz_hook_runner_on_bytes() {
         let ctx = HookContext {
             host,
             event_override: ov,
-            env: HookEnv { cursor_task_id: task.filter(|t| leanctx::ids::is_valid_id(t)), claude_pid: Some(7) },
+            env: HookEnv { cursor_task_id: task.filter(|t| leanctx::ids::is_valid_id(t)), claude_pid: Some(7), codex_home: None },
             now_ms,
             data_dir: Ok(dir.path().to_path_buf()),
         };
