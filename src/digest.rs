@@ -612,7 +612,25 @@ mod tests {
             };
             let c = convs[rng.below(4) as usize];
             let h = hosts[rng.below(4) as usize];
-            let line = match rng.below(11) {
+            let line = match rng.below(13) {
+                // Ledger: deliveries and acknowledgements over few scopes, keys and refs.
+                11 => {
+                    let scope = if rng.below(3) == 0 { format!("agent:{}", rng.below(2)) } else { c.to_string() };
+                    let window = ["-", "w:0", "w:1"][rng.below(3) as usize];
+                    let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
+                    format!(
+                        "D\t{tt}\t{h}\t{c}\t{scope}\t{window}\t{r}\tkey{}\tver{}\tdg{}\t{}",
+                        rng.below(2),
+                        rng.below(2),
+                        rng.below(2),
+                        10 + rng.below(2)
+                    )
+                }
+                12 => {
+                    let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
+                    let whole = ["whole", "cut", "bogus"][rng.below(3) as usize];
+                    format!("A\t{tt}\t{h}\t{c}\t{r}\tdg{}\t{}\t{whole}", rng.below(2), 10 + rng.below(2))
+                }
                 0..=3 => format!("S\t{tt}\t{h}\t{c}\tev{}", rng.below(3)),
                 4 => format!("E\t{tt}\t{h}\t{c}"),
                 5 => format!("P\t{tt}\t{h}\t{c}"),
@@ -664,6 +682,20 @@ mod tests {
         }
         for id in ["id0", "id1", "id2", "id3", "id4", "nope", "-"] {
             assert_eq!(d.call_by_id(id), v.call_by_id(id).cloned(), "call {id} {ctx}");
+        }
+        // The ledger: the same newest delivery, the same acknowledgements
+        // after it and the same compaction verdict (positions are each
+        // side's own; only their order matters).
+        for scope in ["a", "b", "c", "d", "agent:0", "agent:1"] {
+            for key in ["key0", "key1", "nokey"] {
+                let dv = d.latest_delivery(scope, key);
+                let vv = v.latest_delivery(scope, key);
+                assert_eq!(dv.as_ref().map(|x| &x.1), vv.map(|x| x.1), "delivery {scope} {key} {ctx}");
+                if let (Some((da, dd)), Some((va, vd))) = (dv, vv) {
+                    assert_eq!(d.acks_after(dd.call_ref, da), v.acks_after(vd.call_ref, va), "acks {ctx}");
+                    assert_eq!(d.compacted_after(dd.conv, da), v.compacted_after(vd.conv, va), "compacted {ctx}");
+                }
+            }
         }
         let mut d = d.clone();
         d.index_claims();

@@ -1207,6 +1207,77 @@ mod tests {
 }
 
 #[cfg(test)]
+mod ledger_trim_tests {
+    use super::*;
+
+    fn d<'a>(t: u64, conv: &'a str, key: &'a str, r: &'a str) -> Record<'a> {
+        Record::Delivery(Delivery {
+            t,
+            host: Host::Codex,
+            conv,
+            scope: conv,
+            window: None,
+            call_ref: r,
+            key,
+            version: "v",
+            digest: "dg",
+            len: 1,
+        })
+    }
+
+    fn a<'a>(t: u64, conv: &'a str, r: &'a str) -> Record<'a> {
+        Record::Ack(Ack { t, host: Host::Codex, conv, call_ref: r, digest: "dg", len: 1, whole: true })
+    }
+
+    #[test]
+    fn trim_keeps_live_deliveries_in_file_order_and_drops_dead_ones() {
+        let now = 10 * crate::ledger::DELIVERY_KEEP_MS;
+        let recs = vec![
+            a(now - 9, "x", "id:0"),       // before any delivery of its call: useless
+            d(now - 8, "x", "k1", "id:1"), // superseded by the next delivery of k1
+            a(now - 7, "x", "id:1"),       // its acknowledgement goes with it
+            d(now - 6, "x", "k1", "id:2"), // kept
+            d(now - 5, "y", "k1", "id:3"), // followed by y's compaction: dead
+            Record::Compaction { t: now - 4, host: Host::Codex, conv: "y" },
+            // A clock that went back: still after, by file order.
+            a(now - 100, "x", "id:2"),                                       // kept
+            d(now - crate::ledger::DELIVERY_KEEP_MS - 1, "z", "k9", "id:9"), // too old
+            d(now - 3, "y", "k2", "id:4"),                                   // after the compaction: kept
+        ];
+        let kept = trim(&recs, now);
+        let ledger: Vec<&Record> = kept.iter().filter(|r| matches!(r, Record::Delivery(_) | Record::Ack(_))).collect();
+        assert_eq!(ledger, vec![&recs[3], &recs[6], &recs[8]]);
+        let v = View { records: kept.clone() };
+        let (at, dl) = v.latest_delivery("x", "k1").unwrap();
+        assert_eq!(dl.call_ref, "id:2");
+        assert_eq!(v.acks_after("id:2", at).len(), 1);
+        assert!(v.latest_delivery("y", "k1").is_none(), "a dead delivery must not survive its compaction's eviction");
+        // File order throughout: a trim of the trim changes nothing.
+        assert_eq!(trim(&kept, now), kept);
+    }
+
+    #[test]
+    fn trim_bounds_the_ledger() {
+        let now = 10 * crate::ledger::DELIVERY_KEEP_MS;
+        let keys: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
+        let refs: Vec<String> = (0..2000).map(|i| format!("id:{i}")).collect();
+        let mut recs = Vec::new();
+        for i in 0..2000 {
+            recs.push(d(now - 5000 + i as u64, "x", &keys[i], &refs[i]));
+            recs.push(a(now - 5000 + i as u64, "x", &refs[i]));
+        }
+        let kept = trim(&recs, now);
+        let n = kept.iter().filter(|r| matches!(r, Record::Delivery(_))).count();
+        assert_eq!(n, crate::ledger::MAX_DELIVERIES);
+        // The newest survive, with their acknowledgements.
+        let v = View { records: kept };
+        assert!(v.latest_delivery("x", "k1999").is_some());
+        assert!(v.latest_delivery("x", "k0").is_none());
+        assert_eq!(v.records.iter().filter(|r| matches!(r, Record::Ack(_))).count(), crate::ledger::MAX_DELIVERIES);
+    }
+}
+
+#[cfg(test)]
 mod append_tests {
     use super::*;
 

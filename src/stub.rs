@@ -207,7 +207,7 @@ impl ReadPath {
                 _ => "the call does not name its caller (no per-call id, no matching hook record)",
             });
         };
-        let Some(dir) = self.usable_dir() else { return not("no usable data dir") };
+        let Some(dir) = self.usable_dir() else { return not("no usable data dir (has any hook run?)") };
         let conv = lc.caller.conversation.as_deref().unwrap_or(scope);
         let host = lc.caller.host.unwrap_or(crate::Host::ClaudeCode);
         let d = ledger::Delivery {

@@ -348,7 +348,11 @@ fn fuzz_hook_runner_on_bytes() {
         let ctx = HookContext {
             host,
             event_override: ov,
-            env: HookEnv { cursor_task_id: task.filter(|t| leanctx::ids::is_valid_id(t)), claude_pid: Some(7), codex_home: None },
+            env: HookEnv {
+                cursor_task_id: task.filter(|t| leanctx::ids::is_valid_id(t)),
+                claude_pid: Some(7),
+                codex_home: None,
+            },
             now_ms,
             data_dir: Ok(dir.path().to_path_buf()),
         };
@@ -477,7 +481,7 @@ struct Rec {
 
 fn arb_rec() -> impl Strategy<Value = Rec> {
     (
-        0u8..9,
+        0u8..11,
         any::<u64>(),
         arb_host(),
         [arb_string(), arb_string(), arb_string(), arb_string(), arb_string()],
@@ -512,6 +516,27 @@ impl Rec {
             5 => Record::Compaction { t, host, conv: &s[0] },
             6 => Record::End { t, host, conv: &s[0] },
             7 => Record::Lineage { t, host, pid: self.pid, conv: &s[0] },
+            8 => Record::Delivery(leanctx::ledger::Delivery {
+                t,
+                host,
+                conv: &s[0],
+                scope: &s[1],
+                window: o(self.opt[0], &s[2]),
+                call_ref: &s[3],
+                key: &s[4],
+                version: &s[2],
+                digest: &s[1],
+                len: u64::from(self.pid),
+            }),
+            9 => Record::Ack(leanctx::ledger::Ack {
+                t,
+                host,
+                conv: &s[0],
+                call_ref: &s[1],
+                digest: &s[2],
+                len: u64::from(self.pid),
+                whole: self.opt[1],
+            }),
             _ => Record::Floor { t },
         }
     }

@@ -10,6 +10,7 @@ mod fuzz;
 mod gate;
 mod hooks;
 mod install;
+mod ledger;
 mod readpath;
 mod rng;
 mod security;

@@ -99,6 +99,11 @@ impl Run {
         self
     }
 
+    pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Run {
+        self.cmd.arg(a);
+        self
+    }
+
     pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Run {
         self.cmd.env(k, v);
         self
