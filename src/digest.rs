@@ -73,6 +73,9 @@ pub struct Digest {
     subagents: HashMap<String, Vec<Sub>>,
     /// Call lines, in file order.
     calls: Vec<(Span, Option<u64>)>,
+    /// Indices into `calls` by the call id field (next to last), for
+    /// [`Digest::call_by_id`]: a lookup, not a scan of every call line.
+    calls_by_id: HashMap<String, Vec<usize>>,
     /// Claim lines, in file order.
     claims: Vec<Span>,
     /// For claims, built on the first claim question and kept up to date.
@@ -197,6 +200,7 @@ impl Digest {
             floor,
             subagents,
             calls,
+            calls_by_id,
             claims,
             lineage,
             newest_state,
@@ -213,7 +217,14 @@ impl Digest {
             *lines += 1;
             match line.as_bytes().first() {
                 // Located now, parsed if a call id is asked about.
-                Some(b'C') => calls.push((span_in(text, line), call_time(line))),
+                Some(b'C') => {
+                    if !*claims_only
+                        && let Some(id) = line.rsplit('\t').nth(1)
+                    {
+                        get_or_insert(calls_by_id, id).push(calls.len());
+                    }
+                    calls.push((span_in(text, line), call_time(line)));
+                }
                 Some(b'K') => claims.push(span_in(text, line)),
                 Some(b'#') | None => {}
                 Some(_) if *claims_only => {}
@@ -325,7 +336,8 @@ impl Digest {
 
     /// [`View::call_by_id`]: the newest well-formed call line with this id.
     pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
-        self.calls.iter().rev().find_map(|(s, _)| {
+        let ix = self.calls_by_id.get(call_id)?;
+        ix.iter().rev().map(|&i| &self.calls[i]).find_map(|(s, _)| {
             let line = self.at(*s);
             // The call id is the next-to-last of a call line's ten fields:
             // look there first, parse only a line that may match.

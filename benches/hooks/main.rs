@@ -354,6 +354,8 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         &[0, 1],
     ));
 
+    ledger_candidates(sb, &pl, &data, &spec, &mut out);
+
     if peers_wanted {
         peers(sb, &pl, &peer_data, notes, &mut out);
     } else {
@@ -361,6 +363,96 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
     }
     private_copies(sb, &mut out);
     out
+}
+
+/// The delivery ledger through the CLI, one process per read as a server
+/// runs it, and the hook that carries what the model got of a 60 KB result.
+fn ledger_candidates(
+    sb: &Sandbox,
+    pl: &Path,
+    data: &Path,
+    spec: &dyn Fn(&Path, &[&str], &Path, Vec<u8>) -> Spec,
+    out: &mut Vec<Candidate>,
+) {
+    let leanctx = bin();
+    // A delivery of README.md to the Claude baseline call, acknowledged by
+    // its PostToolBatch: what `stub` finds confirmed.
+    let post = read_json_payload(pl, "claude/baseline/08-PostToolUse.json");
+    let result = serde_json::json!({ "content": post["tool_response"] }).to_string();
+    let result_file = sb.root.join("ledger-result.json");
+    std::fs::write(&result_file, &result).unwrap_or_else(|e| fail(&format!("{}: {e}", result_file.display())));
+    let claude_call = read_payload(pl, "claude/baseline/mcp-tools-call-1.json");
+    let run = |args: &[&str], stdin: &[u8]| {
+        let s = spec(&leanctx, args, data, stdin.to_vec());
+        let o = s.command().stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().and_then(
+            |mut c| {
+                use std::io::Write as _;
+                c.stdin.take().map(|mut i| i.write_all(stdin));
+                c.wait()
+            },
+        );
+        o.unwrap_or_else(|e| fail(&format!("seeding the ledger: {e}")))
+    };
+    run(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/07-PreToolUse.json"));
+    let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
+    let status =
+        run(&["deliver", "--call", "-", "--key", "README.md", "--version", "v1", "--result", rf], &claude_call);
+    if !status.success() {
+        fail("seeding the ledger: deliver did not record");
+    }
+    run(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/09-PostToolBatch.json"));
+    let st = run(&["stub", "--call", "-", "--key", "README.md", "--version", "v1"], &claude_call);
+    if st.code() != Some(0) {
+        fail("seeding the ledger: the seeded delivery does not back a stub");
+    }
+    out.push(cand(
+        "cli stub --call - (Claude tool-use id, confirmed delivery)".into(),
+        "cli",
+        spec(&leanctx, &["stub", "--call", "-", "--key", "README.md", "--version", "v1"], data, claude_call),
+        Target::Cli,
+        &[0],
+    ));
+    let codex_call = read_payload(pl, "codex/baseline/mcp-tools-call-1.json");
+    out.push(cand(
+        "cli stub --call - --result FILE (Codex, not delivered: records)".into(),
+        "cli",
+        spec(
+            &leanctx,
+            &["stub", "--call", "-", "--key", "src/new.rs", "--version", "v1", "--result", rf],
+            data,
+            codex_call.clone(),
+        ),
+        Target::Cli,
+        &[1],
+    ));
+    out.push(cand(
+        "cli deliver --call - --result FILE (Codex)".into(),
+        "cli",
+        spec(
+            &leanctx,
+            &["deliver", "--call", "-", "--key", "src/other.rs", "--version", "v1", "--result", rf],
+            data,
+            codex_call,
+        ),
+        Target::Cli,
+        &[0],
+    ));
+    out.push(cand(
+        "hook claude-code: PostToolBatch with a 60 KB result (acknowledged)".into(),
+        "hook",
+        spec(
+            &leanctx,
+            &["hook", "claude-code"],
+            data,
+            read_payload(pl, "claude/size-60k-annot500k/09-PostToolBatch.json"),
+        ),
+        Target::Cli,
+        &[0],
+    ));
+}
+
+fn read_json_payload(dir: &Path, rel: &str) -> serde_json::Value {
+    serde_json::from_slice(&read_payload(dir, rel)).unwrap_or_else(|e| fail(&format!("{rel}: {e}")))
 }
 
 /// What users run today for the slot alone.

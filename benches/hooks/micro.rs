@@ -7,6 +7,7 @@ use crate::spawn::{Stats, fmt_dur};
 use leanctx::Host;
 use leanctx::identity::{ScopeEnv, Source};
 use leanctx::journal::{Call, Journal, Record, View};
+use leanctx::ledger::{Ack, Content, Delivery};
 use leanctx::mcp_call::McpCall;
 use leanctx::readpath::{ReadPath, StubQuery};
 use leanctx::slot::{self, Slot};
@@ -24,6 +25,10 @@ const STEP_MS: u64 = 50;
 /// start, so a long history holds hundreds of conversations.
 const LIVE: u64 = 6;
 const GENERATION: u64 = 20_000;
+/// Version and content digest of the history's deliveries (hashes as the
+/// ledger keeps them).
+const VER_H: &str = "0123456789abcdef0123456789abcdef";
+const DIGEST: &str = "fedcba9876543210fedcba9876543210";
 
 fn host_of(slot: u64) -> Host {
     match slot {
@@ -66,6 +71,8 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     let j = Journal::new(dir);
     let n64 = n as u64;
     let mut claude_call_id = String::new();
+    let mut refs: Vec<(String, String)> = Vec::new();
+    let mut claude_call_conv = String::new();
     for i in 0..n64 {
         let t = now - (n64 - i) * STEP_MS;
         let generation = i / GENERATION;
@@ -112,6 +119,14 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                     }));
                     if host == Host::ClaudeCode {
                         claude_call_id = call_id.clone().unwrap_or_default();
+                        claude_call_conv.clone_from(&conv);
+                    }
+                    // A server on the ledger: each read delivered and acknowledged
+                    // (in the same append, to keep one append per event).
+                    if let Some(id) = call_id.as_deref() {
+                        let call_ref = leanctx::ledger::id_ref(id);
+                        let file = leanctx::ledger::name_hash("key", &format!("src/f{}.rs", mix(i) % 200));
+                        refs.push((call_ref, file));
                     }
                 }
                 5 => recs.push(Record::SubagentStart { t, host, conv: &conv, agent: &agent }),
@@ -121,10 +136,60 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                 _ => {}
             }
         }
+        let ledger: Vec<Record<'_>> = refs
+            .iter()
+            .flat_map(|(call_ref, file)| {
+                [
+                    Record::Delivery(Delivery {
+                        t,
+                        host,
+                        conv: &conv,
+                        scope: &conv,
+                        window: None,
+                        call_ref,
+                        key: file,
+                        version: VER_H,
+                        digest: DIGEST,
+                        len: 4096,
+                    }),
+                    Record::Ack(Ack { t, host, conv: &conv, call_ref, digest: DIGEST, len: 4096, whole: true }),
+                ]
+            })
+            .collect();
+        recs.extend(ledger);
         j.append(&recs, t).unwrap_or_else(|e| crate::fail(&format!("journal append: {e}")));
+        refs.clear();
     }
     let generation = (n64.saturating_sub(1)) / GENERATION;
     let claude_conv = conv_id(generation, 0);
+    // The file the ledger ops ask about: delivered to the last Claude call's
+    // conversation and acknowledged whole.
+    let t = now - STEP_MS / 2;
+    let call_ref = leanctx::ledger::id_ref(&claude_call_id);
+    let key = leanctx::ledger::name_hash("key", "README.md");
+    let d = Delivery {
+        t,
+        host: Host::ClaudeCode,
+        conv: &claude_call_conv,
+        scope: &claude_call_conv,
+        window: None,
+        call_ref: &call_ref,
+        key: &key,
+        version: &leanctx::ledger::name_hash("version", "v1"),
+        digest: DIGEST,
+        len: 4096,
+    };
+    let a = Ack {
+        t,
+        host: Host::ClaudeCode,
+        conv: &claude_conv,
+        call_ref: &call_ref,
+        digest: DIGEST,
+        len: 4096,
+        whole: true,
+    };
+    j.append(&[Record::Delivery(d), Record::Ack(a)], t)
+        .unwrap_or_else(|e| crate::fail(&format!("journal append: {e}")));
     slot::write_slot(dir, &Slot::new(Host::ClaudeCode, &claude_conv, None, "PreToolUse", None, now - STEP_MS))
         .unwrap_or_else(|e| crate::fail(&format!("slot: {e}")));
     let text = j.read().unwrap_or_default();
@@ -155,7 +220,7 @@ fn rp(h: &History, now: u64) -> ReadPath {
 
 fn codex_call(h: &History) -> McpCall {
     let v = serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ctx_read",
-        "arguments":{"path":"README.md"},"_meta":{"sessionId":h.codex_conv,"threadId":h.codex_conv}}});
+        "arguments":{"path":"README.md"},"_meta":{"sessionId":h.codex_conv,"threadId":h.codex_conv,"callId":"call_bench","windowId":format!("{}:0", h.codex_conv)}}});
     McpCall::from_json(&v).expect("codex call")
 }
 
@@ -293,6 +358,30 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
                 .expect("append");
             run_op(0, h, now, iter)
         }
+        8 => {
+            let r = rp(h, now);
+            let c = claude_call(h);
+            let t = Instant::now();
+            let a = black_box(r.stub(black_box(&c), "README.md", "v1", None)).expect("stub");
+            let d = t.elapsed();
+            if iter == 0 {
+                assert_eq!(a.decision.reason, leanctx::Reason::ConfirmedDelivery, "stub ({} events)", h.n);
+            }
+            d
+        }
+        9 => {
+            // A first read on Codex: the caller from `_meta`, the delivery
+            // appended (so the journal grows and gets trimmed as in use).
+            let r = rp(h, now);
+            let c = codex_call(h);
+            let content = Content { digest: DIGEST.into(), len: 4096 };
+            let key = format!("src/new{iter}.rs");
+            let t = Instant::now();
+            let rec = black_box(r.deliver(black_box(&c), &key, "v1", &content)).expect("deliver");
+            let d = t.elapsed();
+            assert!(rec.recorded, "deliver ({} events): {rec:?}", h.n);
+            d
+        }
         _ => unreachable!(),
     }
 }
@@ -306,6 +395,8 @@ const OPS: &[(&str, bool)] = &[
     ("whole file: `Journal::read` (shared lock + read)", false),
     ("whole file: `View::parse` + `View::concurrent` (no I/O)", false),
     ("stub decision right after a hook appended (sighting + call)", true),
+    ("ledger: `ReadPath::stub` (Claude tool-use id, confirmed delivery)", true),
+    ("ledger: `ReadPath::deliver` (Codex `_meta`, one append)", true),
 ];
 
 /// Run the in-process benchmarks; append the table to `out`; return the
@@ -328,7 +419,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         OPS.iter().map(|&(name, target)| Op { name, target, samples: vec![Vec::new(); hist.len()] }).collect();
     let warm = (cfg.micro_iters / 10).max(3);
     // The two that append last, the claim before the one that appends newer calls.
-    for k in [0, 1, 2, 4, 5, 6, 3, 7] {
+    for k in [0, 1, 2, 8, 4, 5, 6, 3, 7, 9] {
         let op = &mut ops[k];
         for iter in 0..warm + cfg.micro_iters {
             // Interleave the journal sizes so drift hits them alike.
