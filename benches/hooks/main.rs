@@ -365,13 +365,16 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
     out
 }
 
+/// Builds a candidate's spec: program, arguments, data dir, stdin.
+type SpecFn<'a> = dyn Fn(&Path, &[&str], &Path, Vec<u8>) -> Spec + 'a;
+
 /// The delivery ledger through the CLI, one process per read as a server
 /// runs it, and the hook that carries what the model got of a 60 KB result.
 fn ledger_candidates(
     sb: &Sandbox,
     pl: &Path,
     data: &Path,
-    spec: &dyn Fn(&Path, &[&str], &Path, Vec<u8>) -> Spec,
+    spec: &SpecFn<'_>,
     out: &mut Vec<Candidate>,
 ) {
     let leanctx = bin();
