@@ -218,9 +218,7 @@ impl Digest {
             match line.as_bytes().first() {
                 // Located now, parsed if a call id is asked about.
                 Some(b'C') => {
-                    if !*claims_only
-                        && let Some(id) = line.rsplit('\t').nth(1)
-                    {
+                    if !*claims_only && let Some(id) = line.rsplit('\t').nth(1) {
                         get_or_insert(calls_by_id, id).push(calls.len());
                     }
                     calls.push((span_in(text, line), call_time(line)));

@@ -4,8 +4,10 @@
 //! <host>` on their events; it records who is talking into shared state in
 //! the data dir (an `active_transcript.json` slot and a bounded journal) and
 //! gates MCP calls. MCP servers ask the read path ([`readpath`]) whether a
-//! re-read stub is true for the caller of this call. Design of record:
-//! DESIGN.md; the modules follow its sections.
+//! re-read stub is true for the caller of this call, and the delivery ledger
+//! ([`ledger`], [`stub`]) whether the host confirmed the model received that
+//! content whole in the caller's current context window
+//! (docs/DELIVERY.md says what hosts really hand the model).
 
 pub mod clock;
 pub mod decision;
@@ -38,3 +40,4 @@ pub use readpath::{
     ReadPath, StubAnswer, StubQuery, conversation_allows_cold_stub, conversation_allows_stub, current_conversation_id,
     current_conversation_id_fresh, multiple_conversations_recent, stub_decision,
 };
+pub use stub::{LedgerAnswer, Recorded};

@@ -370,13 +370,7 @@ type SpecFn<'a> = dyn Fn(&Path, &[&str], &Path, Vec<u8>) -> Spec + 'a;
 
 /// The delivery ledger through the CLI, one process per read as a server
 /// runs it, and the hook that carries what the model got of a 60 KB result.
-fn ledger_candidates(
-    sb: &Sandbox,
-    pl: &Path,
-    data: &Path,
-    spec: &SpecFn<'_>,
-    out: &mut Vec<Candidate>,
-) {
+fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, spec: &SpecFn<'_>, out: &mut Vec<Candidate>) {
     let leanctx = bin();
     // A delivery of README.md to the Claude baseline call, acknowledged by
     // its PostToolBatch: what `stub` finds confirmed.
