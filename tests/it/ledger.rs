@@ -534,3 +534,41 @@ fn codex_window_ends_a_delivery_without_any_compaction_hook() {
     assert_eq!(o.json()["decision"]["reason"], "unconfirmed", "{o:?}");
     assert_eq!(o.json()["delivery"]["confirmation"], "cut");
 }
+
+/// Identity under pressure: the hook's record of this very call (Codex
+/// `callId`) names a subagent that `_meta` without `threadId` does not; the
+/// most specific evidence wins, for the read path and the ledger alike.
+#[test]
+fn codex_call_record_beats_meta_shortcuts() {
+    let sb = Sandbox::new();
+    let pre = json!({"session_id": "S", "agent_id": "sub1", "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "a.rs"}, "tool_use_id": "call_77"});
+    sb.hook("codex", pre.to_string()).ok();
+    let call = sb.tmp.path().join("call.json");
+    std::fs::write(
+        &call,
+        json!({"name": "ctx_read", "arguments": {"path": "a.rs"},
+        "_meta": {"sessionId": "S", "callId": "call_77", "windowId": "S:0"}})
+        .to_string(),
+    )
+    .unwrap();
+    let c = call.to_str().unwrap();
+    let o = sb.cmd(["scope", "current", "--call", c]).run();
+    assert_eq!((o.code, o.stdout.trim()), (0, "agent:sub1"), "{o:?}");
+    let res = result_file(&sb, "r.json", "body");
+    let o = sb
+        .cmd(["stub", "--call", c, "--key", "a.rs", "--version", "v", "--result", res.to_str().unwrap(), "--json"])
+        .run();
+    assert_eq!(o.json()["caller"]["scope"], "agent:sub1", "{o:?}");
+    assert!(sb.journal().lines().any(|l| l.starts_with("D\t") && l.contains("\tagent:sub1\t")), "{}", sb.journal());
+    // Without a record, `_meta` alone names the session.
+    std::fs::write(
+        &call,
+        json!({"name": "ctx_read", "arguments": {"path": "a.rs"},
+        "_meta": {"sessionId": "S", "callId": "call_78"}})
+        .to_string(),
+    )
+    .unwrap();
+    let o = sb.cmd(["scope", "current", "--call", c]).run();
+    assert_eq!(o.stdout.trim(), "S");
+}
