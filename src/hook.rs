@@ -166,6 +166,11 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     }
     if ev.is_compaction() {
         recs.push(Record::Compaction { t: now, host, conv });
+        // A Cursor task's own compaction is its scope's too: its earlier
+        // deliveries must not stay stubbable.
+        if let Some(task) = ev.agent.as_deref().filter(|_| in_task) {
+            recs.push(Record::Compaction { t: now, host, conv: task });
+        }
     }
     match ev.kind {
         EventKind::SessionEnd => recs.push(Record::End { t: now, host, conv }),
@@ -178,7 +183,11 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             let agent = if host == Host::Cursor { None } else { ev.agent.as_deref() };
             recs.push(Record::SubagentStop { t: now, host, conv, agent });
         }
-        EventKind::SessionStart if ev.source.as_deref() == Some("clear") => {
+        // Which session the Claude process serves now: after `/clear` (a new
+        // id) and after `/resume` back to an earlier one, so the lineage
+        // follows both ways (it once moved on `/clear` only, and a resumed
+        // first session got the cleared one's stubs).
+        EventKind::SessionStart if matches!(ev.source.as_deref(), Some("clear" | "resume")) => {
             if let Some(pid) = env.claude_pid {
                 recs.push(Record::Lineage { t: now, host, pid, conv });
             }

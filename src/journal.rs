@@ -449,37 +449,42 @@ impl<'a> View<'a> {
             .unwrap_or(0)
     }
 
-    /// Subagents of `conv` started inside the TTL and not yet stopped. A stop
-    /// without an id (Cursor) closes the oldest open start.
+    /// Subagents of `conv` started and not yet stopped, nor ended with their
+    /// session: a subagent runs until its stop, however long (a timer let a
+    /// subagent running past 2 h pass for stopped, and the parent get its
+    /// stubs). A stop without an id (Cursor) closes the oldest open start.
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&'a str> {
-        let mut events: Vec<(u64, bool, Option<&'a str>)> = self
+        // (time, order at equal times: end, start, stop; agent)
+        let mut events: Vec<(u64, u8, Option<&'a str>)> = self
             .records
             .iter()
             .filter(|r| !is_future(r.t(), now))
             .filter_map(|r| match *r {
-                Record::SubagentStart { t, conv: c, agent, .. } if c == conv => Some((t, true, Some(agent))),
-                Record::SubagentStop { t, conv: c, agent, .. } if c == conv => Some((t, false, agent)),
+                Record::End { t, conv: c, .. } if c == conv => Some((t, 0, None)),
+                Record::SubagentStart { t, conv: c, agent, .. } if c == conv => Some((t, 1, Some(agent))),
+                Record::SubagentStop { t, conv: c, agent, .. } if c == conv => Some((t, 2, agent)),
                 _ => None,
             })
             .collect();
-        events.sort_by_key(|e| (e.0, !e.1));
-        let mut open: Vec<(u64, &'a str)> = Vec::new();
-        for (t, start, agent) in events {
-            match (start, agent) {
-                (true, Some(a)) => {
-                    open.retain(|(_, o)| *o != a);
-                    open.push((t, a));
+        events.sort_by_key(|e| (e.0, e.1));
+        let mut open: Vec<&'a str> = Vec::new();
+        for (_, kind, agent) in events {
+            match (kind, agent) {
+                (0, _) => open.clear(),
+                (1, Some(a)) => {
+                    open.retain(|o| *o != a);
+                    open.push(a);
                 }
-                (false, Some(a)) => open.retain(|(_, o)| *o != a),
-                (false, None) => {
+                (2, Some(a)) => open.retain(|o| *o != a),
+                (2, None) => {
                     if !open.is_empty() {
                         open.remove(0);
                     }
                 }
-                (true, None) => {}
+                _ => {}
             }
         }
-        open.into_iter().filter(|(t, _)| in_window(*t, now, STATE_TTL_MS)).map(|(_, a)| a).collect()
+        open
     }
 
     /// The call record the host gave this call id (Claude `tool_use_id`).
@@ -672,9 +677,26 @@ pub fn trim<'a>(records: &[Record<'a>], now: u64) -> Vec<Record<'a>> {
         }
     }
 
+    // Subagent records inside the TTL, and the start of every subagent still
+    // open however old (it runs until its stop or its session's end).
+    let open_starts: HashSet<(&str, &str)> = {
+        let convs: HashSet<&str> = records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::SubagentStart { conv, .. } => Some(conv),
+                _ => None,
+            })
+            .collect();
+        let view = View { records: records.to_vec() };
+        convs.into_iter().flat_map(|c| view.active_subagents(c, now).into_iter().map(move |a| (c, a))).collect()
+    };
     let mut subs: Vec<(usize, u64)> = indexed()
-        .filter(|(_, r)| {
-            matches!(r, Record::SubagentStart { .. } | Record::SubagentStop { .. }) && fresh(r.t(), STATE_TTL_MS)
+        .filter(|(_, r)| match **r {
+            Record::SubagentStart { t, conv, agent, .. } => {
+                fresh(t, STATE_TTL_MS) || open_starts.contains(&(conv, agent))
+            }
+            Record::SubagentStop { t, .. } => fresh(t, STATE_TTL_MS),
+            _ => false,
         })
         .map(|(i, r)| (i, r.t()))
         .collect();
@@ -1180,7 +1202,12 @@ mod tests {
         assert_eq!(v.active_subagents("a", now), vec!["agent:2"]);
         assert_eq!(v.active_subagents("c", now), vec!["task:2"]);
         assert!(v.active_subagents("zzz", now).is_empty());
-        assert!(v.active_subagents("a", now + STATE_TTL_MS + 10).is_empty());
+        // A subagent runs until its stop, however long; its session's end closes it.
+        assert_eq!(v.active_subagents("a", now + STATE_TTL_MS + 10), vec!["agent:2"]);
+        let mut ended = v.records.clone();
+        ended.push(Record::End { t: 7, host: Host::ClaudeCode, conv: "a" });
+        ended.push(Record::SubagentStart { t: 8, host: Host::ClaudeCode, conv: "a", agent: "agent:3" });
+        assert_eq!(View { records: ended }.active_subagents("a", now), vec!["agent:3"]);
     }
 
     #[test]
@@ -1203,6 +1230,29 @@ mod tests {
         assert_eq!(v.compaction_floor(), now - 300 + (300 - MAX_CONVERSATIONS as u64 - 1));
         let n = v.records.iter().filter(|r| matches!(r, Record::Sighting { .. })).count();
         assert_eq!(n, MAX_CONVERSATIONS);
+    }
+}
+
+#[cfg(test)]
+mod subagent_trim_tests {
+    use super::*;
+
+    #[test]
+    fn an_open_subagent_survives_trims_however_old() {
+        let now = 10 * STATE_TTL_MS;
+        let old = now - 3 * STATE_TTL_MS;
+        let recs = vec![
+            Record::SubagentStart { t: old, host: Host::ClaudeCode, conv: "a", agent: "agent:long" },
+            Record::SubagentStart { t: old, host: Host::ClaudeCode, conv: "a", agent: "agent:done" },
+            Record::SubagentStop { t: old + 1, host: Host::ClaudeCode, conv: "a", agent: Some("agent:done") },
+            Record::SubagentStart { t: old, host: Host::ClaudeCode, conv: "b", agent: "agent:ended" },
+            Record::End { t: old + 2, host: Host::ClaudeCode, conv: "b" },
+        ];
+        let kept = trim(&recs, now);
+        let v = View { records: kept };
+        assert_eq!(v.active_subagents("a", now), vec!["agent:long"]);
+        assert!(v.active_subagents("b", now).is_empty());
+        assert_eq!(v.records.iter().filter(|r| matches!(r, Record::SubagentStart { .. })).count(), 1);
     }
 }
 
