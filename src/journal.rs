@@ -17,7 +17,7 @@
 //! ```text
 //! S t host conv event                               sighting of a top-level conversation
 //! U t host conv agent                               subagent started
-//! u t host conv agent|-                             subagent stopped (Cursor sends no id)
+//! u t host conv agent|-                             subagent stopped (`-`: an older Cursor named none)
 //! C t host conv agent|- server|- tool fp callid|- key   gated MCP call
 //! K t key                                           a call record was claimed
 //! P t host conv                                     compaction
@@ -390,7 +390,7 @@ impl<'a> View<'a> {
     }
 
     /// Subagents of `conv` started inside the TTL and not yet stopped. A stop
-    /// without an id (Cursor) closes the oldest open start.
+    /// without an id (an older Cursor) closes the oldest open start.
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&'a str> {
         let mut events: Vec<(u64, bool, Option<&'a str>)> = self
             .records

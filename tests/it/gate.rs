@@ -20,16 +20,18 @@ fn mcp_call(host: &str, cwd: &std::path::Path) -> String {
         "claude" => serde_json::from_str(&payload("claude/baseline/07-PreToolUse.json")).unwrap(),
         "codex" => serde_json::from_str(&payload("codex/baseline/05-PreToolUse.json")).unwrap(),
         "codebuddy" => serde_json::from_str(&payload("codebuddy/composed/03-PreToolUse-mcp.json")).unwrap(),
-        "cursor" => serde_json::from_str(&payload("cursor/composed/05-beforeMCPExecution-prefixed-name.json")).unwrap(),
+        "cursor" => serde_json::from_str(&payload("cursor/composed/03-beforeMCPExecution-string-input.json")).unwrap(),
         _ => unreachable!(),
     };
     if host == "cursor" {
         v["workspace_roots"] = json!([cwd]);
+        // Cursor names the server by its key in mcp.json.
+        v["mcp_server_name"] = json!("ctx");
     } else {
         v["cwd"] = json!(cwd);
     }
     // Same tool everywhere: server ctx, tool ctx_read.
-    v["tool_name"] = json!(if host == "cursor" { "MCP:ctx:ctx_read" } else { "mcp__ctx__ctx_read" });
+    v["tool_name"] = json!(if host == "cursor" { "ctx_read" } else { "mcp__ctx__ctx_read" });
     v.to_string()
 }
 

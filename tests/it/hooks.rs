@@ -127,29 +127,39 @@ fn cursor_events_normalise() {
     for f in [
         "01-sessionStart.json",
         "03-beforeMCPExecution-string-input.json",
-        "04-beforeMCPExecution-object-input.json",
-        "05-beforeMCPExecution-prefixed-name.json",
+        "05-beforeMCPExecution-http.json",
+        "06-preToolUse-mcp.json",
         "07-preCompact.json",
         "08-subagentStart.json",
     ] {
         let o = sb.hook("cursor", payload(&format!("cursor/composed/{f}"))).ok();
-        if f.contains("MCP") {
+        if f.contains("MCP") || f.contains("preToolUse") {
             assert_eq!(o.json(), json!({"permission": "allow"}));
         }
     }
     let j = sb.journal();
     let calls: Vec<Vec<&str>> = j.lines().filter(|l| l.starts_with("C\t")).map(|l| l.split('\t').collect()).collect();
     assert_eq!(calls.len(), 3);
-    // String and object tool_input give one fingerprint.
-    assert_eq!(calls[0][7], calls[1][7]);
-    assert_eq!(calls[0][5], "lean-ctx", "server from `command`");
-    assert_eq!(calls[2][5], "lean-ctx", "server from MCP:server:tool");
+    assert_eq!(calls[0][5], "lean-ctx", "server from mcp_server_name");
+    assert_eq!(calls[1][5], "lean-ctx-http", "mcp_server_name over the URL's host");
+    assert_eq!(calls[2][5], "-", "preToolUse `MCP:<tool>` names no server");
+    // String (beforeMCPExecution) and object (preToolUse) tool_input give one fingerprint.
+    assert_eq!(calls[1][7], calls[2][7]);
     assert!(calls.iter().all(|c| c[6] == "ctx_read" && c[3] == conv));
+    assert_eq!(calls[2][8], "5c0f3a9e-2b1d-4c7e-9a8f-6d5e4c3b2a19", "preToolUse tool_use_id kept");
     assert!(j.lines().any(|l| l.starts_with("P\t") && l.contains(conv)), "preCompact is a compaction");
-    assert!(j.lines().any(|l| l.starts_with(&"U\t".to_string()) && l.ends_with("task:sa_7c1d2e")));
+    // The subagent id (the parent's Task call id, with a newline) is kept hashed.
+    let starts: Vec<&str> = j.lines().filter(|l| l.starts_with("U\t")).collect();
+    assert_eq!(starts.len(), 1, "{j}");
+    let agent = starts[0].rsplit('\t').next().unwrap();
+    assert!(agent.starts_with("task:h:") && agent.len() == "task:h:".len() + 32, "{agent}");
     assert_eq!(sb.slot().unwrap()["conversation_id"], conv);
     let o = sb.hook("cursor", payload("cursor/composed/02-beforeSubmitPrompt.json")).ok();
     assert_eq!(o.json(), json!({"continue": true}));
+    // The stop names the same subagent: it is closed by its id.
+    sb.hook("cursor", payload("cursor/composed/09-subagentStop.json")).ok();
+    let j = sb.journal();
+    assert!(j.lines().any(|l| l.starts_with("u\t") && l.ends_with(&format!("\t{conv}\t{agent}"))), "{j}");
     let o = sb.hook("cursor", payload("cursor/composed/10-stop.json")).ok();
     assert_eq!(o.json(), json!({}));
 }
