@@ -259,6 +259,53 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_server_is_every_server() {
+        // Cursor's preToolUse: `MCP:<tool>`, no server.
+        let t = ToolRef::parse("MCP:delete_repo", None);
+        assert_eq!((t.server.as_deref(), t.tool.as_str(), t.is_mcp), (None, "delete_repo", true));
+        let v = |json: &str, name: &str| act(&evaluate(&[pol("u", json)], &ToolRef::parse(name, None)));
+        // A deny or ask scoped to a server applies: the call may be on it.
+        let readme =
+            r#"{"rules":[{"server":"github","tool":"delete_*","action":"deny"},{"tool":"ctx_*","action":"allow"}]}"#;
+        assert_eq!(v(readme, "MCP:delete_repo"), Some(Action::Deny));
+        assert_eq!(v(readme, "MCP:ctx_read"), Some(Action::Allow));
+        assert_eq!(v(r#"{"rules":[{"server":"gh","action":"ask"}]}"#, "MCP:x"), Some(Action::Ask));
+        // An allow scoped to a server does not: nothing says it is that server.
+        assert_eq!(v(r#"{"rules":[{"server":"ctx","tool":"ctx_*","action":"allow"}]}"#, "MCP:ctx_read"), None);
+        let allow_then_ask = r#"{"rules":[{"server":"ctx","action":"allow"},{"action":"ask"}]}"#;
+        assert_eq!(v(allow_then_ask, "MCP:ctx_read"), Some(Action::Ask));
+        assert_eq!(v(allow_then_ask, "MCP:ctx:ctx_read"), Some(Action::Allow), "server known");
+        // Rule order still counts where it decides for every server.
+        let any_first = r#"{"rules":[{"tool":"ctx_*","action":"allow"},{"server":"gh","action":"deny"}]}"#;
+        assert_eq!(v(any_first, "MCP:ctx_read"), Some(Action::Allow));
+        // ... and an earlier rule on the same server shadows a later one.
+        let shadowed = r#"{"rules":[{"server":"gh","action":"allow"},{"server":"GH","action":"deny"}]}"#;
+        assert_eq!(v(shadowed, "MCP:x"), None);
+        assert_eq!(v(r#"{"rules":[{"server":"*","action":"deny"}]}"#, "MCP:x"), Some(Action::Deny));
+        // A look-alike with an unknown server meets server-scoped denies too.
+        assert_eq!(
+            v(r#"{"rules":[{"server":"gh","tool":"delete_*","action":"deny"}]}"#, "MCP:d\u{435}lete_x"),
+            Some(Action::Deny)
+        );
+    }
+
+    #[test]
+    fn cursor_warns_about_rules_it_cannot_match() {
+        let Loaded::Policy(p) = pol(
+            "u",
+            r#"{"rules":[{"server":"ctx","action":"allow"},{"server":"my server","action":"deny"},
+                {"server":"gh","action":"deny"},{"server":"*","action":"allow"},{"action":"allow"}]}"#,
+        ) else {
+            unreachable!()
+        };
+        let w = never_matching(crate::host::Host::Cursor, &p);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("u#0") && w[0].contains("preToolUse"), "{w:?}");
+        assert!(w[1].starts_with("u#1") && w[1].contains("can never match"), "{w:?}");
+        assert!(never_matching(crate::host::Host::ClaudeCode, &p).is_empty());
+    }
+
+    #[test]
     fn broken_file_asks() {
         let e = parse("{", Path::new("/x/gate.json")).unwrap_err();
         let v = evaluate(&[Loaded::Broken(e)], &ToolRef::parse("mcp__a__b", None));
