@@ -609,6 +609,12 @@ fn replay_real_cursor_run_with_a_subagent() {
     let st = sb.cmd(["status", "--json"]).ok().json();
     assert_eq!(st["subagents"][0]["conversations_since_start"], json!([child]), "{st}");
     assert_eq!(st["concurrent"], true, "the subagent's conversation is not linked: two live conversations");
+    let human = sb.cmd(["status"]).ok().stdout;
+    assert!(human.contains(&format!("subagent     {agent} of {root} (cursor)")), "{human}");
+    assert!(
+        human.contains(&format!("maybe its own (not linked to the parent: counted as concurrent): {child}")),
+        "{human}"
+    );
     // Slot-based stubs (no call context) are withheld meanwhile.
     let o = sb.cmd(["scope", "check", "--delivered", root]).run();
     assert_eq!((o.code, o.stdout.trim()), (1, "withhold concurrent"));
