@@ -39,7 +39,8 @@ pub struct Event {
     pub conversation: Option<String>,
     /// Subagent scope, already prefixed: `agent:<id>` or `task:<id>`.
     pub agent: Option<String>,
-    /// For Cursor `subagentStart`: the subagent being started (`task:<id>`).
+    /// For Cursor `subagentStart` / `subagentStop`: the subagent being
+    /// started or stopped (`task:<id>`).
     pub started_agent: Option<String>,
     pub transcript_path: Option<String>,
     pub tool: Option<ToolRef>,
@@ -102,6 +103,12 @@ impl<'a> Fields<'a> {
     /// A field that must be a valid id (see [`ids::is_valid_id`]).
     pub fn id(&self, key: &str) -> Option<String> {
         self.str(key).and_then(ids::valid_id).map(str::to_string)
+    }
+
+    /// A field that is an id, kept in a safe stable form when it is not a
+    /// valid one (see [`ids::safe_id`]).
+    pub fn safe_id(&self, key: &str) -> Option<String> {
+        self.str(key).and_then(ids::safe_id)
     }
 
     pub fn get(&self, key: &str) -> Option<&'a Value> {

@@ -81,8 +81,17 @@ pub fn evaluate_file(policy: &Policy, tool: &ToolRef) -> Option<(Action, usize)>
     };
     let candidates = tool.candidates();
     for (server, name) in &candidates {
-        if let Some(i) = policy.rules.iter().position(|r| r.matches(server.as_deref(), name)) {
-            consider(policy.rules[i].action, i);
+        match server {
+            Some(_) => {
+                if let Some(i) = policy.rules.iter().position(|r| r.matches(server.as_deref(), name)) {
+                    consider(policy.rules[i].action, i);
+                }
+            }
+            None => {
+                for (a, i) in unknown_server_says(policy, name) {
+                    consider(a, i);
+                }
+            }
         }
     }
     let suspicious = |s: &str| policy::is_suspicious_name(s);
@@ -91,12 +100,52 @@ pub fn evaluate_file(policy: &Policy, tool: &ToolRef) -> Option<(Action, usize)>
             continue;
         }
         for (i, r) in policy.rules.iter().enumerate() {
-            if r.action != Action::Allow && r.matches_lenient(server.as_deref(), name) {
+            // An unknown server could be any server: only the tool must match.
+            let hit = match server {
+                Some(_) => r.matches_lenient(server.as_deref(), name),
+                None => r.tool.as_deref().is_none_or(|p| policy::glob_match_lenient(p, name)),
+            };
+            if r.action != Action::Allow && hit {
                 consider(r.action, i);
             }
         }
     }
     best
+}
+
+/// A rule that names no particular server (`server` absent or only `*`s).
+fn any_server(r: &policy::Rule) -> bool {
+    r.server.as_deref().is_none_or(|p| p.chars().all(|c| c == '*'))
+}
+
+/// What one file may say about a tool whose server is unknown (Cursor's
+/// `preToolUse` says `MCP:<tool>`; a bare name in `gate check`): the call
+/// could be on any server, so every reading counts, as for an ambiguous
+/// `mcp__a__b__c`. In rule order, among the rules whose tool matches: a
+/// rule for any server decides for every reading not yet decided, and
+/// ends the walk; a deny or ask scoped to a server decides for the readings
+/// on that server that no earlier rule took (taken conservatively: only an
+/// earlier rule for any server or with the same server pattern shadows it);
+/// an allow scoped to a server never applies, since nothing says the call
+/// is on that server.
+fn unknown_server_says(policy: &Policy, name: &str) -> Vec<(Action, usize)> {
+    let mut out = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for (i, r) in policy.rules.iter().enumerate() {
+        if !r.tool.as_deref().is_none_or(|p| policy::glob_match(p, name)) {
+            continue;
+        }
+        if any_server(r) {
+            out.push((r.action, i));
+            break;
+        }
+        let pattern = r.server.as_deref().unwrap_or_default().to_ascii_lowercase();
+        if r.action != Action::Allow && !seen.contains(&pattern) {
+            out.push((r.action, i));
+        }
+        seen.push(pattern);
+    }
+    out
 }
 
 /// The gate's verdict over all loaded files.
@@ -210,6 +259,53 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_server_is_every_server() {
+        // Cursor's preToolUse: `MCP:<tool>`, no server.
+        let t = ToolRef::parse("MCP:delete_repo", None);
+        assert_eq!((t.server.as_deref(), t.tool.as_str(), t.is_mcp), (None, "delete_repo", true));
+        let v = |json: &str, name: &str| act(&evaluate(&[pol("u", json)], &ToolRef::parse(name, None)));
+        // A deny or ask scoped to a server applies: the call may be on it.
+        let readme =
+            r#"{"rules":[{"server":"github","tool":"delete_*","action":"deny"},{"tool":"ctx_*","action":"allow"}]}"#;
+        assert_eq!(v(readme, "MCP:delete_repo"), Some(Action::Deny));
+        assert_eq!(v(readme, "MCP:ctx_read"), Some(Action::Allow));
+        assert_eq!(v(r#"{"rules":[{"server":"gh","action":"ask"}]}"#, "MCP:x"), Some(Action::Ask));
+        // An allow scoped to a server does not: nothing says it is that server.
+        assert_eq!(v(r#"{"rules":[{"server":"ctx","tool":"ctx_*","action":"allow"}]}"#, "MCP:ctx_read"), None);
+        let allow_then_ask = r#"{"rules":[{"server":"ctx","action":"allow"},{"action":"ask"}]}"#;
+        assert_eq!(v(allow_then_ask, "MCP:ctx_read"), Some(Action::Ask));
+        assert_eq!(v(allow_then_ask, "MCP:ctx:ctx_read"), Some(Action::Allow), "server known");
+        // Rule order still counts where it decides for every server.
+        let any_first = r#"{"rules":[{"tool":"ctx_*","action":"allow"},{"server":"gh","action":"deny"}]}"#;
+        assert_eq!(v(any_first, "MCP:ctx_read"), Some(Action::Allow));
+        // ... and an earlier rule on the same server shadows a later one.
+        let shadowed = r#"{"rules":[{"server":"gh","action":"allow"},{"server":"GH","action":"deny"}]}"#;
+        assert_eq!(v(shadowed, "MCP:x"), None);
+        assert_eq!(v(r#"{"rules":[{"server":"*","action":"deny"}]}"#, "MCP:x"), Some(Action::Deny));
+        // A look-alike with an unknown server meets server-scoped denies too.
+        assert_eq!(
+            v(r#"{"rules":[{"server":"gh","tool":"delete_*","action":"deny"}]}"#, "MCP:d\u{435}lete_x"),
+            Some(Action::Deny)
+        );
+    }
+
+    #[test]
+    fn cursor_warns_about_rules_it_cannot_match() {
+        let Loaded::Policy(p) = pol(
+            "u",
+            r#"{"rules":[{"server":"ctx","action":"allow"},{"server":"my server","action":"deny"},
+                {"server":"gh","action":"deny"},{"server":"*","action":"allow"},{"action":"allow"}]}"#,
+        ) else {
+            unreachable!()
+        };
+        let w = never_matching(crate::host::Host::Cursor, &p);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("u#0") && w[0].contains("preToolUse"), "{w:?}");
+        assert!(w[1].starts_with("u#1") && w[1].contains("can never match"), "{w:?}");
+        assert!(never_matching(crate::host::Host::ClaudeCode, &p).is_empty());
+    }
+
+    #[test]
     fn broken_file_asks() {
         let e = parse("{", Path::new("/x/gate.json")).unwrap_err();
         let v = evaluate(&[Loaded::Broken(e)], &ToolRef::parse("mcp__a__b", None));
@@ -228,6 +324,9 @@ pub struct Explanation {
     pub verdict: Verdict,
     /// What the hook would print (`null` = nothing).
     pub answer: Option<String>,
+    /// Rules that can never match on this host, and how the server was
+    /// taken.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -240,8 +339,16 @@ pub struct FileSay {
     pub error: Option<String>,
 }
 
-pub fn explain(host: crate::host::Host, raw_tool: &str, data_dir: Option<&Path>, cwd: &Path) -> Explanation {
-    let mut tool = ToolRef::parse(raw_tool, None);
+/// `server`: the server the call is on, when the name does not say it (as
+/// Cursor's `mcp_server_name` does on `beforeMCPExecution`).
+pub fn explain(
+    host: crate::host::Host,
+    raw_tool: &str,
+    server: Option<&str>,
+    data_dir: Option<&Path>,
+    cwd: &Path,
+) -> Explanation {
+    let mut tool = ToolRef::parse(raw_tool, server);
     // `gate check` is asked about MCP tools even when named bare (Cursor).
     tool.is_mcp = true;
     let paths = policy_paths(data_dir, &[cwd.display().to_string()]);
@@ -276,7 +383,49 @@ pub fn explain(host: crate::host::Host, raw_tool: &str, data_dir: Option<&Path>,
     let verdict = evaluate(&loaded, &tool);
     let event = if host == crate::host::Host::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
     let answer = crate::hosts::answer(host, event, true, &verdict);
-    Explanation { host, tool, files, verdict, answer }
+    let mut warnings = Vec::new();
+    if let Some(s) = server
+        && tool.server.as_deref() != Some(s)
+    {
+        warnings.push(format!("--server {s} ignored: the name {raw_tool} says the server"));
+    }
+    if tool.server.is_none() {
+        warnings.push(format!(
+            "no server: {raw_tool} is checked as a call on any server (as Cursor's preToolUse `MCP:<tool>` is): \
+             server-scoped deny and ask rules on the tool apply, server-scoped allow rules do not; \
+             pass --server NAME to check a call on one server"
+        ));
+    }
+    for l in &loaded {
+        if let Loaded::Policy(p) = l {
+            warnings.extend(never_matching(host, p));
+        }
+    }
+    Explanation { host, tool, files, verdict, answer, warnings }
+}
+
+/// Rules in `policy` that can never match some or all of `host`'s calls.
+pub fn never_matching(host: crate::host::Host, policy: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    if host != crate::host::Host::Cursor {
+        return out;
+    }
+    for (i, r) in policy.rules.iter().enumerate() {
+        let Some(pattern) = r.server.as_deref().filter(|_| !any_server(r)) else { continue };
+        let at = format!("{}#{i}", policy.path.display());
+        if pattern.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            out.push(format!(
+                "{at}: server \"{pattern}\" can never match on cursor: a server name with spaces or control \
+                 characters is not taken from mcp_server_name, the server is then named by its command or URL host"
+            ));
+        } else if r.action == Action::Allow {
+            out.push(format!(
+                "{at}: allow for server \"{pattern}\" never matches Cursor's preToolUse, which names MCP tools \
+                 `MCP:<tool>` without the server; it matches beforeMCPExecution (mcp_server_name) only"
+            ));
+        }
+    }
+    out
 }
 
 impl Explanation {
@@ -311,6 +460,9 @@ impl Explanation {
         };
         let _ = writeln!(o, "verdict  {v}");
         let _ = writeln!(o, "{:<8} {}", self.host.as_str(), self.answer.as_deref().unwrap_or("(prints nothing)"));
+        for w in &self.warnings {
+            let _ = writeln!(o, "warning  {w}");
+        }
         o
     }
 }

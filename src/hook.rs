@@ -180,7 +180,9 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             }
         }
         EventKind::SubagentStop => {
-            let agent = if host == Host::Cursor { None } else { ev.agent.as_deref() };
+            // Cursor names the subagent it stops (`subagent_id`); a stop
+            // without one (older versions) closes the oldest open subagent.
+            let agent = ev.started_agent.as_deref().or(if host == Host::Cursor { None } else { ev.agent.as_deref() });
             recs.push(Record::SubagentStop { t: now, host, conv, agent });
         }
         // Which session the Claude process serves now: after `/clear` (a new

@@ -17,7 +17,7 @@
 //! ```text
 //! S t host conv event                               sighting of a top-level conversation
 //! U t host conv agent                               subagent started
-//! u t host conv agent|-                             subagent stopped (Cursor sends no id)
+//! u t host conv agent|-                             subagent stopped (`-`: an older Cursor named none)
 //! C t host conv agent|- server|- tool fp callid|- key   gated MCP call
 //! K t key                                           a call record was claimed
 //! P t host conv                                     compaction
@@ -452,7 +452,8 @@ impl<'a> View<'a> {
     /// Subagents of `conv` started and not yet stopped, nor ended with their
     /// session: a subagent runs until its stop, however long (a timer let a
     /// subagent running past 2 h pass for stopped, and the parent get its
-    /// stubs). A stop without an id (Cursor) closes the oldest open start.
+    /// stubs). A stop without an id (an older Cursor) closes the oldest open
+    /// start.
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&'a str> {
         // (time, order at equal times: end, start, stop; agent)
         let mut events: Vec<(u64, u8, Option<&'a str>)> = self
@@ -476,10 +477,8 @@ impl<'a> View<'a> {
                     open.push(a);
                 }
                 (2, Some(a)) => open.retain(|o| *o != a),
-                (2, None) => {
-                    if !open.is_empty() {
-                        open.remove(0);
-                    }
+                (2, None) if !open.is_empty() => {
+                    open.remove(0);
                 }
                 _ => {}
             }

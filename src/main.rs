@@ -129,6 +129,9 @@ enum GateCmd {
         /// Tool name as the host spells it (mcp__server__tool, MCP:server:tool, tool).
         #[arg(long)]
         tool: String,
+        /// The server the call is on, when the tool name does not say it (Cursor's mcp_server_name).
+        #[arg(long)]
+        server: Option<String>,
         /// Workspace dir whose .lean-ctx/gate.json applies (default: current dir).
         #[arg(long)]
         cwd: Option<PathBuf>,
@@ -211,7 +214,9 @@ fn main() -> ExitCode {
             print_out(&text);
             ExitCode::SUCCESS
         }
-        Command::Gate(GateCmd::Check { host, tool, cwd, json }) => exit(gate_check(host, &tool, cwd, json)),
+        Command::Gate(GateCmd::Check { host, tool, server, cwd, json }) => {
+            exit(gate_check(host, &tool, server.as_deref(), cwd, json))
+        }
         Command::Hooks(cmd) => {
             let mut out = io::stdout().lock();
             let r = match cmd {
@@ -532,12 +537,12 @@ fn scope(cmd: ScopeCmd) -> Result<u8, String> {
     }
 }
 
-fn gate_check(host: Host, tool: &str, cwd: Option<PathBuf>, json: bool) -> Result<u8, String> {
+fn gate_check(host: Host, tool: &str, server: Option<&str>, cwd: Option<PathBuf>, json: bool) -> Result<u8, String> {
     let cwd = match cwd {
         Some(c) => c,
         None => std::env::current_dir().map_err(|e| format!("current dir: {e}"))?,
     };
-    let report = gate::explain(host, tool, paths::data_dir_path().ok().as_deref(), &cwd);
+    let report = gate::explain(host, tool, server, paths::data_dir_path().ok().as_deref(), &cwd);
     print_out(&if json { to_json(&report) } else { report.human() });
     Ok(0)
 }

@@ -22,6 +22,25 @@ pub struct Status {
     pub hosts: Vec<HostStatus>,
     pub journal_bytes: u64,
     pub problems: Vec<String>,
+    /// Open subagents of every conversation (started inside the TTL, not
+    /// yet stopped), oldest first.
+    pub subagents: Vec<SubagentStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SubagentStatus {
+    /// The subagent's scope (`task:<id>`, `agent:<id>`); an id the host sent
+    /// in a shape that cannot be stored is kept as `h:<hash>`.
+    pub id: String,
+    /// The conversation that started it.
+    pub parent: String,
+    pub host: Host,
+    pub start_ms: u64,
+    /// Other live conversations of the same host sighted since it started.
+    /// A Cursor subagent's hooks carry a fresh `conversation_id` that nothing
+    /// links to its parent: it may be one of these. They count as
+    /// conversations of their own (concurrent: slot-based stubs withheld).
+    pub conversations_since_start: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,7 +146,7 @@ pub fn gather(rp: &ReadPath) -> Status {
             None
         }
     });
-    let live = view
+    let live: Vec<LiveStatus> = view
         .live_conversations(now)
         .into_iter()
         .map(|l| LiveStatus {
@@ -139,6 +158,7 @@ pub fn gather(rp: &ReadPath) -> Status {
             active_subagents: view.active_subagents(l.conversation, now).into_iter().map(str::to_string).collect(),
         })
         .collect();
+    let subagents = open_subagents(&view, &live, now);
     let hosts: Vec<HostStatus> = view
         .last_event_per_host()
         .into_iter()
@@ -170,7 +190,49 @@ pub fn gather(rp: &ReadPath) -> Status {
         data_dir: dir,
         now_ms: now,
         problems,
+        subagents,
     }
+}
+
+/// Every open subagent, with the live conversations of its host sighted
+/// since it started (other than its parent).
+fn open_subagents(view: &View<'_>, live: &[LiveStatus], now: u64) -> Vec<SubagentStatus> {
+    let mut parents: Vec<&str> = Vec::new();
+    for r in &view.records {
+        if let journal::Record::SubagentStart { conv, .. } = *r
+            && !parents.contains(&conv)
+        {
+            parents.push(conv);
+        }
+    }
+    let mut out = Vec::new();
+    for parent in parents {
+        for agent in view.active_subagents(parent, now) {
+            let start = view.records.iter().rev().find_map(|r| match *r {
+                journal::Record::SubagentStart { t, host, conv, agent: a }
+                    if conv == parent && a == agent && !journal::is_future(t, now) =>
+                {
+                    Some((t, host))
+                }
+                _ => None,
+            });
+            let Some((start_ms, host)) = start else { continue };
+            let conversations_since_start = live
+                .iter()
+                .filter(|l| l.host == host && l.conversation != parent && l.last_seen_ms >= start_ms)
+                .map(|l| l.conversation.clone())
+                .collect();
+            out.push(SubagentStatus {
+                id: agent.to_string(),
+                parent: parent.to_string(),
+                host,
+                start_ms,
+                conversations_since_start,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.start_ms.cmp(&b.start_ms).then(a.id.cmp(&b.id)));
+    out
 }
 
 /// Less free space than this in the data dir's file system is a problem.
@@ -251,6 +313,24 @@ impl Status {
                 l.conversation,
                 l.last_event,
                 ago(now, l.last_seen_ms)
+            );
+        }
+        for sa in &self.subagents {
+            let seen = if sa.conversations_since_start.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; conversations seen since, maybe its own (not linked to the parent: counted as concurrent): {}",
+                    sa.conversations_since_start.join(" ")
+                )
+            };
+            let _ = writeln!(
+                o,
+                "subagent     {} of {} ({}), started {}{seen}",
+                sa.id,
+                sa.parent,
+                sa.host.as_str(),
+                ago(now, sa.start_ms)
             );
         }
         if self.hosts.is_empty() {

@@ -1,11 +1,14 @@
 //! MCP tool names as each host spells them, normalised to (server, tool).
 //!
 //! Hosts disagree: Claude Code, Codex and CodeBuddy say `mcp__<server>__<tool>`;
-//! Cursor's `beforeMCPExecution` says the bare tool name (the server is only
-//! implied by `command`/`url`), and its generic tool hooks say `MCP:<tool>` or
-//! `MCP:<server>:<tool>`. A name can also be ambiguous: in `mcp__a__b__c` the
-//! server could be `a` or `a__b`. [`ToolRef::candidates`] lists every reading
-//! so the gate can apply the strictest rule among them.
+//! Cursor's `beforeMCPExecution` says the bare tool name, with the server in
+//! `mcp_server_name` (its key in mcp.json; else implied by `command`/`url`),
+//! and its `preToolUse` says `MCP:<tool>` with no server at all (3.18
+//! captures; `MCP:<server>:<tool>` is read too). A name can also be
+//! ambiguous: in `mcp__a__b__c` the server could be `a` or `a__b`.
+//! [`ToolRef::candidates`] lists every reading so the gate can apply the
+//! strictest rule among them; an unknown server is every server (see
+//! `gate::evaluate_file`).
 
 use serde::Serialize;
 
@@ -23,7 +26,7 @@ pub struct ToolRef {
 
 impl ToolRef {
     /// Parse a host tool name. `server_hint` is what the payload says about the
-    /// server outside the name (Cursor `command`/`url`).
+    /// server outside the name (Cursor `mcp_server_name`, `command`/`url`).
     pub fn parse(raw: &str, server_hint: Option<&str>) -> ToolRef {
         if let Some(rest) = strip_prefix_ci(raw, "mcp__")
             && let Some((server, tool)) = rest.split_once("__")

@@ -41,16 +41,22 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
     let f = Fields(payload);
     let name = event_override.or(f.str("hook_event_name")).unwrap_or("");
     let mut ev = Event::new(Host::Cursor, name, kind_of(name));
-    ev.conversation = f.id("conversation_id").or_else(|| f.id("session_id"));
-    if ev.kind == EventKind::SubagentStart {
-        if let Some(parent) = f.id("parent_conversation_id") {
+    // Cursor's ids are kept in a safe, stable form rather than dropped when
+    // they are not valid ids: `subagent_id` (= `tool_call_id`, the parent's
+    // Task call id) and `tool_use_id` of built-in tools hold a newline.
+    ev.conversation = f.safe_id("conversation_id").or_else(|| f.safe_id("session_id"));
+    if matches!(ev.kind, EventKind::SubagentStart | EventKind::SubagentStop) {
+        // Both fire in the parent conversation and name it; the subagent is
+        // opened and closed by its own id (a stop without one, from an older
+        // Cursor, closes the oldest open subagent).
+        if let Some(parent) = f.safe_id("parent_conversation_id") {
             ev.conversation = Some(parent);
         }
-        ev.started_agent = f.id("subagent_id").map(|a| format!("task:{a}"));
+        ev.started_agent = f.safe_id("subagent_id").or_else(|| f.safe_id("tool_call_id")).map(|a| format!("task:{a}"));
     }
     ev.agent = env.cursor_task_id.as_ref().map(|t| format!("task:{t}"));
     ev.transcript_path = f.path("transcript_path");
-    ev.call_id = f.id("tool_use_id");
+    ev.call_id = f.safe_id("tool_use_id");
     if let Some(Value::Array(roots)) = f.get("workspace_roots") {
         ev.roots.extend(
             roots.iter().filter_map(Value::as_str).filter(|s| !s.is_empty() && s.len() <= 4096).map(str::to_string),
@@ -62,7 +68,14 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
         ev.roots.push(cwd);
     }
     if let Some(raw) = f.tool_name() {
-        let hint = server_from_cursor(f.str("command"), f.str("url"));
+        // The server as mcp.json names it (`mcp_server_name`, on
+        // before/afterMCPExecution), else what `command`/`url` give.
+        // `preToolUse` says `MCP:<tool>`: no server at all.
+        let hint = f
+            .str("mcp_server_name")
+            .filter(|n| crate::ids::is_plain_name(n))
+            .map(str::to_string)
+            .or_else(|| server_from_cursor(f.str("command"), f.str("url").or_else(|| f.str("mcp_server_url"))));
         let mut tool = ToolRef::parse(&raw, hint.as_deref());
         if name == "beforeMCPExecution" || name == "afterMCPExecution" {
             tool.is_mcp = true;

@@ -1,11 +1,17 @@
 //! Cursor runs Claude Code's hooks too.
 //!
-//! With "Include third-party Plugins, Skills, and other configs" on, Cursor
-//! loads `~/.claude/settings.json` and `.claude/settings*.json` and runs
-//! their hooks on its own events (HOSTS.md §1.1). With both `leanctx hooks
-//! install cursor` and `… claude-code` in place, one Cursor event then runs
-//! `leanctx hook cursor` *and* `leanctx hook claude-code`, the latter with
-//! Cursor's payload.
+//! By default ("Include third-party Plugins, Skills, and other configs"),
+//! Cursor — the desktop app and the CLI — loads `~/.claude/settings.json`
+//! and `.claude/settings*.json` and runs their hooks on its own events
+//! (HOSTS.md §1.1, DELIVERY.md §5), with its own payload (`cursor_version`,
+//! lowerCamel event names) and `CURSOR_VERSION` in the environment. With
+//! both `leanctx hooks install cursor` and `… claude-code` in place, one
+//! Cursor event then runs `leanctx hook cursor` *and* `leanctx hook
+//! claude-code`, the latter with Cursor's payload.
+//!
+//! `CURSOR_VERSION` is not used to tell them apart: Claude Code started
+//! from Cursor's terminal may inherit it, and its own events must still be
+//! recorded. The payload says who sent it.
 //!
 //! The hook handles it: `leanctx hook claude-code` given Cursor's payload
 //! stands aside ([`claude_hook_run_by_cursor`], checked in `hook::run`), so
@@ -33,8 +39,8 @@ pub fn claude_hook_run_by_cursor(host: Host, payload: &Value) -> bool {
 }
 
 /// What install and status tell a user who has both.
-pub const NOTE: &str = "Cursor also runs Claude Code hooks when \"Include third-party Plugins, Skills, and other \
-     configs\" is on. leanctx's claude-code entry recognises Cursor's payload and stands aside, so each Cursor \
+pub const NOTE: &str = "Cursor also runs Claude Code hooks (by default: \"Include third-party Plugins, Skills, and \
+     other configs\"). leanctx's claude-code entry recognises Cursor's payload and stands aside, so each Cursor \
      event is recorded once, by the cursor entry: keep the cursor hooks installed for Cursor.";
 
 #[cfg(test)]
@@ -54,7 +60,9 @@ mod tests {
                 let p = e.unwrap().path();
                 if p.is_dir() {
                     stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().contains("mcp-tools-call")
+                } else if p.extension().is_some_and(|x| x == "json")
+                    && !p.to_string_lossy().contains("mcp-tools-call")
+                    && !p.to_string_lossy().contains("mcp-server-observed")
                 {
                     let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
                     out.push((p, v));
@@ -67,7 +75,7 @@ mod tests {
 
     #[test]
     fn every_cursor_payload_is_recognised() {
-        for (p, v) in payloads("cursor") {
+        for (p, v) in payloads("cursor").into_iter().chain(payloads("cursor-real")) {
             assert!(claude_hook_run_by_cursor(Host::ClaudeCode, &v), "{}", p.display());
             assert!(!claude_hook_run_by_cursor(Host::Cursor, &v), "the cursor entry records it");
         }

@@ -20,16 +20,18 @@ fn mcp_call(host: &str, cwd: &std::path::Path) -> String {
         "claude" => serde_json::from_str(&payload("claude/baseline/07-PreToolUse.json")).unwrap(),
         "codex" => serde_json::from_str(&payload("codex/baseline/05-PreToolUse.json")).unwrap(),
         "codebuddy" => serde_json::from_str(&payload("codebuddy/composed/03-PreToolUse-mcp.json")).unwrap(),
-        "cursor" => serde_json::from_str(&payload("cursor/composed/05-beforeMCPExecution-prefixed-name.json")).unwrap(),
+        "cursor" => serde_json::from_str(&payload("cursor/composed/03-beforeMCPExecution-string-input.json")).unwrap(),
         _ => unreachable!(),
     };
     if host == "cursor" {
         v["workspace_roots"] = json!([cwd]);
+        // Cursor names the server by its key in mcp.json.
+        v["mcp_server_name"] = json!("ctx");
     } else {
         v["cwd"] = json!(cwd);
     }
     // Same tool everywhere: server ctx, tool ctx_read.
-    v["tool_name"] = json!(if host == "cursor" { "MCP:ctx:ctx_read" } else { "mcp__ctx__ctx_read" });
+    v["tool_name"] = json!(if host == "cursor" { "ctx_read" } else { "mcp__ctx__ctx_read" });
     v.to_string()
 }
 
@@ -172,4 +174,108 @@ fn gate_check_explains() {
     assert!(o.stdout.contains("not present"), "project file absent: {}", o.stdout);
     let o = sb.cmd(["gate", "check", "--host", "cursor", "--tool", "other_tool"]).ok();
     assert!(o.stdout.contains("no opinion"), "{}", o.stdout);
+}
+
+/// Cursor's `beforeMCPExecution` names the server by its key in mcp.json
+/// (`mcp_server_name`): README's own rule, scoped to `github`, decides on
+/// Cursor. Without a usable name the server comes from `command` / `url`.
+#[test]
+fn cursor_rules_match_by_mcp_server_name() {
+    let sb = Sandbox::new();
+    user_policy(
+        &sb,
+        json!([{"server": "github", "tool": "delete_*", "action": "deny", "message": "No deletes from agents"},
+               {"server": "npx", "tool": "*", "action": "ask", "message": "npx server"},
+               {"tool": "ctx_*", "action": "allow"}]),
+    );
+    let before = |name: Option<&str>, tool: &str| {
+        let mut v: Value =
+            serde_json::from_str(&payload("cursor/composed/03-beforeMCPExecution-string-input.json")).unwrap();
+        v["workspace_roots"] = json!([sb.project]);
+        v["tool_name"] = json!(tool);
+        v["command"] = json!("npx -y @modelcontextprotocol/server-github");
+        match name {
+            Some(n) => v["mcp_server_name"] = json!(n),
+            None => {
+                v.as_object_mut().unwrap().remove("mcp_server_name");
+            }
+        }
+        let o = sb.hook("cursor", v.to_string()).ok();
+        o.json()
+    };
+    assert_eq!(
+        before(Some("github"), "delete_repo"),
+        json!({"permission":"deny","user_message":"No deletes from agents","agent_message":"No deletes from agents"})
+    );
+    assert_eq!(before(Some("github"), "list_issues"), json!({"permission":"allow"}), "no rule: no opinion");
+    // No name, or one that is not a plain name: the program of `command`.
+    assert_eq!(before(None, "list_issues")["permission"], "ask");
+    assert_eq!(before(Some("git hub"), "list_issues")["permission"], "ask");
+    let servers: Vec<String> = sb
+        .journal()
+        .lines()
+        .filter(|l| l.starts_with("C\t"))
+        .map(|l| l.split('\t').nth(5).unwrap().to_string())
+        .collect();
+    assert_eq!(servers, ["github", "github", "npx", "npx"]);
+}
+
+/// Cursor's `preToolUse` names MCP tools `MCP:<tool>`, without the server:
+/// a deny or ask scoped to any server applies to the tool, an allow scoped
+/// to a server does not.
+#[test]
+fn cursor_pre_tool_use_mcp_names_have_no_server() {
+    let sb = Sandbox::new();
+    let pre = |tool: &str| {
+        let mut v: Value =
+            serde_json::from_str(&payload("cursor-real/3.18.25-preToolUse-MCP-in-subagent.json")).unwrap();
+        v["workspace_roots"] = json!([sb.project]);
+        v["tool_name"] = json!(tool);
+        sb.hook("cursor", v.to_string()).ok().json()
+    };
+    user_policy(&sb, json!([{"server": "github", "tool": "delete_*", "action": "deny", "message": "no"}]));
+    assert_eq!(pre("MCP:delete_repo")["permission"], "deny");
+    assert_eq!(pre("MCP:dump"), json!({"permission":"allow"}));
+    user_policy(&sb, json!([{"server": "ctx", "action": "allow"}, {"action": "ask", "message": "confirm"}]));
+    assert_eq!(pre("MCP:ctx_read")["permission"], "ask", "the allow for server ctx does not apply");
+    assert_eq!(pre("MCP:ctx:ctx_read")["permission"], "allow", "a name with its server");
+    let c: Vec<String> = sb.journal().lines().filter(|l| l.starts_with("C\t")).map(str::to_string).collect();
+    assert_eq!(c.len(), 4);
+    assert!(c[0].contains("\t-\tdelete_repo\t"), "{}", c[0]);
+}
+
+/// `gate check --server` tests a server-scoped rule as Cursor's
+/// beforeMCPExecution would; without it the server is unknown (as on
+/// Cursor's preToolUse) and the check says so, and warns about rules that
+/// can never match on the host.
+#[test]
+fn gate_check_server_and_warnings() {
+    let sb = Sandbox::new();
+    user_policy(
+        &sb,
+        json!([{"server": "github", "tool": "delete_*", "action": "deny"},
+               {"server": "ctx", "tool": "ctx_*", "action": "allow"}]),
+    );
+    let check = |args: &[&str]| {
+        let mut a = vec!["gate", "check", "--host", "cursor", "--json"];
+        a.extend_from_slice(args);
+        sb.cmd(a).ok().json()
+    };
+    let v = check(&["--tool", "ctx_read", "--server", "ctx"]);
+    assert_eq!((v["verdict"]["action"].as_str(), v["tool"]["server"].as_str()), (Some("allow"), Some("ctx")));
+    let v = check(&["--tool", "ctx_read"]);
+    assert_eq!(v["verdict"]["verdict"], "no-opinion", "a server-scoped allow needs the server: {v}");
+    let w = v["warnings"].to_string();
+    assert!(w.contains("no server") && w.contains("--server"), "{w}");
+    assert!(w.contains("#1") && w.contains("preToolUse"), "the allow for ctx never matches preToolUse: {w}");
+    let v = check(&["--tool", "MCP:delete_repo"]);
+    assert_eq!(v["verdict"]["action"], "deny", "a deny for github applies to an unknown server");
+    let v = check(&["--tool", "delete_repo", "--server", "gitlab"]);
+    assert_eq!(v["verdict"]["verdict"], "no-opinion");
+    let o = sb.cmd(["gate", "check", "--host", "cursor", "--tool", "ctx_read"]).ok();
+    assert!(o.stdout.contains("warning  "), "{}", o.stdout);
+    // Hosts that name the server in the tool name get no Cursor warnings.
+    let v = sb.cmd(["gate", "check", "--host", "claude", "--tool", "mcp__ctx__ctx_read", "--json"]).ok().json();
+    assert_eq!(v["warnings"], json!([]));
+    assert_eq!(v["verdict"]["action"], "allow");
 }

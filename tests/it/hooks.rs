@@ -127,29 +127,39 @@ fn cursor_events_normalise() {
     for f in [
         "01-sessionStart.json",
         "03-beforeMCPExecution-string-input.json",
-        "04-beforeMCPExecution-object-input.json",
-        "05-beforeMCPExecution-prefixed-name.json",
+        "05-beforeMCPExecution-http.json",
+        "06-preToolUse-mcp.json",
         "07-preCompact.json",
         "08-subagentStart.json",
     ] {
         let o = sb.hook("cursor", payload(&format!("cursor/composed/{f}"))).ok();
-        if f.contains("MCP") {
+        if f.contains("MCP") || f.contains("preToolUse") {
             assert_eq!(o.json(), json!({"permission": "allow"}));
         }
     }
     let j = sb.journal();
     let calls: Vec<Vec<&str>> = j.lines().filter(|l| l.starts_with("C\t")).map(|l| l.split('\t').collect()).collect();
     assert_eq!(calls.len(), 3);
-    // String and object tool_input give one fingerprint.
-    assert_eq!(calls[0][7], calls[1][7]);
-    assert_eq!(calls[0][5], "lean-ctx", "server from `command`");
-    assert_eq!(calls[2][5], "lean-ctx", "server from MCP:server:tool");
+    assert_eq!(calls[0][5], "lean-ctx", "server from mcp_server_name");
+    assert_eq!(calls[1][5], "lean-ctx-http", "mcp_server_name over the URL's host");
+    assert_eq!(calls[2][5], "-", "preToolUse `MCP:<tool>` names no server");
+    // String (beforeMCPExecution) and object (preToolUse) tool_input give one fingerprint.
+    assert_eq!(calls[1][7], calls[2][7]);
     assert!(calls.iter().all(|c| c[6] == "ctx_read" && c[3] == conv));
+    assert_eq!(calls[2][8], "5c0f3a9e-2b1d-4c7e-9a8f-6d5e4c3b2a19", "preToolUse tool_use_id kept");
     assert!(j.lines().any(|l| l.starts_with("P\t") && l.contains(conv)), "preCompact is a compaction");
-    assert!(j.lines().any(|l| l.starts_with(&"U\t".to_string()) && l.ends_with("task:sa_7c1d2e")));
+    // The subagent id (the parent's Task call id, with a newline) is kept hashed.
+    let starts: Vec<&str> = j.lines().filter(|l| l.starts_with("U\t")).collect();
+    assert_eq!(starts.len(), 1, "{j}");
+    let agent = starts[0].rsplit('\t').next().unwrap();
+    assert!(agent.starts_with("task:h:") && agent.len() == "task:h:".len() + 32, "{agent}");
     assert_eq!(sb.slot().unwrap()["conversation_id"], conv);
     let o = sb.hook("cursor", payload("cursor/composed/02-beforeSubmitPrompt.json")).ok();
     assert_eq!(o.json(), json!({"continue": true}));
+    // The stop names the same subagent: it is closed by its id.
+    sb.hook("cursor", payload("cursor/composed/09-subagentStop.json")).ok();
+    let j = sb.journal();
+    assert!(j.lines().any(|l| l.starts_with("u\t") && l.ends_with(&format!("\t{conv}\t{agent}"))), "{j}");
     let o = sb.hook("cursor", payload("cursor/composed/10-stop.json")).ok();
     assert_eq!(o.json(), json!({}));
 }
@@ -488,4 +498,76 @@ fn broken_pipe_on_stdout_is_not_an_error() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("panick"));
+}
+
+/// The real Cursor payloads (tests/fixtures/payloads/cursor-real), hook
+/// events only.
+fn cursor_real_payloads() -> Vec<(String, Value)> {
+    let mut files: Vec<_> =
+        std::fs::read_dir(payloads().join("cursor-real")).unwrap().flatten().map(|e| e.path()).collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().contains("mcp-server-observed"))
+        .map(|p| {
+            let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect()
+}
+
+/// Cursor runs `~/.claude/settings.json` hooks by default, with its own
+/// payload (`cursor_version`, lowerCamel names) and `CURSOR_VERSION` set:
+/// with both leanctx entries installed, one event runs `hook cursor` and
+/// `hook claude-code`. Over every real capture (the CLI's sessionStart run
+/// as a "claude-user" hook included), each event is recorded once, under
+/// the conversation it names — whichever entry runs first.
+#[test]
+fn real_cursor_events_are_recorded_once_by_both_entries() {
+    let all = cursor_real_payloads();
+    assert!(all.len() >= 11, "{}", all.len());
+    for order in [["cursor", "claude-code"], ["claude-code", "cursor"]] {
+        let sb = Sandbox::new();
+        for (name, v) in &all {
+            let version = v["cursor_version"].as_str().unwrap();
+            for host in order {
+                let o = sb.hook(host, v.to_string()).env("CURSOR_VERSION", version).ok();
+                assert!(o.stderr.is_empty(), "{name} via {host}: {}", o.stderr);
+                assert_dialect(host, v["hook_event_name"].as_str().unwrap(), &o.stdout);
+            }
+        }
+        let j = sb.journal();
+        let sightings: Vec<Vec<&str>> =
+            j.lines().filter(|l| l.starts_with("S\t")).map(|l| l.split('\t').collect()).collect();
+        assert_eq!(sightings.len(), all.len(), "each event once:\n{j}");
+        for ((name, v), s) in all.iter().zip(&sightings) {
+            assert_eq!(s[2], "cursor", "{name}");
+            assert_eq!(s[4], v["hook_event_name"].as_str().unwrap(), "{name}");
+            let conv = v["parent_conversation_id"].as_str().or(v["conversation_id"].as_str()).unwrap();
+            if leanctx::ids::is_valid_id(conv) {
+                assert_eq!(s[3], conv, "{name}");
+            } else {
+                // The CLI capture's redacted id is no valid id: kept hashed.
+                assert_eq!(s[3], leanctx::ids::safe_id(conv).unwrap(), "{name}");
+            }
+        }
+    }
+    // Claude Code itself, started from Cursor's terminal (CURSOR_VERSION
+    // may be inherited), is still recorded by its own entry.
+    let sb = Sandbox::new();
+    sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).env("CURSOR_VERSION", "3.18.25").ok();
+    assert_eq!(sb.journal().lines().filter(|l| l.starts_with("S\t")).count(), 1);
+}
+
+/// `sessionStart` may never come (3.14.7, resume, `/new`, the CLI): the
+/// first event of a chat makes it known, whatever it is.
+#[test]
+fn cursor_without_session_start_is_still_tracked() {
+    let sb = Sandbox::new();
+    let root = "b60ae0c1-2f85-4c4d-b3e5-b512f9b06e4c";
+    sb.hook("cursor", payload("cursor-real/3.18.25-beforeSubmitPrompt.json")).ok();
+    assert_eq!(sb.slot().unwrap()["conversation_id"], root);
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert_eq!(st["live"][0]["conversation"], root);
+    assert_eq!(st["current"]["scope"], root);
 }

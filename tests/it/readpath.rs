@@ -519,3 +519,158 @@ fn clear_lineage_through_the_cli_uses_the_servers_parent() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), s2, "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+fn cursor_real(name: &str) -> Value {
+    serde_json::from_str(&payload(&format!("cursor-real/3.18.25-{name}.json"))).unwrap()
+}
+
+/// The real Cursor 3.18.25 run (tests/fixtures/payloads/cursor-real), in
+/// its order: the root chat's prompt and tools, its Task call, the
+/// subagent's start in the root chat, the subagent's own MCP call (a fresh
+/// `conversation_id`, `MCP:dump`), the stop of the subagent by its id and
+/// the root's stop. No sessionStart (Cursor does not always send one). Two
+/// MCP calls of the root chat are added, derived from the subagent's
+/// capture with the root's ids (the capture has none on `preToolUse`): one
+/// before the Task, one while the subagent runs, one after it.
+///
+/// Every event lands under the right conversation or subagent, the MCP
+/// server (which gets only `_meta.progressToken`, as captured) resolves
+/// each call to its own chat, and no stub crosses between the root and the
+/// subagent, through `leanctx scope check` as a server would ask.
+#[test]
+fn replay_real_cursor_run_with_a_subagent() {
+    let sb = Sandbox::new();
+    let root = "b60ae0c1-2f85-4c4d-b3e5-b512f9b06e4c";
+    let child = "9f26d535-5d39-4248-a9b2-2faaa07cd364";
+    let raw_sub = cursor_real("subagentStart")["subagent_id"].as_str().unwrap().to_string();
+    assert!(raw_sub.contains('\n'), "the real subagent id holds a newline");
+    let agent = format!("task:{}", leanctx::ids::safe_id(&raw_sub).unwrap());
+    let hook = |v: Value| {
+        let o = sb.hook("cursor", v.to_string()).ok();
+        assert!(o.stderr.is_empty(), "{}", o.stderr);
+        o
+    };
+    // A root MCP call, derived from the subagent's capture.
+    let root_mcp = |use_id: &str| {
+        let mut v = cursor_real("preToolUse-MCP-in-subagent");
+        v["conversation_id"] = json!(root);
+        v["session_id"] = json!(root);
+        v["tool_use_id"] = json!(use_id);
+        v
+    };
+    // The request as the server receives it: name, arguments, and `_meta`
+    // with a progress token only (mcp-server-observed-tools-call.json).
+    let observed: Value =
+        serde_json::from_str(&payload("cursor-real/3.18.25-mcp-server-observed-tools-call.json")).unwrap();
+    assert_eq!(observed["observed"]["mcpReq"]["_meta"], json!({"progressToken": 4}));
+    let request = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "dump", "arguments": {}, "_meta": {"progressToken": id}}})
+        .to_string()
+    };
+    let check = |delivered: &str, id: u64| -> Value {
+        let o = sb.cmd(["scope", "check", "--delivered", delivered, "--json", "--call", "-"]).stdin(request(id)).run();
+        assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+        o.json()
+    };
+    let verdict =
+        |v: &Value| (v["decision"]["allow"].as_bool().unwrap(), v["decision"]["reason"].as_str().unwrap().to_string());
+
+    for name in ["beforeSubmitPrompt", "preToolUse-Read-root", "preToolUse-Shell-root", "postToolUse-Shell-root"] {
+        hook(cursor_real(name));
+    }
+    // No sessionStart came: the chat is known all the same.
+    assert_eq!(sb.slot().unwrap()["conversation_id"], root);
+    assert_eq!(sb.cmd(["scope", "current"]).ok().stdout.trim(), root);
+
+    // The root reads through the MCP server: delivered to the root.
+    assert_eq!(hook(root_mcp("11111111-1111-4111-8111-111111111111")).json(), json!({"permission": "allow"}));
+    let first = check(root, 1);
+    assert_eq!(first["caller"]["scope"], root);
+    assert_eq!(first["caller"]["source"], "fingerprint");
+    assert_eq!(verdict(&first), (true, "same-conversation".into()));
+
+    hook(cursor_real("preToolUse-Task-root"));
+    hook(cursor_real("subagentStart"));
+    // The subagent is open under the root, by its real (hashed) id.
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert_eq!(st["subagents"].as_array().unwrap().len(), 1, "{st}");
+    assert_eq!(st["subagents"][0]["id"], agent.as_str());
+    assert_eq!(st["subagents"][0]["parent"], root);
+    assert_eq!(st["subagents"][0]["host"], "cursor");
+
+    // The subagent's own MCP call: a fresh conversation id.
+    assert_eq!(hook(cursor_real("preToolUse-MCP-in-subagent")).json(), json!({"permission": "allow"}));
+    let sub = check(root, 2);
+    assert_eq!(sub["caller"]["scope"], child, "the subagent's call resolves to its own conversation");
+    assert_eq!(verdict(&sub), (false, "other-conversation".into()), "the root's stub never reaches the subagent");
+    hook(cursor_real("postToolUse-MCP-in-subagent"));
+    // Status shows the subagent and the fresh conversation seen since it started.
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert_eq!(st["subagents"][0]["conversations_since_start"], json!([child]), "{st}");
+    assert_eq!(st["concurrent"], true, "the subagent's conversation is not linked: two live conversations");
+    let human = sb.cmd(["status"]).ok().stdout;
+    assert!(human.contains(&format!("subagent     {agent} of {root} (cursor)")), "{human}");
+    assert!(
+        human.contains(&format!("maybe its own (not linked to the parent: counted as concurrent): {child}")),
+        "{human}"
+    );
+    // Slot-based stubs (no call context) are withheld meanwhile.
+    let o = sb.cmd(["scope", "check", "--delivered", root]).run();
+    assert_eq!((o.code, o.stdout.trim()), (1, "withhold concurrent"));
+
+    // The root calls while its subagent runs: a fingerprint cannot tell a
+    // chat from its subagent, so its own stub is withheld (the safe side).
+    hook(root_mcp("22222222-2222-4222-8222-222222222222"));
+    let mid = check(root, 3);
+    assert_eq!(mid["caller"]["scope"], root);
+    assert_eq!(verdict(&mid), (false, "subagent-active".into()));
+
+    hook(cursor_real("subagentStop"));
+    hook(cursor_real("stop"));
+    let st = sb.cmd(["status", "--json"]).ok().json();
+    assert_eq!(st["subagents"], json!([]), "closed by its id: {st}");
+
+    // After the subagent: the root gets its own stub, never the subagent's.
+    hook(root_mcp("33333333-3333-4333-8333-333333333333"));
+    let after = check(child, 4);
+    assert_eq!(after["caller"]["scope"], root);
+    assert_eq!(verdict(&after), (false, "other-conversation".into()), "the subagent's stub never reaches the root");
+    hook(root_mcp("44444444-4444-4444-8444-444444444444"));
+    assert_eq!(verdict(&check(root, 5)), (true, "same-conversation".into()));
+
+    // The journal: every event under the right conversation or subagent.
+    let j = sb.journal();
+    let lines: Vec<Vec<&str>> = j.lines().map(|l| l.split('\t').collect()).collect();
+    let of = |tag: &str| lines.iter().filter(|l| l[0] == tag).collect::<Vec<_>>();
+    let events = |conv: &str| of("S").iter().filter(|l| l[3] == conv).map(|l| l[4]).collect::<Vec<_>>();
+    assert_eq!(
+        events(root),
+        [
+            "beforeSubmitPrompt",
+            "preToolUse",
+            "preToolUse",
+            "postToolUse",
+            "preToolUse",
+            "preToolUse",
+            "subagentStart",
+            "preToolUse",
+            "subagentStop",
+            "stop",
+            "preToolUse",
+            "preToolUse"
+        ]
+    );
+    assert_eq!(events(child), ["preToolUse", "postToolUse"]);
+    assert_eq!(of("S").len(), 14, "no event was recorded under any other conversation:\n{j}");
+    let starts = of("U");
+    let stops = of("u");
+    assert_eq!((starts.len(), stops.len()), (1, 1), "{j}");
+    assert_eq!((starts[0][3], starts[0][4]), (root, agent.as_str()));
+    assert_eq!((stops[0][3], stops[0][4]), (root, agent.as_str()), "stopped by its id");
+    let calls = of("C");
+    let call_convs: Vec<&str> = calls.iter().map(|c| c[3]).collect();
+    assert_eq!(call_convs, [root, child, root, root, root]);
+    assert!(calls.iter().all(|c| c[5] == "-" && c[6] == "dump"), "`MCP:dump` names no server");
+    assert!(!j.contains("call-7e307548"), "the raw subagent id is never stored");
+}

@@ -140,6 +140,9 @@ fn no_secret_reaches_the_disk_on_any_host_or_event() {
         "subagent_id",
         "parent_conversation_id",
         "tool_name",
+        // The server's key in mcp.json: a name, kept like tool_name (the
+        // credentials are in `command` and `url`, injected below).
+        "mcp_server_name",
         "tool_use_id",
         "transcript_path",
         "source",

@@ -49,8 +49,13 @@ impl H {
 #[derive(Debug)]
 struct Sub {
     raw: String,
-    /// The scope stubs are keyed by: `agent:<id>` or `task:<id>`.
+    /// The scope stubs are keyed by: `agent:<id>`, `task:<id>`, or for a
+    /// Cursor subagent as Cursor 3.x really runs it, its own conversation.
     scope: String,
+    /// Cursor 3.x: the fresh `conversation_id` the subagent's own hooks
+    /// carry (no parent field, no `CURSOR_TASK_ID`); `None` for a subagent
+    /// modelled on `CURSOR_TASK_ID` (what lean-ctx reads).
+    conv: Option<String>,
     window: HashSet<&'static str>,
 }
 
@@ -175,10 +180,11 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     let (agent_raw, task) = match actor {
         Some(i) => {
             let s = &chat.subs[i];
-            (Some(s.raw.clone()), (host == H::Cursor).then(|| s.raw.clone()))
+            (Some(s.raw.clone()), (host == H::Cursor && s.conv.is_none()).then(|| s.raw.clone()))
         }
         None => (None, None),
     };
+    let sub_conv = actor.and_then(|i| chat.subs[i].conv.clone());
     // PreToolUse (beforeMCPExecution): recorded before the call runs.
     let mut extra = if host == H::Cursor {
         json!({"tool_name": "ctx_read", "tool_input": json!({"path": file}).to_string(), "command": "lean-ctx",
@@ -188,6 +194,13 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     };
     if let (Some(a), false) = (&agent_raw, host == H::Cursor) {
         extra["agent_id"] = json!(a);
+    }
+    if let Some(c) = &sub_conv {
+        // A Cursor 3.x subagent's own hook: its fresh conversation, no
+        // transcript, nothing naming the parent.
+        extra["conversation_id"] = json!(c);
+        extra["session_id"] = json!(c);
+        extra["transcript_path"] = Value::Null;
     }
     let task_env = task.as_deref().filter(|_| !rng.chance(ctx.knobs.cursor_no_task_env));
     let pre = if host == H::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
@@ -260,7 +273,7 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
             // An exact resolution must name the true caller, except a Cursor
             // subagent whose hook lacked CURSOR_TASK_ID (its record names
             // the parent: the decision must then withhold for another reason).
-            let excused = actor.is_some() && host == H::Cursor && task_env.is_none();
+            let excused = actor.is_some() && host == H::Cursor && task_env.is_none() && sub_conv.is_none();
             if !excused && resolved.scope.as_deref() != Some(truth_scope.as_str()) {
                 st.misresolved.push(format!(
                     "seed {}: t={now} {host:?} {truth_scope} resolved exactly as {:?} via {:?} ({file}, call {call_id})",
@@ -283,6 +296,14 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     if rng.chance(0.7) {
         let post = if host == H::Cursor { "afterMCPExecution" } else { "PostToolUse" };
         hook(ctx, st, chat, post, t + 2, extra, task_env);
+    }
+}
+
+/// A Cursor `subagentStop`: 3.x names the subagent and its parent.
+fn cursor_stop(chat: &Chat, s: &Sub) -> Value {
+    match s.conv {
+        Some(_) => json!({"status": "completed", "subagent_id": s.raw, "parent_conversation_id": chat.id}),
+        None => json!({"status": "completed"}),
     }
 }
 
@@ -341,22 +362,38 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
         }
         72..=79 if chat.subs.len() < 3 => {
             st.subagents += 1;
-            let raw = uid(ctx, "sub");
-            let scope = if cursor { format!("task:{raw}") } else { format!("agent:{raw}") };
+            // Half the Cursor subagents as Cursor 3.x runs them: the id is
+            // the parent's Task call id (with a newline), the subagent's
+            // hooks carry a conversation of their own.
+            let real = cursor && rng.chance(0.5);
+            let raw = if real { format!("call-{}-40\nfc_{}_0", uid(ctx, "c"), uid(ctx, "f")) } else { uid(ctx, "sub") };
+            let conv = real.then(|| uid(ctx, "chat-sub-"));
+            let scope = match &conv {
+                Some(c) => c.clone(),
+                None if cursor => format!("task:{raw}"),
+                None => format!("agent:{raw}"),
+            };
             if cursor {
-                let extra = json!({"subagent_id": raw, "parent_conversation_id": chat.id, "subagent_type": "explore"});
+                let extra = json!({"subagent_id": raw, "tool_call_id": raw, "parent_conversation_id": chat.id,
+                    "subagent_type": "explore"});
                 hook(ctx, &mut st, chat, "subagentStart", t, extra, None);
             } else {
                 hook(ctx, &mut st, chat, "SubagentStart", t, json!({"agent_id": raw, "agent_type": "general"}), None);
             }
-            chat.subs.push(Sub { raw, scope, window: HashSet::new() });
+            chat.subs.push(Sub { raw, scope, conv, window: HashSet::new() });
         }
         80..=86 if !chat.subs.is_empty() => {
-            // Cursor's stop names no subagent: the journal closes the oldest.
-            let i = if cursor { 0 } else { rng.below(chat.subs.len() as u64) as usize };
+            // A Cursor 3.x stop names its subagent (any may stop); an older
+            // one names none, and the journal closes the oldest.
+            let real: Vec<usize> = (0..chat.subs.len()).filter(|&i| chat.subs[i].conv.is_some()).collect();
+            let i = match cursor {
+                true if !real.is_empty() && rng.chance(0.5) => *rng.pick(&real),
+                true => 0,
+                false => rng.below(chat.subs.len() as u64) as usize,
+            };
             let s = chat.subs.remove(i);
             if cursor {
-                hook(ctx, &mut st, chat, "subagentStop", t, json!({"status": "completed"}), None);
+                hook(ctx, &mut st, chat, "subagentStop", t, cursor_stop(chat, &s), None);
             } else {
                 hook(ctx, &mut st, chat, "SubagentStop", t, json!({"agent_id": s.raw}), None);
             }
@@ -365,7 +402,7 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
             // Ending a chat ends its subagents first.
             for s in std::mem::take(&mut chat.subs) {
                 if cursor {
-                    hook(ctx, &mut st, chat, "subagentStop", t, json!({}), None);
+                    hook(ctx, &mut st, chat, "subagentStop", t, cursor_stop(chat, &s), None);
                 } else {
                     hook(ctx, &mut st, chat, "SubagentStop", t, json!({"agent_id": s.raw}), None);
                 }
