@@ -520,6 +520,85 @@ fn clear_lineage_through_the_cli_uses_the_servers_parent() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), s2, "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// `/clear` then `/resume` back to the first session in one Claude process:
+/// the lineage follows both ways, so the server (whose env still names the
+/// first session) resolves to whichever the process serves now.
+#[test]
+fn clear_then_resume_back_follows_the_lineage_both_ways() {
+    let sb = Sandbox::new();
+    let s1 = "11111111-1111-4111-8111-111111111111";
+    let s2 = "22222222-2222-4222-8222-222222222222";
+    let pid = std::process::id().to_string();
+    let start = |sid: &str, source: &str, at: u64| {
+        sb.hook("claude", json!({"hook_event_name":"SessionStart","session_id":sid,"source":source}).to_string())
+            .env("CLAUDE_PID", &pid)
+            .env("LEAN_CTX_NOW_MS", (leanctx::clock::now_ms() - 10_000 + at).to_string())
+            .ok();
+    };
+    let current = || {
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("'{}' scope current; true", crate::support::BIN))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &sb.home)
+            .env("LEAN_CTX_DATA_DIR", &sb.data)
+            .env("CLAUDE_CODE_SESSION_ID", s1)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    start(s1, "startup", 0);
+    assert_eq!(current(), s1);
+    start(s2, "clear", 1_000);
+    assert_eq!(current(), s2);
+    start(s1, "resume", 2_000);
+    assert_eq!(current(), s1, "resumed back: the first session again, not the cleared one");
+}
+
+/// A subagent running for more than 2 h still runs: a caller that cannot
+/// tell the parent from it (the process env) is withheld until its stop.
+#[test]
+fn a_long_subagent_runs_until_its_stop() {
+    let sb = Sandbox::new();
+    let s1 = "11111111-1111-4111-8111-111111111111";
+    let now = leanctx::clock::now_ms();
+    let hook = |ev: Value, at: u64| sb.hook("claude", ev.to_string()).env("LEAN_CTX_NOW_MS", at.to_string()).ok();
+    hook(json!({"hook_event_name":"SubagentStart","session_id":s1,"agent_id":"long1"}), now - 3 * 3_600_000);
+    hook(json!({"hook_event_name":"UserPromptSubmit","session_id":s1}), now - 1_000);
+    let at = (now - 10 * 3_600_000).to_string();
+    let check = || sb.cmd(["scope", "check", "--delivered", s1, "--at", &at]).env("CLAUDE_CODE_SESSION_ID", s1).run();
+    assert_eq!(check().stdout.trim(), "withhold subagent-active");
+    // Many hooks later (trims included), it still runs.
+    for i in 0..400 {
+        hook(
+            json!({"hook_event_name":"PreToolUse","session_id":s1,"tool_name":"Read","tool_use_id":format!("t{i}")}),
+            now - 900 + i,
+        );
+    }
+    assert_eq!(check().stdout.trim(), "withhold subagent-active");
+    hook(json!({"hook_event_name":"SubagentStop","session_id":s1,"agent_id":"long1"}), now - 100);
+    assert_eq!(check().stdout.trim(), "allow same-conversation");
+}
+
+/// A Cursor task's own compaction (`CURSOR_TASK_ID`) ends its window: its
+/// earlier deliveries are no longer stubbable.
+#[test]
+fn a_cursor_tasks_compaction_is_its_own() {
+    let sb = Sandbox::new();
+    let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
+    let at = (leanctx::clock::now_ms() - 5_000).to_string();
+    sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":conv}).to_string())
+        .env("CURSOR_TASK_ID", "t1")
+        .ok();
+    let check = || sb.cmd(["scope", "check", "--delivered", "task:t1", "--at", &at]).env("CURSOR_TASK_ID", "t1").run();
+    assert_eq!(check().stdout.trim(), "allow same-conversation");
+    sb.hook("cursor", json!({"hook_event_name":"preCompact","conversation_id":conv}).to_string())
+        .env("CURSOR_TASK_ID", "t1")
+        .ok();
+    assert_eq!(check().stdout.trim(), "withhold compacted");
+}
+
 fn cursor_real(name: &str) -> Value {
     serde_json::from_str(&payload(&format!("cursor-real/3.18.25-{name}.json"))).unwrap()
 }
