@@ -511,6 +511,37 @@ mod tests {
     }
 
     #[test]
+    fn the_text_rule_exactly() {
+        // Blocks joined by one newline; a non-text block as canonical JSON.
+        let blocks =
+            json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "image", "data": "x"}]);
+        let want = Content::of_text("a\nb\n{\"data\":\"x\",\"type\":\"image\"}");
+        assert_eq!(received_content(&blocks).unwrap(), want);
+        assert_eq!(sent_content(&json!({"content": blocks})).unwrap(), want);
+        assert_eq!(want.len, 31);
+        assert_eq!(want.digest, sha256_hex(b"a\nb\n{\"data\":\"x\",\"type\":\"image\"}")[..32]);
+        // A JSON-RPC response is unwrapped whether it says `jsonrpc` or only `id`;
+        // a result that merely has a `result` field is not.
+        let inner = json!({"content": [{"type": "text", "text": "in"}]});
+        assert_eq!(sent_content(&json!({"id": 4, "result": inner})).unwrap(), Content::of_text("in"));
+        assert_eq!(sent_content(&json!({"jsonrpc": "2.0", "result": inner})).unwrap(), Content::of_text("in"));
+        let own = json!({"content": [{"type": "text", "text": "own"}], "result": inner});
+        assert_eq!(sent_content(&own).unwrap(), Content::of_text("own"));
+    }
+
+    #[test]
+    fn refs_and_bounds_as_documented() {
+        assert_eq!(id_ref("toolu_1"), "id:toolu_1");
+        assert!(fp_ref("t", "f").starts_with("fp:") && fp_ref("t", "f").len() == 35);
+        assert!(ref_needs_conv("fp:x") && !ref_needs_conv("id:x"));
+        // README's bounds: 16 MiB results, 4 KiB keys, 24 h, 512 deliveries, 10,000 bytes.
+        assert_eq!(MAX_RESULT_BYTES, 16 << 20);
+        assert_eq!(MAX_KEY_BYTES, 4096);
+        assert_eq!(DELIVERY_KEEP_MS, 86_400_000);
+        assert_eq!((MAX_DELIVERIES, UNVERIFIED_HOST_CAP_BYTES), (512, 10_000));
+    }
+
+    #[test]
     fn names_are_hashed_and_distinct() {
         assert_eq!(name_hash("key", "src/main.rs").len(), 32);
         assert_ne!(name_hash("key", "a"), name_hash("version", "a"));
