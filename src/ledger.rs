@@ -530,6 +530,17 @@ mod tests {
     }
 
     #[test]
+    fn each_size_rule() {
+        let ack = |len, rule| AckOut { call_ref: "id:1".into(), content: Content { digest: "d".into(), len }, rule };
+        assert!(ack(1 << 30, SizeRule::Shown).whole(0));
+        assert!(ack(10_240, SizeRule::CodexBudget).whole(2_500));
+        assert!(!ack(10_241, SizeRule::CodexBudget).whole(2_500));
+        assert!(ack(40_960, SizeRule::CodexBudget).whole(10_000));
+        assert!(ack(10_000, SizeRule::Cap(10_000)).whole(0));
+        assert!(!ack(10_001, SizeRule::Cap(10_000)).whole(u64::MAX));
+    }
+
+    #[test]
     fn refs_and_bounds_as_documented() {
         assert_eq!(id_ref("toolu_1"), "id:toolu_1");
         assert!(fp_ref("t", "f").starts_with("fp:") && fp_ref("t", "f").len() == 35);
