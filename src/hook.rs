@@ -153,6 +153,11 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     };
     let host = ev.host;
     let in_task = ev.agent.as_deref().is_some_and(|a| a.starts_with("task:"));
+    let anonymous = if ev.kind == EventKind::SubagentStart {
+        format!("task:anon-{now}-{}", std::process::id())
+    } else {
+        String::new()
+    };
     let mut recs: Vec<Record<'_>> = Vec::with_capacity(3);
     // A Cursor task scope's hook sights the conversation its payload names
     // (the parent's, as Cursor sends it). Leaving no sighting let a task
@@ -175,9 +180,13 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     match ev.kind {
         EventKind::SessionEnd => recs.push(Record::End { t: now, host, conv }),
         EventKind::SubagentStart => {
-            if let Some(a) = ev.started_agent.as_deref().or(ev.agent.as_deref()) {
-                recs.push(Record::SubagentStart { t: now, host, conv, agent: a });
-            }
+            // A start that names no subagent still starts one: left out, the
+            // parent looked alone and sources blind to subagents (slot,
+            // fingerprint, process env) gave the subagent's calls the
+            // parent's stubs. An id of its own, closed by the next stop
+            // without an id (the oldest open).
+            let a = ev.started_agent.as_deref().or(ev.agent.as_deref()).unwrap_or(&anonymous);
+            recs.push(Record::SubagentStart { t: now, host, conv, agent: a });
         }
         EventKind::SubagentStop => {
             // Cursor names the subagent it stops (`subagent_id`); a stop

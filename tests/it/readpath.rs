@@ -581,6 +581,24 @@ fn a_long_subagent_runs_until_its_stop() {
     assert_eq!(check().stdout.trim(), "allow same-conversation");
 }
 
+/// A Cursor `subagentStart` that names no subagent still starts one: the
+/// parent's stubs are withheld from sources that cannot tell them apart,
+/// until a stop.
+#[test]
+fn a_subagent_start_without_an_id_still_starts_one() {
+    let sb = Sandbox::new();
+    let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
+    let at = (leanctx::clock::now_ms() - 5_000).to_string();
+    let hook = |ev: &str| sb.hook("cursor", json!({"hook_event_name": ev, "conversation_id": conv}).to_string()).ok();
+    hook("beforeSubmitPrompt");
+    let check = || sb.cmd(["scope", "check", "--delivered", conv, "--at", &at]).run();
+    assert_eq!(check().stdout.trim(), "allow same-conversation");
+    hook("subagentStart");
+    assert_eq!(check().stdout.trim(), "withhold subagent-active");
+    hook("subagentStop");
+    assert_eq!(check().stdout.trim(), "allow same-conversation");
+}
+
 /// A Cursor task's own compaction (`CURSOR_TASK_ID`) ends its window: its
 /// earlier deliveries are no longer stubbable.
 #[test]
