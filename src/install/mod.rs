@@ -2,11 +2,13 @@
 //! without ever losing a user's data (DESIGN.md §7).
 //!
 //! An edit is: find the file (following symlinks to the real one), lock its
-//! directory, read and parse it strictly (plain JSON; comments, duplicate
-//! keys and wrong shapes are refused with `file:line:col` and the file is
-//! left byte-for-byte alone), change only our entries (recognised by
-//! program, see [`command`]), and, if anything changed, back the file up
-//! once and replace it atomically with its mode (and owner) kept. The entries come from
+//! directory, read and parse it strictly (JSON; comments where the host
+//! reads them, see [`target::accepts_comments`]; duplicate keys and wrong
+//! shapes are refused with `file:line:col` and the file is left
+//! byte-for-byte alone), change only our entries (recognised by program,
+//! see [`command`]) by splicing them into the original text ([`jsonfile`]),
+//! and, if anything changed, back the file up once and replace it
+//! atomically with its mode (and owner) kept. The entries come from
 //! `hooks/<host>.json` ([`spec`]).
 
 pub mod command;
@@ -23,7 +25,7 @@ pub mod target;
 
 use crate::host::Host;
 use edit::{Changes, ShapeError};
-use serde_json::Value;
+use jsonfile::Node;
 use spec::{Shape, Spec};
 use std::fs;
 use std::io::{self, Write};
@@ -91,7 +93,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     let bin = command::hook_binary()?;
     let bin_str = bin.to_str().ok_or_else(|| format!("the binary path {} is not UTF-8", bin.display()))?;
     let spec = Spec::for_host(host, &command::shell_word(bin_str));
-    let res = edit_config(&t, opts.dry_run, !dir_exists, |doc| match spec::shape(host) {
+    let res = edit_config(&t, opts.dry_run, !dir_exists, false, |doc| match spec::shape(host) {
         Shape::Flat => cursor::upsert(doc, &spec),
         Shape::Nested => nested::upsert(doc, &spec),
     })?;
@@ -130,7 +132,7 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
         return Ok(());
     }
-    let res = edit_config(&t, opts.dry_run, false, |doc| match spec::shape(host) {
+    let res = edit_config(&t, opts.dry_run, false, true, |doc| match spec::shape(host) {
         Shape::Flat => cursor::remove(doc),
         Shape::Nested => nested::remove(doc, host),
     })?;
@@ -164,6 +166,8 @@ struct EditResult {
     backup: Option<PathBuf>,
     /// The real file, when the config is a symlink.
     via_link: Option<PathBuf>,
+    /// The file was leanctx's alone and is gone.
+    deleted: bool,
 }
 
 fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write) -> Result<(), InstallError> {
@@ -184,8 +188,13 @@ fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write)
         return w(out, format!("  would have: {}", res.changes.summary()) + "\n  dry run: nothing written");
     }
     w(out, format!("  {}", res.changes.summary()))?;
+    if res.deleted {
+        w(out, "  the file held only leanctx's entries (leanctx created it): removed".into())?;
+    }
     if let Some(b) = &res.backup {
-        w(out, format!("  backup of the original: {}", b.display()))?;
+        // Made only when none exists, so it holds the file before this change
+        // (the user's original, unless leanctx created the file).
+        w(out, format!("  backup of the file before this change: {}", b.display()))?;
     }
     Ok(())
 }
@@ -194,12 +203,23 @@ fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
     InstallError(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
 }
 
+/// What an uninstall leaves of a file leanctx created: nothing. (A file
+/// leanctx created has no backup, since there was no original to keep.)
+fn only_skeleton(host: Host, doc: &Node) -> bool {
+    let v = doc.to_value();
+    match spec::shape(host) {
+        Shape::Flat => v == serde_json::json!({"version": 1}),
+        Shape::Nested => v == serde_json::json!({}),
+    }
+}
+
 /// Read, change with `f`, write if changed. See the module doc.
 fn edit_config(
     t: &Target,
     dry_run: bool,
     create_dir: bool,
-    f: impl FnOnce(&mut Value) -> Result<Changes, ShapeError>,
+    uninstalling: bool,
+    f: impl FnOnce(&mut Node) -> Result<Changes, ShapeError>,
 ) -> Result<EditResult, InstallError> {
     let io_err = |what: &str, p: &std::path::Path, e: io::Error| InstallError(format!("{what} {}: {e}", p.display()));
     if create_dir && !dry_run {
@@ -238,26 +258,33 @@ fn edit_config(
             }
         },
     };
-    let mut doc = jsonfile::parse(&old_text).map_err(|e| fail_at(t, e.pos, &e.msg))?;
-    let changes = f(&mut doc).map_err(|e| {
-        let pos = jsonfile::locate(&old_text, &e.path).unwrap_or(jsonfile::Pos { line: 1, col: 1 });
-        fail_at(t, pos, &format!("{} (leanctx will not guess how to merge into it)", e.msg))
-    })?;
+    let mut doc =
+        jsonfile::parse(&old_text, target::accepts_comments(t.host)).map_err(|e| fail_at(t, e.pos, &e.msg))?;
+    let changes = f(&mut doc.root)
+        .map_err(|e| fail_at(t, doc.pos(e.at), &format!("{} (leanctx will not guess how to merge into it)", e.msg)))?;
     let via_link = (real != t.file).then(|| real.clone());
     if changes.is_empty() {
-        return Ok(EditResult { changes, diff: String::new(), backup: None, via_link });
+        return Ok(EditResult { changes, diff: String::new(), backup: None, via_link, deleted: false });
     }
-    let style = if old.is_some() { jsonfile::Style::detect(&old_text) } else { jsonfile::Style::default_pretty() };
-    let new_text = jsonfile::render(&doc, &style);
+    let new_text = doc.render();
+    // Uninstalling from a file leanctx created leaves nothing, as before.
+    let bak = fsio::backup_path(&t.file);
+    let delete = uninstalling && via_link.is_none() && !bak.exists() && only_skeleton(t.host, &doc.root);
     let name = t.file.display().to_string();
     let diff = if dry_run {
         let old_name = if old.is_some() { name.clone() } else { "/dev/null".into() };
-        diff::unified(&old_text, &new_text, &old_name, &name)
+        let new_name = if delete { "/dev/null".into() } else { name.clone() };
+        diff::unified(&old_text, if delete { "" } else { &new_text }, &old_name, &new_name)
     } else {
         String::new()
     };
-    if dry_run || new_text == old_text {
-        return Ok(EditResult { changes, diff, backup: None, via_link });
+    if dry_run || (new_text == old_text && !delete) {
+        return Ok(EditResult { changes, diff, backup: None, via_link, deleted: false });
+    }
+    if delete {
+        fs::remove_file(&real).map_err(|e| io_err("cannot remove", &real, e))?;
+        fsio::sync_dir(&real_dir).map_err(|e| io_err("cannot sync", &real_dir, e))?;
+        return Ok(EditResult { changes, diff, backup: None, via_link, deleted: true });
     }
     let backup = match (&old, keep) {
         (Some(bytes), Some(m)) => {
@@ -266,7 +293,7 @@ fn edit_config(
         _ => None,
     };
     fsio::write_atomic(&real, &new_text, keep).map_err(|e| io_err("cannot write", &real, e))?;
-    Ok(EditResult { changes, diff, backup, via_link })
+    Ok(EditResult { changes, diff, backup, via_link, deleted: false })
 }
 
 /// What each host needs the user to know after its config changed.

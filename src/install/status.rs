@@ -59,8 +59,8 @@ pub struct FileReport {
 pub fn user_entries(host: Host) -> Option<usize> {
     let t = target::resolve(host, None, false).ok()?;
     let text = std::fs::read_to_string(&t.file).ok()?;
-    let doc = jsonfile::parse(&text).ok()?;
-    Some(find(host, &doc).len())
+    let doc = jsonfile::parse(&text, target::accepts_comments(host)).ok()?;
+    Some(find(host, &doc.root.to_value()).len())
 }
 
 fn find(host: Host, doc: &serde_json::Value) -> Vec<edit::Found> {
@@ -96,15 +96,15 @@ fn file_report(t: &Target) -> FileReport {
         .ok()
         .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as u64);
-    let doc = match jsonfile::parse(&text) {
-        Ok(d) => d,
+    let doc = match jsonfile::parse(&text, target::accepts_comments(t.host)) {
+        Ok(d) => d.root,
         Err(e) => {
             r.state = "unreadable";
             r.error = Some(format!("{}:{}:{}: {}", t.file.display(), e.pos.line, e.pos.col, e.msg));
             return r;
         }
     };
-    let found = find(t.host, &doc);
+    let found = find(t.host, &doc.to_value());
     if found.is_empty() {
         r.state = "not-installed";
         return r;
@@ -326,9 +326,9 @@ mod tests {
     fn silent_hosts_are_the_installed_ones_never_seen() {
         let t = tempfile::tempdir().unwrap();
         let file = t.path().join("hooks.json");
-        let mut doc = serde_json::json!({});
+        let mut doc = jsonfile::Node::from_value(&serde_json::json!({}));
         nested::upsert(&mut doc, &Spec::for_host(Host::Codex, "/x/leanctx")).unwrap();
-        std::fs::write(&file, doc.to_string()).unwrap();
+        std::fs::write(&file, doc.to_value().to_string()).unwrap();
         let targets = |h: Host| {
             let f = if h == Host::Codex { file.clone() } else { t.path().join("absent.json") };
             vec![Target { host: h, scope: target::Scope::User, dir: t.path().to_path_buf(), file: f }]

@@ -74,6 +74,21 @@ fn file_name(host: Host, local: bool) -> &'static str {
     }
 }
 
+/// Whether the host reads comments (JSONC) in this config file. None is
+/// known to: Claude Code reports a settings file with `//` comments as
+/// "Invalid or malformed JSON" and ignores it (anthropics/claude-code issues
+/// #83190, #63760; JSONC support is an open request, #17968); Codex reads
+/// hooks.json with serde_json; Cursor and CodeBuddy document plain JSON and
+/// nothing says they accept more. A comment in such a file would already
+/// break it, so the installer refuses it with its position rather than
+/// editing around it. The editor keeps comments byte for byte: a host that
+/// is found to accept them needs only `true` here.
+pub fn accepts_comments(host: Host) -> bool {
+    match host {
+        Host::Cursor | Host::ClaudeCode | Host::Codex | Host::CodeBuddy => false,
+    }
+}
+
 /// Whether the host has a `settings.local.json`.
 pub fn has_local(host: Host) -> bool {
     matches!(host, Host::ClaudeCode | Host::CodeBuddy)
