@@ -60,7 +60,7 @@ pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
         remove_at(arr, &pos[1..]);
         let changed = pos.len() > 1 || arr[first] != e.handler;
         if arr[first] != e.handler {
-            arr[first] = Node::from_value(&e.handler);
+            arr[first].assign(&e.handler);
         }
         if changed {
             ch.updated.push(e.event.clone());

@@ -100,6 +100,66 @@ impl Node {
         }
     }
 
+    /// A scalar read from another file format, `at` (a byte offset there,
+    /// or any number unique among its siblings) being its identity.
+    pub fn scalar_at(v: Value, at: usize) -> Node {
+        Node::Scalar(v, Some(Span { start: at, end: at + 1 }))
+    }
+
+    /// An object read from another format (see [`Node::scalar_at`]).
+    pub fn object_at(props: Vec<(String, Node)>, at: usize) -> Node {
+        let span = Span { start: at, end: at + 1 };
+        let props: Vec<Prop> = props
+            .into_iter()
+            .map(|(key, value)| {
+                let s = value.span().unwrap_or(span);
+                Prop { key, value, span: Some((s, s)) }
+            })
+            .collect();
+        let children = props.iter().filter_map(|p| p.span.map(|s| s.0)).collect();
+        Node::Object(Obj { props, orig: Some(Orig { span, children }) })
+    }
+
+    /// An array read from another format (see [`Node::scalar_at`]).
+    pub fn array_at(items: Vec<Node>, at: usize) -> Node {
+        let span = Span { start: at, end: at + 1 };
+        let children = items.iter().filter_map(Node::span).collect();
+        Node::Array(Arr { items, orig: Some(Orig { span, children }) })
+    }
+
+    /// The identity of a node that was read (its offset), `None` for a new one.
+    pub fn origin(&self) -> Option<usize> {
+        self.span().map(|s| s.start)
+    }
+
+    /// Make this node equal `v`, keeping what it has: an object keeps its
+    /// properties (and their places) that `v` has and gets the others at
+    /// the end, an array of the same length is assigned item by item, an
+    /// equal scalar stays. So an upgraded entry changes only the bytes of
+    /// the values that differ.
+    pub fn assign(&mut self, v: &Value) {
+        match (&mut *self, v) {
+            (Node::Object(o), Value::Object(m)) => {
+                o.props.retain(|p| m.contains_key(&p.key));
+                for (k, x) in m {
+                    match o.get_mut(k) {
+                        Some(n) => n.assign(x),
+                        None => o.props.push(Prop { key: k.clone(), value: Node::from_value(x), span: None }),
+                    }
+                }
+                // The new order must be v's for keys it adds; keys already
+                // there keep theirs (the merge never reorders).
+            }
+            (Node::Array(a), Value::Array(xs)) if a.items.len() == xs.len() => {
+                for (n, x) in a.items.iter_mut().zip(xs) {
+                    n.assign(x);
+                }
+            }
+            (n, v) if *n == *v => {}
+            (n, v) => *n = Node::from_value(v),
+        }
+    }
+
     pub fn to_value(&self) -> Value {
         match self {
             Node::Object(o) => {

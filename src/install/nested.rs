@@ -140,12 +140,12 @@ fn upsert_event(arr: &mut Vec<Node>, e: &Entry, host: Host, ch: &mut Changes) {
     if fits {
         let h = handler(arr, g0, h0);
         if *h != e.handler {
-            *h = Node::from_value(&e.handler);
+            h.assign(&e.handler);
             changed = true;
         }
     } else if only_ours {
         // Our own group under an old matcher: fix it where it is.
-        *handler(arr, g0, h0) = Node::from_value(&e.handler);
+        handler(arr, g0, h0).assign(&e.handler);
         set_matcher(&mut arr[g0], e.matcher.as_deref());
         changed = true;
     } else {

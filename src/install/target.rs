@@ -121,7 +121,8 @@ pub fn resolve(host: Host, project: Option<&Path>, local: bool) -> Result<Target
 }
 
 /// Every file of `host` that `hooks status` looks at: the user file, and
-/// the project files of `cwd` that exist.
+/// the project files of `cwd` that exist; for Codex also each scope's
+/// config.toml that holds hooks (or cannot be read).
 pub fn status_targets(host: Host, cwd: Option<&Path>) -> Result<Vec<Target>, String> {
     let mut v = vec![resolve(host, None, false)?];
     if let Some(cwd) = cwd {
@@ -132,6 +133,23 @@ pub fn status_targets(host: Host, cwd: Option<&Path>) -> Result<Vec<Target>, Str
                 if t.file.exists() && !v.iter().any(|u| same_file(&u.file, &t.file)) {
                     v.push(t);
                 }
+            }
+        }
+    }
+    if host == Host::Codex {
+        let mut scopes = vec![v[0].clone()];
+        scopes.extend(cwd.and_then(|c| resolve(host, Some(c), false).ok()));
+        let tomls: Vec<Target> = scopes
+            .iter()
+            .map(|t| Target { file: t.dir.join("config.toml"), ..t.clone() })
+            .filter(|t| {
+                std::fs::read_to_string(&t.file)
+                    .is_ok_and(|s| super::tomlfile::parse(&s).map_or(true, |d| d.has_hooks()))
+            })
+            .collect();
+        for t in tomls {
+            if !v.iter().any(|u| same_file(&u.file, &t.file)) {
+                v.push(t);
             }
         }
     }
