@@ -26,16 +26,35 @@ pub struct TomlDoc {
     text: String,
     pub doc: DocumentMut,
     spanned: toml_edit::Document<String>,
+    crlf: bool,
 }
 
 /// Parse, or say where it fails.
+///
+/// toml_edit writes every line break as LF, so a CRLF file is read as LF
+/// and written back as CRLF; a file that mixes the two is refused (it
+/// could not be given back as it was).
 pub fn parse(text: &str) -> Result<TomlDoc, ParseError> {
-    let spanned = toml_edit::Document::parse(text.to_string()).map_err(|e| ParseError {
-        pos: pos_of(text, e.span().map_or(0, |s| s.start)),
+    let crlf = text.contains("\r\n");
+    let lf_text = if crlf {
+        if let Some(i) = text.match_indices('\n').map(|(i, _)| i).find(|&i| i == 0 || text.as_bytes()[i - 1] != b'\r') {
+            return Err(ParseError {
+                pos: pos_of(text, i),
+                msg: "the file mixes CRLF and LF line endings, which leanctx could not keep; \
+                      make them one kind"
+                    .into(),
+            });
+        }
+        text.replace("\r\n", "\n")
+    } else {
+        text.to_string()
+    };
+    let spanned = toml_edit::Document::parse(lf_text.clone()).map_err(|e| ParseError {
+        pos: pos_of(&lf_text, e.span().map_or(0, |s| s.start)),
         msg: format!("not valid TOML: {}", e.message().trim_end()),
     })?;
     let doc = spanned.clone().into_mut();
-    Ok(TomlDoc { text: text.to_string(), doc, spanned })
+    Ok(TomlDoc { text: lf_text, doc, spanned, crlf })
 }
 
 impl TomlDoc {
@@ -44,7 +63,8 @@ impl TomlDoc {
     }
 
     pub fn render(&self) -> String {
-        self.doc.to_string()
+        let s = self.doc.to_string();
+        if self.crlf { s.replace('\n', "\r\n") } else { s }
     }
 
     /// `[features] hooks = false` (or `codex_hooks = false`), in any spelling.
@@ -371,6 +391,7 @@ mod tests {
             "[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"notify done\" # keep\n\n[mcp_servers.x]\ncommand = \"x\"\n",
             "[hooks]\nStop = [\n  { hooks = [{ type = \"command\", command = \"a\" }] },\n]\n",
             "hooks.Stop = [{ hooks = [{ type = \"command\", command = \"a\" }] }]\nmodel = \"x\"\n",
+            "model = \"x\"\r\n\r\n[mcp_servers.a]\r\ncommand = \"a\"\r\n",
         ] {
             let installed = install(text);
             let v = parse(&installed).unwrap().tree().to_value();

@@ -938,3 +938,120 @@ fn installer_rewrite_keeps_every_number() {
         assert_eq!(d.render(), text);
     }
 }
+
+/// A Codex config.toml as users write it: other settings, comments, blank
+/// lines, tables after the hooks, the features flag in some spelling, and
+/// foreign hooks in one of the three forms Codex reads.
+fn codex_toml(seed: u64) -> String {
+    let mut r = rng::Rng::new(seed);
+    let q = |s: &str| Value::String(s.to_string()).to_string();
+    let mut top = Vec::new();
+    let mut tables = Vec::new();
+    if r.chance(0.7) {
+        top.push(format!("model = {}{}", q(r.pick(&["o3", "gpt-5", "a \"b\""])), *r.pick(&["", " # mine", "   "])));
+    }
+    if r.chance(0.4) {
+        top.push(format!("tool_output_token_limit = {}", r.range(1, 100_000)));
+    }
+    match r.below(4) {
+        0 => tables.push(format!("[features]\nhooks = {}", r.pick(&["true", "false"]))),
+        1 => top.push("features.hooks = true".into()),
+        2 => top.push("features = { hooks = true, other = 1 }".into()),
+        _ => {}
+    }
+    let handler = |r: &mut rng::Rng| {
+        format!(
+            "type = \"command\"\ncommand = {}{}",
+            q(&format!("/opt/other/{}", r.pick(WORDS).replace("leanctx", "lean-ctx"))),
+            if r.chance(0.5) { format!("\ntimeout = {}", r.range(1, 60)) } else { String::new() },
+        )
+    };
+    let events: Vec<&str> = (0..r.range(0, 3)).map(|_| *r.pick(&["Stop", "PreToolUse", "Notification"])).collect();
+    let mut events = events;
+    events.sort_unstable();
+    events.dedup();
+    let form = r.below(3);
+    let inline = |r: &mut rng::Rng| -> String {
+        let h = handler(r).replace('\n', ", ");
+        format!("{{ hooks = [{{ {h} }}] }}")
+    };
+    match form {
+        0 => {
+            for ev in &events {
+                for _ in 0..r.range(1, 2) {
+                    let m = if r.chance(0.5) { format!("matcher = {}\n", q(r.pick(WORDS))) } else { String::new() };
+                    tables.push(format!("[[hooks.{ev}]]\n{m}\n[[hooks.{ev}.hooks]]\n{}", handler(&mut r)));
+                }
+            }
+        }
+        1 if !events.is_empty() => {
+            let mut t = String::from("[hooks]");
+            for ev in &events {
+                if r.chance(0.5) {
+                    t.push_str(&format!("\n{ev} = [\n  {},\n]", inline(&mut r)));
+                } else {
+                    t.push_str(&format!("\n{ev} = [{}]", inline(&mut r)));
+                }
+            }
+            tables.push(t);
+        }
+        _ => {
+            for ev in &events {
+                top.push(format!("hooks.{ev} = [{}]", inline(&mut r)));
+            }
+        }
+    }
+    if r.chance(0.6) {
+        tables.push("[mcp_servers.docs]\ncommand = \"docs-mcp\" # keep\nargs = [\"a\",  \"b\"]".into());
+    }
+    if tables.len() > 1 && r.chance(0.3) {
+        let last = tables.len() - 1;
+        tables.swap(0, last);
+    }
+    let mut out = String::new();
+    if r.chance(0.3) {
+        out.push_str("# my codex config\n\n");
+    }
+    for l in top {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    for t in tables {
+        out.push_str(if r.chance(0.7) { "\n" } else { "" });
+        out.push_str(&t);
+        out.push('\n');
+    }
+    if r.chance(0.3) {
+        out.push_str("\n# the end\n");
+    }
+    if r.chance(0.2) {
+        out = out.replace('\n', "\r\n");
+    }
+    out
+}
+
+/// The same promise for Codex's config.toml: install is idempotent and
+/// install then uninstall is the identity on bytes, whatever form the
+/// user's hooks (and the rest of the file) take.
+#[test]
+fn fuzz_codex_config_toml_round_trip_is_byte_for_byte() {
+    use leanctx::install::{nested, spec, tomlfile};
+    let sp = spec::Spec::for_host(Host::Codex, "'/opt/my tools/leanctx'");
+    fuzz("codex config.toml round trip", any::<u64>(), |seed| {
+        let text = codex_toml(seed);
+        let edit = |t: &str, install: bool| -> Result<String, TestCaseError> {
+            let mut d = tomlfile::parse(t).map_err(|e| TestCaseError::fail(format!("{e:?}\n{t}")))?;
+            let mut tree = d.tree();
+            if install { nested::upsert(&mut tree, &sp) } else { nested::remove(&mut tree, Host::Codex) }
+                .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+            d.apply(&tree);
+            Ok(d.render())
+        };
+        let installed = edit(&text, true)?;
+        let v = tomlfile::parse(&installed).map_err(|e| TestCaseError::fail(format!("{e:?}\n{installed}")))?;
+        prop_assert_eq!(nested::find(&v.tree().to_value(), Host::Codex).len(), sp.entries.len(), "{}", installed);
+        prop_assert_eq!(edit(&installed, true)?, installed.clone(), "install twice = install once");
+        prop_assert_eq!(edit(&installed, false)?, text, "install then uninstall = the original\n{}", installed);
+        Ok(())
+    });
+}
