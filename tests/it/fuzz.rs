@@ -948,7 +948,8 @@ fn codex_toml(seed: u64) -> String {
     let mut top = Vec::new();
     let mut tables = Vec::new();
     if r.chance(0.7) {
-        top.push(format!("model = {}{}", q(r.pick(&["o3", "gpt-5", "a \"b\""])), *r.pick(&["", " # mine", "   "])));
+        let model = *r.pick(&["o3", "gpt-5", "a \"b\""]);
+        top.push(format!("model = {}{}", q(model), *r.pick(&["", " # mine", "   "])));
     }
     if r.chance(0.4) {
         top.push(format!("tool_output_token_limit = {}", r.range(1, 100_000)));
@@ -979,7 +980,11 @@ fn codex_toml(seed: u64) -> String {
         0 => {
             for ev in &events {
                 for _ in 0..r.range(1, 2) {
-                    let m = if r.chance(0.5) { format!("matcher = {}\n", q(r.pick(WORDS))) } else { String::new() };
+                    let m = if r.chance(0.5) {
+                        format!("matcher = {}\n", q(WORDS[r.below(WORDS.len() as u64) as usize]))
+                    } else {
+                        String::new()
+                    };
                     tables.push(format!("[[hooks.{ev}]]\n{m}\n[[hooks.{ev}.hooks]]\n{}", handler(&mut r)));
                 }
             }
