@@ -9,7 +9,8 @@
 //! see [`command`]) by splicing them into the original text ([`jsonfile`]),
 //! and, if anything changed, back the file up once and replace it
 //! atomically with its mode (and owner) kept. The entries come from
-//! `hooks/<host>.json` ([`spec`]).
+//! `hooks/<host>.json` ([`spec`]). Codex also reads hooks from
+//! `config.toml`, edited with toml_edit ([`tomlfile`]).
 
 pub mod command;
 pub mod cursor;

@@ -742,6 +742,7 @@ fn layouts(host: &str) -> Vec<(&'static str, String)> {
     // Hand-laid: compact arrays inside a pretty file, odd spacing, no final newline.
     let mut hand = pretty2.replace("[\n        1,\n        2.5,\n        null\n      ]", "[1,2.5,null]");
     hand = hand.replacen("\"alpha\": \"last\"\n}\n", "\"alpha\" :  \"last\"\n}", 1);
+    assert!(!hand.contains("[\n        1,") && !hand.ends_with('\n'), "the hand layout differs: {hand}");
     vec![("pretty", pretty2), ("tabs", tabs), ("crlf", crlf), ("compact", compact), ("bom", bom), ("hand", hand)]
 }
 
