@@ -4,6 +4,7 @@
 
 use super::command::parse_ours;
 use super::edit::{self, Changes, Found, ShapeError};
+use super::jsonfile::Node;
 use super::spec::Spec;
 use crate::host::Host;
 use serde_json::Value;
@@ -13,52 +14,54 @@ fn ours(entry: &Value) -> Option<String> {
     (o.host == Host::Cursor).then_some(o.program)
 }
 
-fn positions(arr: &[Value]) -> Vec<usize> {
-    arr.iter().enumerate().filter(|(_, e)| ours(e).is_some()).map(|(i, _)| i).collect()
+fn positions(arr: &[Node]) -> Vec<usize> {
+    arr.iter().enumerate().filter(|(_, e)| ours(&e.to_value()).is_some()).map(|(i, _)| i).collect()
 }
 
-fn remove_at(arr: &mut Vec<Value>, pos: &[usize]) {
+fn remove_at(arr: &mut Vec<Node>, pos: &[usize]) {
     for &i in pos.iter().rev() {
         arr.remove(i);
     }
 }
 
 /// Remove ours from one event's array; whether there were any.
-fn take(arr: &mut Vec<Value>) -> bool {
+fn take(arr: &mut Vec<Node>) -> bool {
     let pos = positions(arr);
     remove_at(arr, &pos);
     !pos.is_empty()
 }
 
 /// Install or upgrade our entries.
-pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
+pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
     let events: Vec<&str> = spec.entries.iter().map(|e| e.event.as_str()).collect();
     edit::check_event_arrays(doc, &events)?;
     let mut ch = Changes::default();
     // Cursor documents `version` as required; put it first, like its docs.
     let root = edit::root_mut(doc)?;
     if !root.contains_key("version") {
-        root.shift_insert(0, "version".into(), Value::from(1));
+        root.insert_at(0, "version", Node::from_value(&Value::from(1)));
     }
     let hooks = edit::hooks_mut(doc, true)?.expect("created");
 
-    let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).cloned().collect();
+    let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).map(str::to_string).collect();
     edit::take_ours(hooks, stale, &mut ch, take);
 
     for e in &spec.entries {
         if !hooks.contains_key(&e.event) {
-            hooks.insert(e.event.clone(), Value::Array(vec![]));
+            hooks.insert(&e.event, Node::from_value(&Value::Array(vec![])));
         }
-        let arr = hooks.get_mut(&e.event).and_then(Value::as_array_mut).expect("checked above");
+        let arr = hooks.get_mut(&e.event).and_then(Node::as_arr_mut).expect("checked above");
         let pos = positions(arr);
         let Some(&first) = pos.first() else {
-            arr.push(e.handler.clone());
+            arr.push(Node::from_value(&e.handler));
             ch.added.push(e.event.clone());
             continue;
         };
         remove_at(arr, &pos[1..]);
         let changed = pos.len() > 1 || arr[first] != e.handler;
-        arr[first] = e.handler.clone();
+        if arr[first] != e.handler {
+            arr[first].assign(&e.handler);
+        }
         if changed {
             ch.updated.push(e.event.clone());
         }
@@ -68,12 +71,12 @@ pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
 
 /// Remove every entry of ours, and the arrays and `hooks` that emptied.
 /// `version` stays: Cursor wants it whatever the file holds.
-pub fn remove(doc: &mut Value) -> Result<Changes, ShapeError> {
+pub fn remove(doc: &mut Node) -> Result<Changes, ShapeError> {
     edit::root_mut(doc)?;
     let mut ch = Changes::default();
     let Some(hooks) = edit::hooks_mut(doc, false)? else { return Ok(ch) };
     let was_empty = hooks.is_empty();
-    let events: Vec<String> = hooks.keys().cloned().collect();
+    let events: Vec<String> = hooks.keys().map(str::to_string).collect();
     edit::take_ours(hooks, events, &mut ch, take);
     edit::drop_hooks_if_emptied(doc, was_empty);
     Ok(ch)
@@ -96,6 +99,20 @@ pub fn find(doc: &Value) -> Vec<Found> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
+        let mut n = Node::from_value(doc);
+        let r = super::upsert(&mut n, spec);
+        *doc = n.to_value();
+        r
+    }
+
+    fn remove(doc: &mut Value) -> Result<Changes, ShapeError> {
+        let mut n = Node::from_value(doc);
+        let r = super::remove(&mut n);
+        *doc = n.to_value();
+        r
+    }
 
     fn spec() -> Spec {
         Spec::for_host(Host::Cursor, "/n/leanctx")

@@ -1,19 +1,20 @@
 //! What the two shape modules ([`super::nested`], [`super::cursor`]) share:
 //! the result of an edit, the shape errors, and the `hooks` object.
 
-use super::jsonfile::Seg;
+use super::jsonfile::{Node, Obj};
 use serde_json::{Map, Value};
 
 /// A value has the wrong type for where we must write.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ShapeError {
-    pub path: Vec<Seg>,
+    /// Byte offset of the value in the file.
+    pub at: usize,
     pub msg: String,
 }
 
 impl ShapeError {
-    fn new(path: Vec<Seg>, msg: impl Into<String>) -> ShapeError {
-        ShapeError { path, msg: msg.into() }
+    fn new(at: &Node, msg: impl Into<String>) -> ShapeError {
+        ShapeError { at: at.at(), msg: msg.into() }
     }
 }
 
@@ -49,37 +50,25 @@ pub struct Found {
     pub program: String,
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// The top-level object.
-pub fn root_mut(doc: &mut Value) -> Result<&mut Map<String, Value>, ShapeError> {
-    let t = type_name(doc);
-    doc.as_object_mut().ok_or_else(|| ShapeError::new(vec![], format!("the top level is {t}, expected an object")))
+pub fn root_mut(doc: &mut Node) -> Result<&mut Obj, ShapeError> {
+    let t = doc.type_name();
+    let e = ShapeError::new(doc, format!("the top level is {t}, expected an object"));
+    doc.as_obj_mut().ok_or(e)
 }
 
 /// `hooks`, created (appended at the end) when `create` and absent.
-pub fn hooks_mut(doc: &mut Value, create: bool) -> Result<Option<&mut Map<String, Value>>, ShapeError> {
+pub fn hooks_mut(doc: &mut Node, create: bool) -> Result<Option<&mut Obj>, ShapeError> {
     let root = root_mut(doc)?;
     if !root.contains_key("hooks") {
         if !create {
             return Ok(None);
         }
-        root.insert("hooks".into(), Value::Object(Map::new()));
+        root.insert("hooks", Node::from_value(&Value::Object(Map::new())));
     }
     let h = root.get_mut("hooks").expect("present");
-    let t = type_name(h);
-    h.as_object_mut()
-        .map(Some)
-        .ok_or_else(|| ShapeError::new(vec![Seg::Key("hooks".into())], format!("\"hooks\" is {t}, expected an object")))
+    let e = ShapeError::new(h, format!("\"hooks\" is {}, expected an object", h.type_name()));
+    h.as_obj_mut().map(Some).ok_or(e)
 }
 
 /// Read-only view of `hooks` for status; wrong shapes read as absent.
@@ -89,23 +78,18 @@ pub fn hooks(doc: &Value) -> Option<&Map<String, Value>> {
 
 /// Check, before any change, that every container we may write into has
 /// the right type, so a refused file is refused whole.
-pub fn check_event_arrays(doc: &Value, events: &[&str]) -> Result<(), ShapeError> {
-    let t = type_name(doc);
-    let root =
-        doc.as_object().ok_or_else(|| ShapeError::new(vec![], format!("the top level is {t}, expected an object")))?;
+pub fn check_event_arrays(doc: &Node, events: &[&str]) -> Result<(), ShapeError> {
+    let root = doc
+        .as_obj()
+        .ok_or_else(|| ShapeError::new(doc, format!("the top level is {}, expected an object", doc.type_name())))?;
     let Some(h) = root.get("hooks") else { return Ok(()) };
-    let t = type_name(h);
-    let h = h.as_object().ok_or_else(|| {
-        ShapeError::new(vec![Seg::Key("hooks".into())], format!("\"hooks\" is {t}, expected an object"))
-    })?;
+    let h =
+        h.as_obj().ok_or_else(|| ShapeError::new(h, format!("\"hooks\" is {}, expected an object", h.type_name())))?;
     for ev in events {
-        if let Some(v) = h.get(*ev)
+        if let Some(v) = h.get(ev)
             && !v.is_array()
         {
-            return Err(ShapeError::new(
-                vec![Seg::Key("hooks".into()), Seg::Key((*ev).to_string())],
-                format!("\"hooks.{ev}\" is {}, expected an array", type_name(v)),
-            ));
+            return Err(ShapeError::new(v, format!("\"hooks.{ev}\" is {}, expected an array", v.type_name())));
         }
     }
     Ok(())
@@ -113,33 +97,28 @@ pub fn check_event_arrays(doc: &Value, events: &[&str]) -> Result<(), ShapeError
 
 /// Drop `hooks` when our removals emptied it (an empty `hooks` the user
 /// wrote stays).
-pub fn drop_hooks_if_emptied(doc: &mut Value, was_empty: bool) {
+pub fn drop_hooks_if_emptied(doc: &mut Node, was_empty: bool) {
     if was_empty {
         return;
     }
-    if let Some(root) = doc.as_object_mut()
-        && root.get("hooks").and_then(Value::as_object).is_some_and(Map::is_empty)
+    if let Some(root) = doc.as_obj_mut()
+        && root.get("hooks").and_then(Node::as_obj).is_some_and(Obj::is_empty)
     {
-        root.shift_remove("hooks");
+        root.remove("hooks");
     }
 }
 
 /// Take our entries out of `events` (each an array in `hooks`): `take`
 /// removes ours from one array and says whether it found any. An array left
 /// empty goes too; each event touched is listed as removed.
-pub fn take_ours(
-    hooks: &mut Map<String, Value>,
-    events: Vec<String>,
-    ch: &mut Changes,
-    mut take: impl FnMut(&mut Vec<Value>) -> bool,
-) {
+pub fn take_ours(hooks: &mut Obj, events: Vec<String>, ch: &mut Changes, mut take: impl FnMut(&mut Vec<Node>) -> bool) {
     for ev in events {
-        let Some(Value::Array(arr)) = hooks.get_mut(&ev) else { continue };
+        let Some(arr) = hooks.get_mut(&ev).and_then(Node::as_arr_mut) else { continue };
         if !take(arr) {
             continue;
         }
         if arr.is_empty() {
-            hooks.shift_remove(&ev);
+            hooks.remove(&ev);
         }
         ch.removed.push(ev);
     }

@@ -137,6 +137,11 @@ pub fn write_atomic(real: &Path, text: &str, keep: Option<Keep>) -> io::Result<(
     .map_err(io::Error::from)
 }
 
+/// Make a removal in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
 /// Permission bits of an existing file.
 pub fn mode_of(md: &fs::Metadata) -> u32 {
     md.permissions().mode() & 0o7777

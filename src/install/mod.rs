@@ -2,12 +2,15 @@
 //! without ever losing a user's data (DESIGN.md §7).
 //!
 //! An edit is: find the file (following symlinks to the real one), lock its
-//! directory, read and parse it strictly (plain JSON; comments, duplicate
-//! keys and wrong shapes are refused with `file:line:col` and the file is
-//! left byte-for-byte alone), change only our entries (recognised by
-//! program, see [`command`]), and, if anything changed, back the file up
-//! once and replace it atomically with its mode (and owner) kept. The entries come from
-//! `hooks/<host>.json` ([`spec`]).
+//! directory, read and parse it strictly (JSON; comments where the host
+//! reads them, see [`target::accepts_comments`]; duplicate keys and wrong
+//! shapes are refused with `file:line:col` and the file is left
+//! byte-for-byte alone), change only our entries (recognised by program,
+//! see [`command`]) by splicing them into the original text ([`jsonfile`]),
+//! and, if anything changed, back the file up once and replace it
+//! atomically with its mode (and owner) kept. The entries come from
+//! `hooks/<host>.json` ([`spec`]). Codex also reads hooks from
+//! `config.toml`, edited with toml_edit ([`tomlfile`]).
 
 pub mod command;
 pub mod cursor;
@@ -20,10 +23,11 @@ pub mod overlap;
 pub mod spec;
 pub mod status;
 pub mod target;
+pub mod tomlfile;
 
 use crate::host::Host;
 use edit::{Changes, ShapeError};
-use serde_json::Value;
+use jsonfile::Node;
 use spec::{Shape, Spec};
 use std::fs;
 use std::io::{self, Write};
@@ -91,10 +95,17 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     let bin = command::hook_binary()?;
     let bin_str = bin.to_str().ok_or_else(|| format!("the binary path {} is not UTF-8", bin.display()))?;
     let spec = Spec::for_host(host, &command::shell_word(bin_str));
-    let res = edit_config(&t, opts.dry_run, !dir_exists, |doc| match spec::shape(host) {
-        Shape::Flat => cursor::upsert(doc, &spec),
-        Shape::Nested => nested::upsert(doc, &spec),
-    })?;
+    let t = if host == Host::Codex { codex_file(t)? } else { t };
+    let res = if is_toml(&t) {
+        edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?
+    } else {
+        edit_config(&t, opts.dry_run, !dir_exists, false, |text| {
+            json_edit_with(&t, text, |doc| match spec::shape(host) {
+                Shape::Flat => cursor::upsert(doc, &spec),
+                Shape::Nested => nested::upsert(doc, &spec),
+            })
+        })?
+    };
 
     writeln!(out, "{host} ({}): {}", t.describe_scope(), t.file.display()).map_err(out_err)?;
     writeln!(out, "  hooks run {bin_str} hook {host}").map_err(out_err)?;
@@ -126,16 +137,32 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  {} does not exist; nothing to remove", t.dir.display()).map_err(out_err)?;
         return Ok(());
     }
+    // Codex: hooks may be in config.toml too; take ours out of both.
+    let toml = (host == Host::Codex).then(|| toml_target(&t)).filter(|c| c.file.is_file());
+    let mut changed = false;
     if fs::symlink_metadata(&t.file).is_err() {
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
-        return Ok(());
+    } else {
+        let res = edit_config(&t, opts.dry_run, false, true, |text| {
+            json_edit_with(&t, text, |doc| match spec::shape(host) {
+                Shape::Flat => cursor::remove(doc),
+                Shape::Nested => nested::remove(doc, host),
+            })
+        })?;
+        report(&res, opts.dry_run, 0, out)?;
+        changed |= !res.changes.is_empty();
     }
-    let res = edit_config(&t, opts.dry_run, false, |doc| match spec::shape(host) {
-        Shape::Flat => cursor::remove(doc),
-        Shape::Nested => nested::remove(doc, host),
-    })?;
-    report(&res, opts.dry_run, 0, out)?;
-    if !res.changes.is_empty() && !opts.dry_run {
+    if let Some(c) = toml {
+        let res = edit_config(&c, opts.dry_run, false, true, |text| {
+            toml_edit_with(&c, text, |doc| nested::remove(doc, host))
+        })?;
+        if !res.changes.is_empty() {
+            writeln!(out, "{host} ({}): {}", c.describe_scope(), c.file.display()).map_err(out_err)?;
+            report(&res, opts.dry_run, 0, out)?;
+            changed = true;
+        }
+    }
+    if changed && !opts.dry_run {
         writeln!(out, "  (the binary stays; remove it with `cargo uninstall leanctx` or by deleting it)")
             .map_err(out_err)?;
     }
@@ -164,6 +191,8 @@ struct EditResult {
     backup: Option<PathBuf>,
     /// The real file, when the config is a symlink.
     via_link: Option<PathBuf>,
+    /// The file was leanctx's alone and is gone.
+    deleted: bool,
 }
 
 fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write) -> Result<(), InstallError> {
@@ -184,8 +213,13 @@ fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write)
         return w(out, format!("  would have: {}", res.changes.summary()) + "\n  dry run: nothing written");
     }
     w(out, format!("  {}", res.changes.summary()))?;
+    if res.deleted {
+        w(out, "  the file held only leanctx's entries (leanctx created it): removed".into())?;
+    }
     if let Some(b) = &res.backup {
-        w(out, format!("  backup of the original: {}", b.display()))?;
+        // Made only when none exists, so it holds the file before this change
+        // (the user's original, unless leanctx created the file).
+        w(out, format!("  backup of the file before this change: {}", b.display()))?;
     }
     Ok(())
 }
@@ -194,12 +228,23 @@ fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
     InstallError(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
 }
 
+/// What an uninstall leaves of a file leanctx created: nothing. (A file
+/// leanctx created has no backup, since there was no original to keep.)
+fn only_skeleton(host: Host, doc: &Node) -> bool {
+    let v = doc.to_value();
+    match spec::shape(host) {
+        Shape::Flat => v == serde_json::json!({"version": 1}),
+        Shape::Nested => v == serde_json::json!({}),
+    }
+}
+
 /// Read, change with `f`, write if changed. See the module doc.
 fn edit_config(
     t: &Target,
     dry_run: bool,
     create_dir: bool,
-    f: impl FnOnce(&mut Value) -> Result<Changes, ShapeError>,
+    uninstalling: bool,
+    transform: impl FnOnce(&str) -> Result<Edit, InstallError>,
 ) -> Result<EditResult, InstallError> {
     let io_err = |what: &str, p: &std::path::Path, e: io::Error| InstallError(format!("{what} {}: {e}", p.display()));
     if create_dir && !dry_run {
@@ -238,26 +283,29 @@ fn edit_config(
             }
         },
     };
-    let mut doc = jsonfile::parse(&old_text).map_err(|e| fail_at(t, e.pos, &e.msg))?;
-    let changes = f(&mut doc).map_err(|e| {
-        let pos = jsonfile::locate(&old_text, &e.path).unwrap_or(jsonfile::Pos { line: 1, col: 1 });
-        fail_at(t, pos, &format!("{} (leanctx will not guess how to merge into it)", e.msg))
-    })?;
+    let Edit { changes, text: new_text, skeleton } = transform(&old_text)?;
     let via_link = (real != t.file).then(|| real.clone());
     if changes.is_empty() {
-        return Ok(EditResult { changes, diff: String::new(), backup: None, via_link });
+        return Ok(EditResult { changes, diff: String::new(), backup: None, via_link, deleted: false });
     }
-    let style = if old.is_some() { jsonfile::Style::detect(&old_text) } else { jsonfile::Style::default_pretty() };
-    let new_text = jsonfile::render(&doc, &style);
+    // Uninstalling from a file leanctx created leaves nothing, as before.
+    let bak = fsio::backup_path(&t.file);
+    let delete = uninstalling && skeleton && via_link.is_none() && !bak.exists();
     let name = t.file.display().to_string();
     let diff = if dry_run {
         let old_name = if old.is_some() { name.clone() } else { "/dev/null".into() };
-        diff::unified(&old_text, &new_text, &old_name, &name)
+        let new_name = if delete { "/dev/null".into() } else { name.clone() };
+        diff::unified(&old_text, if delete { "" } else { &new_text }, &old_name, &new_name)
     } else {
         String::new()
     };
-    if dry_run || new_text == old_text {
-        return Ok(EditResult { changes, diff, backup: None, via_link });
+    if dry_run || (new_text == old_text && !delete) {
+        return Ok(EditResult { changes, diff, backup: None, via_link, deleted: false });
+    }
+    if delete {
+        fs::remove_file(&real).map_err(|e| io_err("cannot remove", &real, e))?;
+        fsio::sync_dir(&real_dir).map_err(|e| io_err("cannot sync", &real_dir, e))?;
+        return Ok(EditResult { changes, diff, backup: None, via_link, deleted: true });
     }
     let backup = match (&old, keep) {
         (Some(bytes), Some(m)) => {
@@ -266,7 +314,79 @@ fn edit_config(
         _ => None,
     };
     fsio::write_atomic(&real, &new_text, keep).map_err(|e| io_err("cannot write", &real, e))?;
-    Ok(EditResult { changes, diff, backup, via_link })
+    Ok(EditResult { changes, diff, backup, via_link, deleted: false })
+}
+
+/// What a format's edit made of a file.
+struct Edit {
+    changes: Changes,
+    text: String,
+    /// Nothing is left but what leanctx itself would write into an empty
+    /// file (`{}`, Cursor's `{"version": 1}`).
+    skeleton: bool,
+}
+
+/// A JSON config edited by `f` ([`jsonfile`]).
+fn json_edit_with(
+    t: &Target,
+    text: &str,
+    f: impl FnOnce(&mut Node) -> Result<Changes, ShapeError>,
+) -> Result<Edit, InstallError> {
+    let mut doc = jsonfile::parse(text, target::accepts_comments(t.host)).map_err(|e| fail_at(t, e.pos, &e.msg))?;
+    let changes = f(&mut doc.root)
+        .map_err(|e| fail_at(t, doc.pos(e.at), &format!("{} (leanctx will not guess how to merge into it)", e.msg)))?;
+    Ok(Edit { skeleton: only_skeleton(t.host, &doc.root), text: doc.render(), changes })
+}
+
+/// Codex's config.toml edited by `f` ([`tomlfile`]): only its hooks.
+fn toml_edit_with(
+    t: &Target,
+    text: &str,
+    f: impl FnOnce(&mut Node) -> Result<Changes, ShapeError>,
+) -> Result<Edit, InstallError> {
+    let mut doc = tomlfile::parse(text).map_err(|e| fail_at(t, e.pos, &e.msg))?;
+    let mut tree = doc.tree();
+    let changes = f(&mut tree)
+        .map_err(|e| fail_at(t, doc.pos(e.at), &format!("{} (leanctx will not guess how to merge into it)", e.msg)))?;
+    if !changes.is_empty() {
+        doc.apply(&tree);
+    }
+    Ok(Edit { changes, text: doc.render(), skeleton: false })
+}
+
+fn is_toml(t: &Target) -> bool {
+    t.file.extension().is_some_and(|e| e == "toml")
+}
+
+/// Codex's config.toml beside its hooks.json.
+fn toml_target(t: &Target) -> Target {
+    Target { file: t.dir.join("config.toml"), ..t.clone() }
+}
+
+/// Where Codex's entries go: hooks.json, unless config.toml already has
+/// ours (upgrade them there) or holds the user's hooks while hooks.json
+/// does not exist (one representation per layer, as Codex advises). Never
+/// both: Codex runs the hooks of both files.
+fn codex_file(t: Target) -> Result<Target, InstallError> {
+    let c = toml_target(&t);
+    let Ok(text) = fs::read_to_string(&c.file) else { return Ok(t) };
+    let doc = tomlfile::parse(&text)
+        .map_err(|e| fail_at(&c, e.pos, &format!("{} (Codex reads its hooks here too)", e.msg)))?;
+    let in_toml = !nested::find(&doc.tree().to_value(), Host::Codex).is_empty();
+    let in_json = fs::read_to_string(&t.file)
+        .ok()
+        .and_then(|s| jsonfile::parse(&s, false).ok())
+        .is_some_and(|d| !nested::find(&d.root.to_value(), Host::Codex).is_empty());
+    if in_toml && in_json {
+        return Err(InstallError(format!(
+            "leanctx entries are in both {} and {}, and Codex runs both; nothing written \
+             (`leanctx hooks uninstall codex` removes them from both, then install again)",
+            t.file.display(),
+            c.file.display()
+        )));
+    }
+    let json_exists = fs::symlink_metadata(&t.file).is_ok();
+    Ok(if in_toml || (!json_exists && doc.has_hooks()) { c } else { t })
 }
 
 /// What each host needs the user to know after its config changed.

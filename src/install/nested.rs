@@ -9,6 +9,7 @@
 
 use super::command::{parse_ours, parse_ours_exec};
 use super::edit::{self, Changes, Found, ShapeError};
+use super::jsonfile::Node;
 use super::spec::{Entry, Spec};
 use crate::host::Host;
 use serde_json::Value;
@@ -31,13 +32,25 @@ fn ours(handler: &Value, host: Host) -> Option<String> {
     (o.host == host).then_some(o.program)
 }
 
+fn ours_node(handler: &Node, host: Host) -> bool {
+    handler.as_obj().is_some() && ours(&handler.to_value(), host).is_some()
+}
+
+fn handlers(group: &Node) -> Option<&Vec<Node>> {
+    group.get("hooks").and_then(Node::as_arr)
+}
+
+fn handlers_mut(group: &mut Node) -> Option<&mut Vec<Node>> {
+    group.get_mut("hooks").and_then(Node::as_arr_mut)
+}
+
 /// (group, handler) indices of our handlers in one event's array, in order.
-fn positions(arr: &[Value], host: Host) -> Vec<(usize, usize)> {
+fn positions(arr: &[Node], host: Host) -> Vec<(usize, usize)> {
     let mut v = Vec::new();
     for (g, group) in arr.iter().enumerate() {
-        if let Some(Value::Array(hs)) = group.get("hooks") {
+        if let Some(hs) = handlers(group) {
             for (h, handler) in hs.iter().enumerate() {
-                if ours(handler, host).is_some() {
+                if ours_node(handler, host) {
                     v.push((g, h));
                 }
             }
@@ -48,9 +61,9 @@ fn positions(arr: &[Value], host: Host) -> Vec<(usize, usize)> {
 
 /// Remove the handlers at `pos` (ascending), dropping groups they empty.
 /// Returns how many were removed.
-fn remove_at(arr: &mut Vec<Value>, pos: &[(usize, usize)]) -> usize {
+fn remove_at(arr: &mut Vec<Node>, pos: &[(usize, usize)]) -> usize {
     for &(g, h) in pos.iter().rev() {
-        let Some(Value::Array(hs)) = arr[g].get_mut("hooks") else { continue };
+        let Some(hs) = handlers_mut(&mut arr[g]) else { continue };
         hs.remove(h);
         if hs.is_empty() {
             arr.remove(g);
@@ -59,43 +72,38 @@ fn remove_at(arr: &mut Vec<Value>, pos: &[(usize, usize)]) -> usize {
     pos.len()
 }
 
-fn matcher_fits(group: &Value, want: Option<&str>) -> bool {
+fn matcher_fits(group: &Node, want: Option<&str>) -> bool {
     let have = group.get("matcher");
     match want {
         // No matcher means "every"; so do "" and "*" (Claude, Codex, CodeBuddy).
         None => match have {
             None => true,
-            Some(Value::String(s)) => s.is_empty() || s == "*",
-            Some(_) => false,
+            Some(m) => m.as_str().is_some_and(|s| s.is_empty() || s == "*"),
         },
-        Some(m) => have.and_then(Value::as_str) == Some(m),
+        Some(m) => have.and_then(Node::as_str) == Some(m),
     }
 }
 
-fn set_matcher(group: &mut Value, want: Option<&str>) {
-    let Some(g) = group.as_object_mut() else { return };
+fn set_matcher(group: &mut Node, want: Option<&str>) {
+    let Some(g) = group.as_obj_mut() else { return };
     match want {
         None => {
-            g.shift_remove("matcher");
+            g.remove("matcher");
         }
-        Some(m) if g.contains_key("matcher") => {
-            g.insert("matcher".into(), Value::String(m.to_string()));
-        }
-        Some(m) => {
-            g.shift_insert(0, "matcher".into(), Value::String(m.to_string()));
-        }
+        Some(m) if g.contains_key("matcher") => g.insert("matcher", Node::from_value(&Value::String(m.into()))),
+        Some(m) => g.insert_at(0, "matcher", Node::from_value(&Value::String(m.into()))),
     }
 }
 
 /// Remove ours from one event's array of groups; whether there were any.
-fn take(arr: &mut Vec<Value>, host: Host) -> bool {
+fn take(arr: &mut Vec<Node>, host: Host) -> bool {
     let pos = positions(arr, host);
     remove_at(arr, &pos);
     !pos.is_empty()
 }
 
 /// Install or upgrade our entries.
-pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
+pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
     let host = spec.host;
     let events: Vec<&str> = spec.entries.iter().map(|e| e.event.as_str()).collect();
     edit::check_event_arrays(doc, &events)?;
@@ -103,50 +111,47 @@ pub fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
     let hooks = edit::hooks_mut(doc, true)?.expect("created");
 
     // Events we no longer register (an older leanctx's): take ours out.
-    let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).cloned().collect();
+    let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).map(str::to_string).collect();
     edit::take_ours(hooks, stale, &mut ch, |arr| take(arr, host));
 
     for e in &spec.entries {
-        let arr = match hooks.get_mut(&e.event) {
-            Some(Value::Array(a)) => a,
-            Some(_) => unreachable!("checked above"),
-            None => {
-                hooks.insert(e.event.clone(), Value::Array(vec![]));
-                hooks.get_mut(&e.event).and_then(Value::as_array_mut).expect("just inserted")
-            }
-        };
+        if !hooks.contains_key(&e.event) {
+            hooks.insert(&e.event, Node::from_value(&Value::Array(vec![])));
+        }
+        let arr = hooks.get_mut(&e.event).and_then(Node::as_arr_mut).expect("checked above");
         upsert_event(arr, e, host, &mut ch);
     }
     Ok(ch)
 }
 
-fn upsert_event(arr: &mut Vec<Value>, e: &Entry, host: Host, ch: &mut Changes) {
+fn upsert_event(arr: &mut Vec<Node>, e: &Entry, host: Host, ch: &mut Changes) {
     let pos = positions(arr, host);
     let Some(&(g0, h0)) = pos.first() else {
-        arr.push(Spec::group(e));
+        arr.push(Node::from_value(&Spec::group(e)));
         ch.added.push(e.event.clone());
         return;
     };
     let mut changed = remove_at(arr, &pos[1..]) > 0;
     let fits = matcher_fits(&arr[g0], e.matcher.as_deref());
-    let only_ours = arr[g0]["hooks"].as_array().is_some_and(|hs| hs.iter().all(|h| ours(h, host).is_some()));
+    let only_ours = handlers(&arr[g0]).is_some_and(|hs| hs.iter().all(|h| ours_node(h, host)));
+    fn handler(arr: &mut [Node], g0: usize, h0: usize) -> &mut Node {
+        &mut handlers_mut(&mut arr[g0]).expect("found there")[h0]
+    }
     if fits {
-        let handler = &mut arr[g0]["hooks"][h0];
-        if *handler != e.handler {
-            *handler = e.handler.clone();
+        let h = handler(arr, g0, h0);
+        if *h != e.handler {
+            h.assign(&e.handler);
             changed = true;
         }
     } else if only_ours {
         // Our own group under an old matcher: fix it where it is.
-        arr[g0]["hooks"][h0] = e.handler.clone();
+        handler(arr, g0, h0).assign(&e.handler);
         set_matcher(&mut arr[g0], e.matcher.as_deref());
         changed = true;
     } else {
         // A user's group with our handler in it: leave theirs, move ours out.
-        if let Some(hs) = arr[g0]["hooks"].as_array_mut() {
-            hs.remove(h0);
-        }
-        arr.push(Spec::group(e));
+        handlers_mut(&mut arr[g0]).expect("found there").remove(h0);
+        arr.push(Node::from_value(&Spec::group(e)));
         changed = true;
     }
     if changed {
@@ -155,12 +160,12 @@ fn upsert_event(arr: &mut Vec<Value>, e: &Entry, host: Host, ch: &mut Changes) {
 }
 
 /// Remove every entry of ours for `host`, and what that emptied.
-pub fn remove(doc: &mut Value, host: Host) -> Result<Changes, ShapeError> {
+pub fn remove(doc: &mut Node, host: Host) -> Result<Changes, ShapeError> {
     edit::root_mut(doc)?;
     let mut ch = Changes::default();
     let Some(hooks) = edit::hooks_mut(doc, false)? else { return Ok(ch) };
     let was_empty = hooks.is_empty();
-    let events: Vec<String> = hooks.keys().cloned().collect();
+    let events: Vec<String> = hooks.keys().map(str::to_string).collect();
     edit::take_ours(hooks, events, &mut ch, |arr| take(arr, host));
     edit::drop_hooks_if_emptied(doc, was_empty);
     Ok(ch)
@@ -184,8 +189,22 @@ pub fn find(doc: &Value, host: Host) -> Vec<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::install::jsonfile::Seg;
     use serde_json::json;
+
+    /// The merge on a plain value (layout is tested in jsonfile.rs).
+    fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
+        let mut n = Node::from_value(doc);
+        let r = super::upsert(&mut n, spec);
+        *doc = n.to_value();
+        r
+    }
+
+    fn remove(doc: &mut Value, host: Host) -> Result<Changes, ShapeError> {
+        let mut n = Node::from_value(doc);
+        let r = super::remove(&mut n, host);
+        *doc = n.to_value();
+        r
+    }
 
     fn spec() -> Spec {
         Spec::for_host(Host::ClaudeCode, "/new/leanctx")
@@ -304,11 +323,11 @@ mod tests {
     fn wrong_shapes_are_refused_before_any_change() {
         let mut doc = json!({"hooks": []});
         let e = upsert(&mut doc, &spec()).unwrap_err();
-        assert_eq!(e.path, [Seg::Key("hooks".into())]);
+        assert!(e.msg.contains("\"hooks\" is an array"), "{}", e.msg);
         assert_eq!(doc, json!({"hooks": []}));
         let mut doc = json!({"hooks": {"Stop": {"hooks": []}}});
         let e = upsert(&mut doc, &spec()).unwrap_err();
-        assert_eq!(e.path, [Seg::Key("hooks".into()), Seg::Key("Stop".into())]);
+        assert!(e.msg.contains("\"hooks.Stop\" is an object"), "{}", e.msg);
         assert!(upsert(&mut json!([]), &spec()).is_err());
         assert!(remove(&mut json!({"hooks": 3}), Host::ClaudeCode).is_err());
         // A malformed group of someone else's is left alone, not refused.

@@ -5,7 +5,7 @@
 
 use super::spec::{self, Shape, Spec};
 use super::target::{self, Target};
-use super::{InstallError, command, cursor, edit, jsonfile, nested, overlap};
+use super::{InstallError, command, cursor, edit, jsonfile, nested, overlap, tomlfile};
 use crate::host::Host;
 use crate::journal::{Journal, View};
 use crate::paths;
@@ -59,8 +59,8 @@ pub struct FileReport {
 pub fn user_entries(host: Host) -> Option<usize> {
     let t = target::resolve(host, None, false).ok()?;
     let text = std::fs::read_to_string(&t.file).ok()?;
-    let doc = jsonfile::parse(&text).ok()?;
-    Some(find(host, &doc).len())
+    let doc = jsonfile::parse(&text, target::accepts_comments(host)).ok()?;
+    Some(find(host, &doc.root.to_value()).len())
 }
 
 fn find(host: Host, doc: &serde_json::Value) -> Vec<edit::Found> {
@@ -96,7 +96,12 @@ fn file_report(t: &Target) -> FileReport {
         .ok()
         .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as u64);
-    let doc = match jsonfile::parse(&text) {
+    let read = if t.file.extension().is_some_and(|e| e == "toml") {
+        tomlfile::parse(&text).map(|d| d.tree())
+    } else {
+        jsonfile::parse(&text, target::accepts_comments(t.host)).map(|d| d.root)
+    };
+    let doc = match read {
         Ok(d) => d,
         Err(e) => {
             r.state = "unreadable";
@@ -104,7 +109,7 @@ fn file_report(t: &Target) -> FileReport {
             return r;
         }
     };
-    let found = find(t.host, &doc);
+    let found = find(t.host, &doc.to_value());
     if found.is_empty() {
         r.state = "not-installed";
         return r;
@@ -130,25 +135,11 @@ fn file_report(t: &Target) -> FileReport {
     r
 }
 
-/// Is `[features] hooks = false` (or `codex_hooks`) set in Codex's config.toml?
-/// A line scan: enough to warn, and no TOML parser needed for it.
+/// Is `[features] hooks = false` (or `codex_hooks`) set in Codex's
+/// config.toml, in any TOML spelling ([`tomlfile`])?
 fn codex_hooks_disabled(codex_dir: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(codex_dir.join("config.toml")) else { return false };
-    let mut table = String::new();
-    for line in text.lines() {
-        let l = line.split('#').next().unwrap_or("").trim();
-        if l.starts_with('[') {
-            table = l.trim_matches(['[', ']', ' ']).to_string();
-            continue;
-        }
-        let Some((k, v)) = l.split_once('=') else { continue };
-        let (k, v) = (k.trim(), v.trim());
-        let key = if table.is_empty() { k.to_string() } else { format!("{table}.{k}") };
-        if v == "false" && matches!(key.as_str(), "features.hooks" | "features.codex_hooks") {
-            return true;
-        }
-    }
-    false
+    tomlfile::parse(&text).is_ok_and(|d| d.hooks_disabled())
 }
 
 fn never_fired(host: Host) -> String {
@@ -241,6 +232,18 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
                 }
             }
         }
+        for (i, a) in files.iter().enumerate() {
+            for b in &files[i + 1..] {
+                if a.entries > 0 && b.entries > 0 && a.path.parent() == b.path.parent() {
+                    warnings.push(format!(
+                        "leanctx entries are in both {} and {}: Codex runs both, so every event is recorded \
+                         twice; `leanctx hooks uninstall codex` removes both, then install once",
+                        a.path.display(),
+                        b.path.display()
+                    ));
+                }
+            }
+        }
         if host == Host::Codex && codex_hooks_disabled(&config_dir) {
             warnings.push(format!(
                 "{} sets [features] hooks = false: Codex runs no hooks at all",
@@ -326,9 +329,9 @@ mod tests {
     fn silent_hosts_are_the_installed_ones_never_seen() {
         let t = tempfile::tempdir().unwrap();
         let file = t.path().join("hooks.json");
-        let mut doc = serde_json::json!({});
+        let mut doc = jsonfile::Node::from_value(&serde_json::json!({}));
         nested::upsert(&mut doc, &Spec::for_host(Host::Codex, "/x/leanctx")).unwrap();
-        std::fs::write(&file, doc.to_string()).unwrap();
+        std::fs::write(&file, doc.to_value().to_string()).unwrap();
         let targets = |h: Host| {
             let f = if h == Host::Codex { file.clone() } else { t.path().join("absent.json") };
             vec![Target { host: h, scope: target::Scope::User, dir: t.path().to_path_buf(), file: f }]
@@ -350,6 +353,10 @@ mod tests {
         assert!(codex_hooks_disabled(t.path()));
         w("features.codex_hooks = false\n");
         assert!(codex_hooks_disabled(t.path()));
+        w("features = { hooks = false }\n");
+        assert!(codex_hooks_disabled(t.path()));
+        w("[features]\nhooks = [false\n");
+        assert!(!codex_hooks_disabled(t.path()), "unreadable: reported elsewhere, not guessed");
         w("[mcp_servers.x]\nhooks = false\n");
         assert!(!codex_hooks_disabled(t.path()));
     }

@@ -74,6 +74,21 @@ fn file_name(host: Host, local: bool) -> &'static str {
     }
 }
 
+/// Whether the host reads comments (JSONC) in this config file. None is
+/// known to: Claude Code reports a settings file with `//` comments as
+/// "Invalid or malformed JSON" and ignores it (anthropics/claude-code issues
+/// #83190, #63760; JSONC support is an open request, #17968); Codex reads
+/// hooks.json with serde_json; Cursor and CodeBuddy document plain JSON and
+/// nothing says they accept more. A comment in such a file would already
+/// break it, so the installer refuses it with its position rather than
+/// editing around it. The editor keeps comments byte for byte: a host that
+/// is found to accept them needs only `true` here.
+pub fn accepts_comments(host: Host) -> bool {
+    match host {
+        Host::Cursor | Host::ClaudeCode | Host::Codex | Host::CodeBuddy => false,
+    }
+}
+
 /// Whether the host has a `settings.local.json`.
 pub fn has_local(host: Host) -> bool {
     matches!(host, Host::ClaudeCode | Host::CodeBuddy)
@@ -106,7 +121,8 @@ pub fn resolve(host: Host, project: Option<&Path>, local: bool) -> Result<Target
 }
 
 /// Every file of `host` that `hooks status` looks at: the user file, and
-/// the project files of `cwd` that exist.
+/// the project files of `cwd` that exist; for Codex also each scope's
+/// config.toml that holds hooks (or cannot be read).
 pub fn status_targets(host: Host, cwd: Option<&Path>) -> Result<Vec<Target>, String> {
     let mut v = vec![resolve(host, None, false)?];
     if let Some(cwd) = cwd {
@@ -117,6 +133,23 @@ pub fn status_targets(host: Host, cwd: Option<&Path>) -> Result<Vec<Target>, Str
                 if t.file.exists() && !v.iter().any(|u| same_file(&u.file, &t.file)) {
                     v.push(t);
                 }
+            }
+        }
+    }
+    if host == Host::Codex {
+        let mut scopes = vec![v[0].clone()];
+        scopes.extend(cwd.and_then(|c| resolve(host, Some(c), false).ok()));
+        let tomls: Vec<Target> = scopes
+            .iter()
+            .map(|t| Target { file: t.dir.join("config.toml"), ..t.clone() })
+            .filter(|t| {
+                std::fs::read_to_string(&t.file)
+                    .is_ok_and(|s| super::tomlfile::parse(&s).map_or(true, |d| d.has_hooks()))
+            })
+            .collect();
+        for t in tomls {
+            if !v.iter().any(|u| same_file(&u.file, &t.file)) {
+                v.push(t);
             }
         }
     }

@@ -586,18 +586,30 @@ fn fuzz_journal_lines() {
     });
 }
 
-/// The installer's strict JSON reader and its config merger: any text is
-/// parsed or refused with a position, never a panic; on any config that
-/// parses, install is idempotent, keeps every foreign entry, and uninstall
-/// removes exactly ours.
+/// The installer's JSON reader and its config merger: any text is parsed
+/// or refused with a position, never a panic, and an untouched parse
+/// renders byte for byte; on any config that parses, install is
+/// idempotent, keeps every foreign entry, and uninstall removes exactly
+/// ours.
 #[test]
 fn fuzz_installer_reader_and_merger() {
-    use leanctx::install::{cursor, jsonfile, nested, spec};
-    fuzz("install::jsonfile::parse", prop_oneof![any::<String>(), arb_json().prop_map(|v| v.to_string())], |text| {
-        match jsonfile::parse(&text) {
-            Ok(v) => {
-                let again = jsonfile::render(&v, &jsonfile::Style::detect(&text));
-                prop_assert_eq!(jsonfile::parse(&again).ok(), Some(v));
+    use leanctx::install::jsonfile::{self, Node};
+    use leanctx::install::{cursor, nested, spec};
+    let text = prop_oneof![
+        any::<String>(),
+        arb_json().prop_map(|v| v.to_string()),
+        (arb_json(), any::<u64>()).prop_map(|(v, seed)| layout(&v, &Layout::random(seed, true)))
+    ];
+    fuzz("install::jsonfile::parse", (text, any::<bool>()), |(text, comments)| {
+        match jsonfile::parse(&text, comments) {
+            Ok(d) => {
+                prop_assert_eq!(d.render(), text.clone(), "an untouched file renders as it was");
+                if !comments {
+                    let strict: Result<Value, _> = serde_json::from_str(text.trim_start_matches('\u{feff}'));
+                    if !text.trim().is_empty() {
+                        prop_assert_eq!(strict.ok(), Some(d.root.to_value()), "the same value serde_json reads");
+                    }
+                }
             }
             Err(e) => prop_assert!(e.pos.line >= 1, "{e:?}"),
         }
@@ -623,9 +635,9 @@ fn fuzz_installer_reader_and_merger() {
     fuzz("install merger", config, |(host, doc)| {
         let sp = spec::Spec::for_host(host, "/usr/local/bin/leanctx");
         let flat = matches!(spec::shape(host), spec::Shape::Flat);
-        let upsert = |d: &mut Value| if flat { cursor::upsert(d, &sp) } else { nested::upsert(d, &sp) };
-        let remove = |d: &mut Value| if flat { cursor::remove(d) } else { nested::remove(d, host) };
-        let find = |d: &Value| if flat { cursor::find(d) } else { nested::find(d, host) };
+        let upsert = |d: &mut Node| if flat { cursor::upsert(d, &sp) } else { nested::upsert(d, &sp) };
+        let remove = |d: &mut Node| if flat { cursor::remove(d) } else { nested::remove(d, host) };
+        let find = |d: &Node| if flat { cursor::find(&d.to_value()) } else { nested::find(&d.to_value(), host) };
         let foreign_of = |d: &Value| -> Vec<String> {
             let mut v: Vec<String> = Vec::new();
             collect_commands(d, &mut v);
@@ -633,23 +645,23 @@ fn fuzz_installer_reader_and_merger() {
             v.sort();
             v
         };
-        let mut d = doc.clone();
+        let mut d = Node::from_value(&doc);
         match upsert(&mut d) {
             Err(_) => {
-                prop_assert_eq!(&d, &doc, "a refused config is left as it was");
+                prop_assert_eq!(&d.to_value(), &doc, "a refused config is left as it was");
             }
             Ok(_) => {
                 MERGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 prop_assert_eq!(find(&d).len(), sp.entries.len(), "every entry of ours is found");
-                prop_assert_eq!(foreign_of(&d), foreign_of(&doc), "foreign entries kept");
-                prop_assert_eq!(&d["other"], &doc["other"]);
+                prop_assert_eq!(foreign_of(&d.to_value()), foreign_of(&doc), "foreign entries kept");
+                prop_assert_eq!(&d.to_value()["other"], &doc["other"]);
                 let mut d2 = d.clone();
                 let ch = upsert(&mut d2).unwrap();
                 prop_assert!(ch.is_empty(), "re-install is idempotent: {:?}", ch);
-                prop_assert_eq!(&d2, &d);
+                prop_assert_eq!(&d2.to_value(), &d.to_value());
                 remove(&mut d2).unwrap();
                 prop_assert!(find(&d2).is_empty(), "uninstall removes ours");
-                prop_assert_eq!(foreign_of(&d2), foreign_of(&doc), "and only ours");
+                prop_assert_eq!(foreign_of(&d2.to_value()), foreign_of(&doc), "and only ours");
             }
         }
         Ok(())
@@ -657,6 +669,238 @@ fn fuzz_installer_reader_and_merger() {
     let merged = MERGED.load(std::sync::atomic::Ordering::Relaxed);
     println!("fuzz[install merger]: {merged} configs merged (the rest refused with a shape error, left unchanged)");
     assert!(merged > 0);
+}
+
+/// How a generated config is written out: the formatting users have.
+#[derive(Clone, Debug)]
+struct Layout {
+    /// `None`: all on one line.
+    indent: Option<&'static str>,
+    crlf: bool,
+    bom: bool,
+    /// `"a": 1` rather than `"a":1`.
+    space: bool,
+    /// Arrays of scalars on one line inside a pretty file.
+    inline_scalars: bool,
+    final_newline: bool,
+    /// Comments (JSONC) sprinkled in, seeded.
+    comments: Option<u64>,
+}
+
+impl Layout {
+    fn random(seed: u64, comments: bool) -> Layout {
+        let mut r = rng::Rng::new(seed);
+        Layout {
+            indent: *r.pick(&[None, Some("  "), Some("    "), Some("\t"), Some("  ")]),
+            crlf: r.chance(0.3),
+            bom: r.chance(0.2),
+            space: r.chance(0.6),
+            inline_scalars: r.chance(0.5),
+            final_newline: r.chance(0.7),
+            comments: (comments && r.chance(0.5)).then(|| r.next_u64()),
+        }
+    }
+}
+
+/// Write `v` as `l` says (a small pretty-printer of its own, so the layouts
+/// are not the installer's).
+fn layout(v: &Value, l: &Layout) -> String {
+    fn go(v: &Value, l: &Layout, depth: usize, r: &mut Option<rng::Rng>, out: &mut String) {
+        let nl = if l.crlf { "\r\n" } else { "\n" };
+        let (open, close, items): (char, char, Vec<(Option<&String>, &Value)>) = match v {
+            Value::Object(m) => ('{', '}', m.iter().map(|(k, v)| (Some(k), v)).collect()),
+            Value::Array(a) => ('[', ']', a.iter().map(|v| (None, v)).collect()),
+            s => {
+                out.push_str(&s.to_string());
+                return;
+            }
+        };
+        let scalars = matches!(v, Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()));
+        let pretty = match l.indent {
+            Some(_) if !(items.is_empty() || l.inline_scalars && scalars) => l.indent,
+            _ => None,
+        };
+        let comment = |r: &mut Option<rng::Rng>, out: &mut String, line_ok: bool| {
+            if let Some(r) = r
+                && r.chance(0.25)
+            {
+                if line_ok && r.chance(0.5) {
+                    out.push_str(" // note, \"quoted\" {x}");
+                } else {
+                    out.push_str(" /* c, ] */");
+                }
+            }
+        };
+        out.push(open);
+        for (i, (k, x)) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+                if pretty.is_none() && l.space {
+                    out.push(' ');
+                }
+            }
+            comment(r, out, pretty.is_some());
+            if let Some(ind) = pretty {
+                out.push_str(nl);
+                out.push_str(&ind.repeat(depth + 1));
+            }
+            if let Some(k) = k {
+                out.push_str(&Value::String((*k).clone()).to_string());
+                out.push_str(if l.space || pretty.is_some() { ": " } else { ":" });
+            }
+            go(x, l, depth + 1, r, out);
+        }
+        if let Some(ind) = pretty {
+            comment(r, out, true);
+            out.push_str(nl);
+            out.push_str(&ind.repeat(depth));
+        }
+        out.push(close);
+    }
+    let mut out = String::new();
+    if l.bom {
+        out.push('\u{feff}');
+    }
+    let mut r = l.comments.map(rng::Rng::new);
+    go(v, l, 0, &mut r, &mut out);
+    if l.final_newline {
+        out.push_str(if l.crlf { "\r\n" } else { "\n" });
+    }
+    out
+}
+
+/// A user's config in `host`'s shape: random keys and values around a
+/// `hooks` object of foreign entries (never ours, never an empty `hooks` or
+/// an empty array for an event leanctx registers: uninstall cannot tell
+/// those from the ones an install emptied, README).
+fn arb_user_config() -> impl Strategy<Value = (Host, Value)> {
+    let handler = (arb_string(), prop::option::of(1u64..100), any::<bool>()).prop_map(|(c, t, args)| {
+        let c = c.replace("leanctx", "lean-ctx"); // never ours
+        let mut h = json!({"type": "command", "command": format!("/opt/other/{c}")});
+        if let Some(t) = t {
+            h["timeout"] = json!(t);
+        }
+        if args {
+            h["args"] = json!(["x", c]);
+        }
+        h
+    });
+    let group = (prop::option::of(arb_string()), prop::collection::vec(handler, 1..3)).prop_map(|(m, hs)| {
+        let mut g = Map::new();
+        if let Some(m) = m {
+            g.insert("matcher".into(), json!(m));
+        }
+        g.insert("hooks".into(), Value::Array(hs));
+        Value::Object(g)
+    });
+    let entry = (arb_string(), prop::option::of(1u64..100)).prop_map(|(c, t)| {
+        let c = c.replace("leanctx", "lean-ctx"); // never ours
+        let mut e = json!({"command": format!("/opt/other/{c}")});
+        if let Some(t) = t {
+            e["timeout"] = json!(t);
+        }
+        e
+    });
+    let events = |words: &'static [&'static str]| prop::collection::vec(prop::sample::select(words), 1..4);
+    let other = || prop::collection::vec((prop::sample::select(KEYS), arb_json()), 0..4);
+    let nested_host = prop::sample::select(vec![Host::ClaudeCode, Host::Codex, Host::CodeBuddy]);
+    prop_oneof![
+        (
+            nested_host,
+            events(&["Stop", "PreToolUse", "Notification", "SessionStart", "PostToolUse"]),
+            prop::collection::vec(prop::collection::vec(group, 1..3), 4),
+            other(),
+            any::<bool>()
+        )
+            .prop_map(|(host, evs, lists, other, hooks_first)| {
+                let mut hooks = Map::new();
+                for (ev, list) in evs.into_iter().zip(lists) {
+                    hooks.insert(ev.to_string(), Value::Array(list));
+                }
+                (host, user_doc(hooks, other, hooks_first, false))
+            }),
+        (
+            events(&["stop", "beforeShellExecution", "sessionStart", "afterFileEdit"]),
+            prop::collection::vec(prop::collection::vec(entry, 1..3), 4),
+            other(),
+            any::<bool>()
+        )
+            .prop_map(|(evs, lists, other, hooks_first)| {
+                let mut hooks = Map::new();
+                for (ev, list) in evs.into_iter().zip(lists) {
+                    hooks.insert(ev.to_string(), Value::Array(list));
+                }
+                (Host::Cursor, user_doc(hooks, other, hooks_first, true))
+            }),
+    ]
+}
+
+fn user_doc(hooks: Map<String, Value>, other: Vec<(&str, Value)>, hooks_first: bool, cursor: bool) -> Value {
+    let mut m = Map::new();
+    if cursor {
+        m.insert("version".into(), json!(1));
+    }
+    if hooks_first && !hooks.is_empty() {
+        m.insert("hooks".into(), Value::Object(hooks.clone()));
+    }
+    for (k, v) in other {
+        if k != "hooks" && k != "version" {
+            m.insert(k.to_string(), v);
+        }
+    }
+    if !hooks_first && !hooks.is_empty() {
+        m.insert("hooks".into(), Value::Object(hooks));
+    }
+    Value::Object(m)
+}
+
+/// The promise of issue 15: on a user's file in any layout (indentation,
+/// one line, CRLF, BOM, comments where allowed), install then uninstall
+/// gives the file back byte for byte, install twice is install once, and
+/// the installed file is valid JSON (plain JSON when the original was)
+/// holding every entry of ours.
+#[test]
+fn fuzz_install_uninstall_round_trip_is_byte_for_byte() {
+    use leanctx::install::jsonfile;
+    use leanctx::install::{cursor, nested, spec};
+    let case = (arb_user_config(), any::<u64>(), any::<bool>(), prop::option::of(arb_json()));
+    fuzz("install round trip", case, |((host, doc), seed, comments, root)| {
+        let doc = match root {
+            // Sometimes not an object at all, or an empty file: refused or
+            // created, never damaged.
+            Some(v) if !v.is_object() => v,
+            _ => doc,
+        };
+        let text = layout(&doc, &Layout::random(seed, comments));
+        let sp = spec::Spec::for_host(host, "'/opt/my tools/leanctx'");
+        let flat = matches!(spec::shape(host), spec::Shape::Flat);
+        let install = |t: &str| -> Option<(String, usize)> {
+            let mut d = jsonfile::parse(t, comments).expect("a generated file parses");
+            let ch = if flat { cursor::upsert(&mut d.root, &sp) } else { nested::upsert(&mut d.root, &sp) }.ok()?;
+            Some((d.render(), ch.added.len() + ch.updated.len() + ch.removed.len()))
+        };
+        let uninstall = |t: &str| -> String {
+            let mut d = jsonfile::parse(t, comments).expect("an installed file parses");
+            if flat { cursor::remove(&mut d.root) } else { nested::remove(&mut d.root, host) }.unwrap();
+            d.render()
+        };
+        let Some((installed, n)) = install(&text) else {
+            prop_assert!(!doc.is_object(), "only a non-object is refused: {text}");
+            return Ok(());
+        };
+        prop_assert_eq!(n, sp.entries.len(), "every entry added");
+        let plain = installed.trim_start_matches('\u{feff}');
+        let value: Value = if comments {
+            jsonfile::parse(&installed, true).map_err(|e| TestCaseError::fail(format!("{e:?}")))?.root.to_value()
+        } else {
+            serde_json::from_str(plain).map_err(|e| TestCaseError::fail(format!("{e}: {installed}")))?
+        };
+        let found = if flat { cursor::find(&value) } else { nested::find(&value, host) };
+        prop_assert_eq!(found.len(), sp.entries.len());
+        prop_assert_eq!(install(&installed), Some((installed.clone(), 0)), "install twice = install once");
+        prop_assert_eq!(uninstall(&installed), text.clone(), "install then uninstall = the original, byte for byte");
+        Ok(())
+    });
 }
 
 fn collect_commands(v: &Value, out: &mut Vec<String>) {
@@ -676,15 +920,143 @@ fn collect_commands(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// Found by the fuzzer: without serde_json's `float_roundtrip` a number in
-/// a user's config came back different after an install rewrote the file
-/// (`-4.852405375003185e-17` was re-read as `…31845e-17`).
+/// Found by the fuzzer when the installer re-serialised files: a number in
+/// a user's config came back different (`-4.852405375003185e-17` was
+/// re-read as `…31845e-17`). Now numbers are never re-printed at all.
 #[test]
 fn installer_rewrite_keeps_every_number() {
-    use leanctx::install::jsonfile;
-    for text in ["[-4.852405375003185e-17]", "{\"x\": 0.1, \"y\": 1e300, \"z\": 2.2250738585072014e-308}"] {
-        let v = jsonfile::parse(text).unwrap();
-        let again = jsonfile::render(&v, &jsonfile::Style::detect(text));
-        assert_eq!(jsonfile::parse(&again).unwrap(), v, "{text} -> {again}");
+    use leanctx::install::{jsonfile, nested, spec};
+    for text in
+        ["{\"x\": [-4.852405375003185e-17]}", "{\"x\": 0.1, \"y\": 1e300, \"z\": 2.2250738585072014e-308, \"w\": 1E3}"]
+    {
+        let mut d = jsonfile::parse(text, false).unwrap();
+        nested::upsert(&mut d.root, &spec::Spec::for_host(Host::Codex, "/x/leanctx")).unwrap();
+        let installed = d.render();
+        assert!(installed.starts_with(&text[..text.len() - 1]), "{installed}");
+        let mut d = jsonfile::parse(&installed, false).unwrap();
+        nested::remove(&mut d.root, Host::Codex).unwrap();
+        assert_eq!(d.render(), text);
     }
+}
+
+/// A Codex config.toml as users write it: other settings, comments, blank
+/// lines, tables after the hooks, the features flag in some spelling, and
+/// foreign hooks in one of the three forms Codex reads.
+fn codex_toml(seed: u64) -> String {
+    let mut r = rng::Rng::new(seed);
+    let q = |s: &str| Value::String(s.to_string()).to_string();
+    let mut top = Vec::new();
+    let mut tables = Vec::new();
+    if r.chance(0.7) {
+        let model = *r.pick(&["o3", "gpt-5", "a \"b\""]);
+        top.push(format!("model = {}{}", q(model), *r.pick(&["", " # mine", "   "])));
+    }
+    if r.chance(0.4) {
+        top.push(format!("tool_output_token_limit = {}", r.range(1, 100_000)));
+    }
+    match r.below(4) {
+        0 => tables.push(format!("[features]\nhooks = {}", r.pick(&["true", "false"]))),
+        1 => top.push("features.hooks = true".into()),
+        2 => top.push("features = { hooks = true, other = 1 }".into()),
+        _ => {}
+    }
+    let handler = |r: &mut rng::Rng| {
+        format!(
+            "type = \"command\"\ncommand = {}{}",
+            q(&format!("/opt/other/{}", r.pick(WORDS).replace("leanctx", "lean-ctx"))),
+            if r.chance(0.5) { format!("\ntimeout = {}", r.range(1, 60)) } else { String::new() },
+        )
+    };
+    let events: Vec<&str> = (0..r.range(0, 3)).map(|_| *r.pick(&["Stop", "PreToolUse", "Notification"])).collect();
+    let mut events = events;
+    events.sort_unstable();
+    events.dedup();
+    let form = r.below(3);
+    let inline = |r: &mut rng::Rng| -> String {
+        let h = handler(r).replace('\n', ", ");
+        format!("{{ hooks = [{{ {h} }}] }}")
+    };
+    match form {
+        0 => {
+            for ev in &events {
+                for _ in 0..r.range(1, 2) {
+                    let m = if r.chance(0.5) {
+                        format!("matcher = {}\n", q(WORDS[r.below(WORDS.len() as u64) as usize]))
+                    } else {
+                        String::new()
+                    };
+                    tables.push(format!("[[hooks.{ev}]]\n{m}\n[[hooks.{ev}.hooks]]\n{}", handler(&mut r)));
+                }
+            }
+        }
+        1 if !events.is_empty() => {
+            let mut t = String::from("[hooks]");
+            for ev in &events {
+                if r.chance(0.5) {
+                    t.push_str(&format!("\n{ev} = [\n  {},\n]", inline(&mut r)));
+                } else {
+                    t.push_str(&format!("\n{ev} = [{}]", inline(&mut r)));
+                }
+            }
+            tables.push(t);
+        }
+        _ => {
+            for ev in &events {
+                top.push(format!("hooks.{ev} = [{}]", inline(&mut r)));
+            }
+        }
+    }
+    if r.chance(0.6) {
+        tables.push("[mcp_servers.docs]\ncommand = \"docs-mcp\" # keep\nargs = [\"a\",  \"b\"]".into());
+    }
+    if tables.len() > 1 && r.chance(0.3) {
+        let last = tables.len() - 1;
+        tables.swap(0, last);
+    }
+    let mut out = String::new();
+    if r.chance(0.3) {
+        out.push_str("# my codex config\n\n");
+    }
+    for l in top {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    for t in tables {
+        out.push_str(if r.chance(0.7) { "\n" } else { "" });
+        out.push_str(&t);
+        out.push('\n');
+    }
+    if r.chance(0.3) {
+        out.push_str("\n# the end\n");
+    }
+    if r.chance(0.2) {
+        out = out.replace('\n', "\r\n");
+    }
+    out
+}
+
+/// The same promise for Codex's config.toml: install is idempotent and
+/// install then uninstall is the identity on bytes, whatever form the
+/// user's hooks (and the rest of the file) take.
+#[test]
+fn fuzz_codex_config_toml_round_trip_is_byte_for_byte() {
+    use leanctx::install::{nested, spec, tomlfile};
+    let sp = spec::Spec::for_host(Host::Codex, "'/opt/my tools/leanctx'");
+    fuzz("codex config.toml round trip", any::<u64>(), |seed| {
+        let text = codex_toml(seed);
+        let edit = |t: &str, install: bool| -> Result<String, TestCaseError> {
+            let mut d = tomlfile::parse(t).map_err(|e| TestCaseError::fail(format!("{e:?}\n{t}")))?;
+            let mut tree = d.tree();
+            if install { nested::upsert(&mut tree, &sp) } else { nested::remove(&mut tree, Host::Codex) }
+                .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+            d.apply(&tree);
+            Ok(d.render())
+        };
+        let installed = edit(&text, true)?;
+        let v = tomlfile::parse(&installed).map_err(|e| TestCaseError::fail(format!("{e:?}\n{installed}")))?;
+        prop_assert_eq!(nested::find(&v.tree().to_value(), Host::Codex).len(), sp.entries.len(), "{}", installed);
+        prop_assert_eq!(edit(&installed, true)?, installed.clone(), "install twice = install once");
+        prop_assert_eq!(edit(&installed, false)?, text, "install then uninstall = the original\n{}", installed);
+        Ok(())
+    });
 }

@@ -234,7 +234,7 @@ fn unparseable_files_are_refused_with_position_and_left_byte_for_byte() {
         ("cursor", b"{\n  \"version\": 1, // mine\n  \"hooks\": {}\n}\n", ":2:17"),
         ("codebuddy", b"{\"hooks\": {}, \"hooks\": {\"Stop\": []}}", "duplicate key"),
         ("claude-code", b"{\"a\": \"\xff\"}", ":1:8"),
-        ("codex", b"\xef\xbb\xbf{}", ":1:1"),
+        ("codex", b"\xef\xbb\xbf{\n  \"hooks\": []\n}", ":2:12: \"hooks\" is an array"),
     ];
     for (host, bytes, want) in cases {
         let p = with_dir(&sb, host);
@@ -670,7 +670,7 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("cargo uninstall") || out.stdout.contains("rm "), "{out:?}");
     for host in ["claude-code", "codex"] {
-        assert!(ours(&read_json(&config(&sb, host)), host).is_empty(), "{host}");
+        assert!(!config(&sb, host).exists(), "{host}: the script's install created it; uninstall removes it");
     }
 }
 
@@ -727,4 +727,165 @@ fn the_files_owner_is_kept_when_root_edits_it() {
     assert_eq!((md.uid(), md.gid()), (4321, 4322));
     let bak = fs::metadata(fsio_backup(&p)).unwrap();
     assert_eq!((bak.uid(), bak.gid()), (4321, 4322));
+}
+
+// --- issue 15: byte for byte ---------------------------------------------
+
+/// The same foreign config in the layouts people have.
+fn layouts(host: &str) -> Vec<(&'static str, String)> {
+    let v = foreign(host);
+    let pretty2 = serde_json::to_string_pretty(&v).unwrap() + "\n";
+    let tabs = pretty2.replace("  ", "\t");
+    let crlf = pretty2.replace('\n', "\r\n");
+    let compact = serde_json::to_string(&v).unwrap();
+    let bom = format!("\u{feff}{pretty2}");
+    // Hand-laid: compact arrays inside a pretty file, odd spacing, no final newline.
+    let mut hand = pretty2.replace("[\n        1,\n        2.5,\n        null\n      ]", "[1,2.5,null]");
+    hand = hand.replacen("\"alpha\": \"last\"\n}\n", "\"alpha\" :  \"last\"\n}", 1);
+    assert!(!hand.contains("[\n        1,") && !hand.ends_with('\n'), "the hand layout differs: {hand}");
+    vec![("pretty", pretty2), ("tabs", tabs), ("crlf", crlf), ("compact", compact), ("bom", bom), ("hand", hand)]
+}
+
+#[test]
+fn install_then_uninstall_gives_back_the_file_byte_for_byte_in_any_layout() {
+    let sb = Sandbox::new();
+    for host in HOSTS {
+        let p = with_dir(&sb, host);
+        for (name, text) in layouts(host) {
+            fs::write(&p, &text).unwrap();
+            let _ = fs::remove_file(fsio_backup(&p));
+            install(&sb, host);
+            let installed = fs::read_to_string(&p).unwrap();
+            // Everything that was there is still there, in the same bytes,
+            // around our entries.
+            let v: Value = serde_json::from_str(installed.trim_start_matches('\u{feff}')).unwrap();
+            assert_eq!(ours(&v, host).len(), expected_entries(host), "{host} {name}");
+            if name == "crlf" {
+                assert!(!installed.replace("\r\n", "").contains('\n'), "{host}: CRLF kept throughout");
+            }
+            if name == "compact" {
+                assert!(!installed.contains('\n'), "{host}: a one-line file stays one line");
+            }
+            let again = install(&sb, host);
+            assert!(again.stdout.contains("already up to date"), "{host} {name}: {}", again.stdout);
+            sb.cmd(["hooks", "uninstall", host]).ok();
+            assert_eq!(fs::read_to_string(&p).unwrap(), text, "{host} {name}: byte for byte");
+            assert_eq!(fs::read_to_string(fsio_backup(&p)).unwrap(), text, "{host} {name}: the backup");
+        }
+    }
+}
+
+#[test]
+fn an_upgrade_changes_only_the_bytes_that_differ() {
+    let sb = Sandbox::new();
+    let p = with_dir(&sb, "claude-code");
+    install(&sb, "claude-code");
+    let before = fs::read_to_string(&p).unwrap();
+    let moved = sb.tmp.path().join("moved");
+    fs::create_dir(&moved).unwrap();
+    symlink(BIN, moved.join("leanctx")).unwrap();
+    sb.cmd(["hooks", "install", "claude-code"]).env("LEANCTX_HOOK_BINARY", moved.join("leanctx")).ok();
+    let after = fs::read_to_string(&p).unwrap();
+    let new_bin = moved.join("leanctx").display().to_string();
+    assert_eq!(after, before.replace(&canonical_bin(), &new_bin), "only the command strings changed");
+}
+
+#[test]
+fn uninstall_from_a_file_leanctx_created_leaves_nothing() {
+    let sb = Sandbox::new();
+    for host in HOSTS {
+        let p = with_dir(&sb, host);
+        let out = install(&sb, host);
+        assert!(!out.stdout.contains("backup"), "{host}: no original, no backup: {}", out.stdout);
+        let out = sb.cmd(["hooks", "uninstall", host]).ok();
+        assert!(out.stdout.contains("removed"), "{}", out.stdout);
+        assert!(!p.exists(), "{host}: the file leanctx created is gone, not left as a skeleton");
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(litter(p.parent().unwrap(), &[&name]), Vec::<String>::new(), "{host}: no backup left either");
+    }
+    // A file leanctx created and the user then added to stays, and its
+    // backup is labelled for what it is.
+    let p = config(&sb, "codex");
+    install(&sb, "codex");
+    let mut v = read_json(&p);
+    v["mine"] = json!(true);
+    write_json(&p, &v);
+    let out = sb.cmd(["hooks", "uninstall", "codex"]).ok();
+    assert!(out.stdout.contains("backup of the file before this change"), "{}", out.stdout);
+    assert!(!out.stdout.contains("original"), "{}", out.stdout);
+    assert_eq!(read_json(&p), json!({"mine": true}));
+}
+
+const CODEX_TOML: &str = "model = \"o3\" # mine\n\n[features]\nhooks = true\n\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"notify-send done\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\" # keep\n";
+
+#[test]
+fn codex_hooks_kept_in_config_toml_are_installed_there_and_given_back() {
+    let sb = Sandbox::new();
+    let dir = sb.home.join(".codex");
+    fs::create_dir_all(&dir).unwrap();
+    let toml = dir.join("config.toml");
+    fs::write(&toml, CODEX_TOML).unwrap();
+    let out = install(&sb, "codex");
+    assert!(out.stdout.contains("config.toml"), "{}", out.stdout);
+    assert!(!dir.join("hooks.json").exists(), "one representation per layer: no hooks.json beside it");
+    let text = fs::read_to_string(&toml).unwrap();
+    assert!(text.starts_with("model = \"o3\" # mine\n\n[features]\nhooks = true\n"), "{text}");
+    assert!(text.contains("[[hooks.PreToolUse]]\nmatcher = \"mcp__.*\""), "{text}");
+    let st = sb.cmd(["hooks", "status", "codex", "--json"]).ok().json();
+    let files = st["hosts"][0]["files"].as_array().unwrap().clone();
+    let t = files.iter().find(|f| f["path"].as_str().unwrap().ends_with("config.toml")).expect("config.toml shown");
+    assert_eq!(t["state"], "installed", "{st:#}");
+    assert_eq!(t["entries"], 9);
+    let again = install(&sb, "codex");
+    assert!(again.stdout.contains("already up to date"), "{}", again.stdout);
+    assert!(!dir.join("hooks.json").exists());
+    sb.cmd(["hooks", "uninstall", "codex"]).ok();
+    assert_eq!(fs::read_to_string(&toml).unwrap(), CODEX_TOML, "byte for byte");
+}
+
+#[test]
+fn codex_entries_are_never_in_both_files() {
+    let sb = Sandbox::new();
+    let dir = sb.home.join(".codex");
+    fs::create_dir_all(&dir).unwrap();
+    // hooks.json exists: it is the target, and config.toml's own hooks stay.
+    fs::write(dir.join("config.toml"), CODEX_TOML).unwrap();
+    fs::write(dir.join("hooks.json"), "{}\n").unwrap();
+    install(&sb, "codex");
+    assert_eq!(fs::read_to_string(dir.join("config.toml")).unwrap(), CODEX_TOML);
+    assert_eq!(ours(&read_json(&dir.join("hooks.json")), "codex").len(), 9);
+    // Ours copied into config.toml by hand: install refuses, status warns,
+    // uninstall takes them out of both.
+    let bin = canonical_bin();
+    let mut toml = String::from(CODEX_TOML);
+    toml.push_str(&format!(
+        "\n[[hooks.SessionStart]]\n[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = \"{bin} hook codex\"\n"
+    ));
+    fs::write(dir.join("config.toml"), &toml).unwrap();
+    let out = sb.cmd(["hooks", "install", "codex"]).run();
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("in both") && out.stderr.contains("config.toml"), "{}", out.stderr);
+    let st = sb.cmd(["hooks", "status", "codex", "--json"]).ok().json();
+    assert!(st["hosts"][0]["warnings"].to_string().contains("in both"), "{st:#}");
+    sb.cmd(["hooks", "uninstall", "codex"]).ok();
+    assert_eq!(fs::read_to_string(dir.join("config.toml")).unwrap(), CODEX_TOML, "ours and only ours removed");
+}
+
+#[test]
+fn codex_hooks_off_is_seen_in_every_toml_spelling() {
+    let sb = Sandbox::new();
+    let dir = sb.home.join(".codex");
+    fs::create_dir_all(&dir).unwrap();
+    for (text, off) in [
+        ("[features]\nhooks = false\n", true),
+        ("features.hooks = false\n", true),
+        ("features = { hooks = false }\n", true),
+        ("[features]\ncodex_hooks = false # old name\n", true),
+        ("[features]\nhooks = true\n", false),
+        ("[profiles.x.features]\nhooks = false\n", false),
+    ] {
+        fs::write(dir.join("config.toml"), text).unwrap();
+        let st = sb.cmd(["hooks", "status", "codex", "--json"]).ok().json();
+        assert_eq!(st["hosts"][0]["warnings"].to_string().contains("hooks = false"), off, "{text}");
+    }
 }
