@@ -117,6 +117,22 @@ fn check_state(data: &Path) -> HashSet<String> {
     ids
 }
 
+/// (tag, host (empty for compactions, which any host's line satisfies), conversation)
+/// of every sighting, compaction, end and subagent start in the journal.
+fn state_kinds(data: &Path) -> HashSet<(char, String, String)> {
+    let text = std::fs::read_to_string(data.join("journal")).unwrap_or_default();
+    journal::parse(&text)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Sighting { host, conv, .. } => Some(('S', host.to_string(), conv.to_string())),
+            Record::Compaction { conv, .. } => Some(('P', String::new(), conv.to_string())),
+            Record::End { host, conv, .. } => Some(('E', host.to_string(), conv.to_string())),
+            Record::SubagentStart { host, conv, .. } => Some(('U', host.to_string(), conv.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn tail(s: &str) -> &str {
     let mut i = s.len().saturating_sub(200);
     while !s.is_char_boundary(i) {
@@ -183,11 +199,18 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
     let started = Instant::now();
     let (mut spawned, mut killed, mut finished, mut checked, mut cli_killed) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut stray_seen = 0usize;
+    let mut checked_state = 0u64;
     for trial in 0..trials {
         let k = rng.range(1, 4);
         let mut procs = Vec::new();
         for i in 0..k {
             let (host, p, id, task) = payload(&mut rng, trial, i);
+            let v: serde_json::Value = serde_json::from_str(&p).unwrap();
+            let what = (
+                host,
+                v["hook_event_name"].as_str().unwrap().to_string(),
+                v["session_id"].as_str().unwrap().to_string(),
+            );
             let mut run = sb.hook(host, p);
             if let Some(t) = &task {
                 run = run.env("CURSOR_TASK_ID", t);
@@ -195,7 +218,7 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
             // A kill somewhere in the hook's life: before it read stdin,
             // while it holds the lock, between the journal and the slot...
             let kill_after = rng.chance(0.6).then(|| Duration::from_micros(rng.range(0, 5000)));
-            procs.push((run.spawn(), id, kill_after, false));
+            procs.push((run.spawn(), id, kill_after, false, Some(what)));
             spawned += 1;
         }
         // Now and then a CLI reader that claims (an append under the lock).
@@ -204,7 +227,7 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
                 "params":{"name":"ctx_read","arguments":{"path":format!("toolu_{trial}_0")}}});
             let child =
                 sb.cmd(["scope", "check", "--delivered", "conv-1", "--call", "-"]).stdin(call.to_string()).spawn();
-            procs.push((child, None, Some(Duration::from_micros(rng.range(0, 5000))), true));
+            procs.push((child, None, Some(Duration::from_micros(rng.range(0, 5000))), true, None));
         }
         let t0 = Instant::now();
         let mut order: Vec<usize> = (0..procs.len()).collect();
@@ -218,7 +241,8 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
             }
         }
         let mut reported = Vec::new();
-        for (mut child, id, _, cli) in procs {
+        let mut reported_state = Vec::new();
+        for (mut child, id, _, cli, what) in procs {
             let st = child.wait().unwrap();
             match st.code() {
                 Some(0) => {
@@ -228,6 +252,7 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
                         if let Some(id) = id {
                             reported.push(id);
                         }
+                        reported_state.extend(what);
                         let mut err = String::new();
                         use std::io::Read;
                         child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
@@ -245,6 +270,26 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
             assert!(ids.contains(id), "trial {trial} (seed {seed}): finished hook's record {id} lost");
             checked += 1;
         }
+        // Not only call records: every finished hook's sighting, compaction,
+        // end or subagent start is there (a trim keeps the newest of each
+        // per conversation, so one of that kind must remain).
+        let kinds = state_kinds(&sb.data);
+        for (host, event, conv) in &reported_state {
+            let host = if *host == "claude" { "claude-code" } else { host };
+            let tag = match event.as_str() {
+                "PreCompact" | "preCompact" => 'P',
+                "SessionEnd" | "sessionEnd" => 'E',
+                "SubagentStart" | "subagentStart" => 'U',
+                _ => 'S',
+            };
+            // Cursor's subagentStart names the parent: recorded under it.
+            if tag == 'U' && host == "cursor" {
+                continue;
+            }
+            let key = (tag, if tag == 'P' { String::new() } else { host.to_string() }, conv.clone());
+            assert!(kinds.contains(&key), "trial {trial} (seed {seed}): {host} {event} of {conv} lost");
+            checked_state += 1;
+        }
         stray_seen = stray_seen.max(list_temps(&sb.data).len());
     }
     stop.store(true, Relaxed);
@@ -252,6 +297,11 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
         r.join().unwrap();
     }
     assert_eq!(torn.load(Relaxed), 0, "torn reads");
+    // The run must have done what it claims: kills at every stage, and
+    // records of both kinds checked (a run that killed or checked nothing
+    // would pass every assertion above).
+    assert!(killed > 0 && finished > 0, "killed {killed}, finished {finished}");
+    assert!(checked > 0 && checked_state > 0, "checked {checked} call records, {checked_state} others");
     lock_is_free(&sb.data);
 
     // Stray temps: whatever the kills left, plus one planted in each dir (so
@@ -303,7 +353,7 @@ fn kill_nine_at_random_points_loses_nothing_reported() {
     lock_is_free(&sb.data);
     println!(
         "crash: {trials} trials, {spawned} hooks spawned, {killed} killed mid-run (+{cli_killed} claiming CLI readers), \
-         {finished} finished, {checked} reported records checked present, {} concurrent reads, 0 torn; \
+         {finished} finished, {checked} reported call records and {checked_state} other records checked present, {} concurrent reads, 0 torn; \
          up to {stray_seen} stray temps at once, {strays} cleaned after {n} later writes; {:.1} s",
         reads.load(Relaxed),
         started.elapsed().as_secs_f64()
