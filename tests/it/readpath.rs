@@ -362,15 +362,57 @@ fn claude_clear_lineage_moves_the_process_identity() {
     assert!(!ans.decision.allow, "content delivered before /clear is gone");
 }
 
+/// The lean-ctx-compatible free functions read the process environment, so
+/// they run in a child process of this test binary whose environment is the
+/// sandbox's (never the real home), against known state, one and two chats.
 #[test]
 fn public_api_functions() {
-    // The free functions read the process env; here it is the test's, so
-    // only check they run and agree with an explicit ReadPath.
-    let _ = leanctx::multiple_conversations_recent();
-    let _ = leanctx::current_conversation_id();
-    let _ = leanctx::current_conversation_id_fresh();
-    let _ = leanctx::conversation_allows_stub(Some("a"), Some("a"));
-    let _ = leanctx::conversation_allows_cold_stub(Some("a"), Some("b"));
+    let sb = Sandbox::new();
+    let a = "aaaaaaaa-1111-4111-8111-111111111111";
+    let b = "bbbbbbbb-2222-4222-8222-222222222222";
+    let child = |want: &str| {
+        let o = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "readpath::public_api_functions_child", "--ignored", "--nocapture", "--test-threads=1"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &sb.home)
+            .env("LEAN_CTX_DATA_DIR", &sb.data)
+            .env("LEANCTX_TEST_WANT", want)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && out.contains("1 passed"), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    };
+    sb.hook("claude", json!({"hook_event_name":"UserPromptSubmit","session_id":a}).to_string()).ok();
+    child(&format!("{a} single"));
+    sb.hook("claude", json!({"hook_event_name":"UserPromptSubmit","session_id":b}).to_string()).ok();
+    child(&format!("{b} concurrent"));
+}
+
+#[test]
+#[ignore = "run by public_api_functions in a child process with the sandbox's environment"]
+fn public_api_functions_child() {
+    let want = std::env::var("LEANCTX_TEST_WANT").expect("run by public_api_functions");
+    let (current, state) = want.split_once(' ').unwrap();
+    let rp = ReadPath::from_process();
+    assert!(rp.data_dir().is_some_and(|d| d.starts_with(std::env::temp_dir())), "not the sandbox: {:?}", rp.data_dir());
+    let concurrent = state == "concurrent";
+    assert_eq!(leanctx::multiple_conversations_recent(), concurrent);
+    assert_eq!(leanctx::multiple_conversations_recent(), rp.concurrent());
+    assert_eq!(leanctx::current_conversation_id_fresh().as_deref(), Some(current));
+    assert_eq!(leanctx::current_conversation_id().as_deref(), Some(current));
+    // The slot names the last writer: alone it may have its stubs, not with
+    // another chat live; never another's, warm or cold.
+    assert_eq!(leanctx::conversation_allows_stub(Some(current), Some(current)), !concurrent);
+    assert_eq!(
+        leanctx::conversation_allows_stub(Some(current), Some(current)),
+        rp.decide_given(Some(current), Some(current), false).allow
+    );
+    assert_eq!(leanctx::conversation_allows_cold_stub(Some(current), Some(current)), !concurrent);
+    assert!(!leanctx::conversation_allows_stub(Some(current), Some("someone-else")));
+    assert!(!leanctx::conversation_allows_cold_stub(Some(current), Some("someone-else")));
+    let ans = leanctx::stub_decision(Some(current), None, false, None);
+    assert_eq!(ans.decision.allow, !concurrent, "{ans:?}");
 }
 
 /// A million events: the journal stays bounded and reading it costs the
