@@ -225,6 +225,8 @@ mod tests {
             (caller(Source::MetaSession, a),          a,         Some(100), floor,     false, Compacted),
             (caller(Source::MetaSession, a),          a,         Some(151), floor,     true,  SameConversation),
             (caller(Source::MetaSession, a),          a,         None,      compacted, true,  SameConversation),
+            // No floor (0) is not a floor at 0.
+            (caller(Source::MetaSession, a),          a,         Some(0),   quiet,     true,  SameConversation),
             (caller(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),
             (caller(Source::ProcessEnv, a),           a,         Some(100), sub,       false, SubagentActive),
             (caller(Source::ToolUseId, a),            a,         Some(100), sub,       true,  SameConversation),
@@ -242,6 +244,33 @@ mod tests {
         for (i, (c, d, t, f, allow, reason)) in table.into_iter().enumerate() {
             let got = warm(&c, d, t, &f);
             assert_eq!(got, Decision { allow, reason }, "row {i}: {c:?} {d:?} {t:?} {f:?}");
+        }
+    }
+
+    #[test]
+    fn delivery_scope_table() {
+        let quiet = Facts::default();
+        let busy = Facts { concurrent: true, ..Facts::default() };
+        let gone = Facts { unavailable: true, ..Facts::default() };
+        let sub = Facts { subagent_active: true, ..Facts::default() };
+        let a = Some("A");
+        #[rustfmt::skip]
+        let rows: Vec<(Caller, Facts, Option<&str>)> = vec![
+            (Caller::unknown(),                       quiet, None),
+            (Caller::disabled(),                      quiet, None),
+            (caller(Source::Slot, a),                 quiet, a),
+            (caller(Source::Slot, a),                 busy,  None),
+            (caller(Source::Slot, a),                 gone,  None),
+            (caller(Source::Slot, a),                 sub,   None),
+            (caller(Source::MetaSession, a),          busy,  a),
+            (caller(Source::MetaSession, a),          gone,  a),
+            (caller(Source::ToolUseId, a),            sub,   a),
+            (caller(Source::Fingerprint, a),          sub,   None),
+            (caller(Source::Fingerprint, a),          busy,  a),
+            (caller(Source::ProcessEnv, a),           sub,   None),
+        ];
+        for (i, (c, f, want)) in rows.into_iter().enumerate() {
+            assert_eq!(delivery_scope(&c, &f).as_deref(), want, "row {i}: {c:?} {f:?}");
         }
     }
 
