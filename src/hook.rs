@@ -232,7 +232,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         recs.push(Record::Ack(crate::ledger::Ack {
             t: now,
             host,
-            conv,
+            scope: ev.agent.as_deref().unwrap_or(conv),
             call_ref: &a.call_ref,
             digest: &a.content.digest,
             len: a.content.len,

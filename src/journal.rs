@@ -25,7 +25,7 @@
 //! L t host pid conv                                 the host process pid now serves conv (/clear)
 //! F t                                               compactions up to t may have been forgotten
 //! D t host conv scope window|- ref key ver digest len   delivery (the ledger: see ledger.rs)
-//! A t host conv ref digest len whole|cut            a host hook acknowledged a call's result
+//! A t host scope ref digest len whole|cut           a host hook acknowledged a call's result
 //! ```
 //!
 //! Order is meaningful: the ledger's "after" is "later in the file", and a
@@ -199,7 +199,7 @@ impl Record<'_> {
                 "A\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 a.t,
                 a.host,
-                f(a.conv),
+                f(a.scope),
                 f(a.call_ref),
                 f(a.digest),
                 a.len,
@@ -335,7 +335,7 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
         "A" => Record::Ack(Ack {
             t,
             host: parse_host(it.next()?)?,
-            conv: it.next()?,
+            scope: it.next()?,
             call_ref: it.next()?,
             digest: it.next()?,
             len: it.next()?.parse().ok()?,
@@ -1275,7 +1275,7 @@ mod ledger_trim_tests {
     }
 
     fn a<'a>(t: u64, conv: &'a str, r: &'a str) -> Record<'a> {
-        Record::Ack(Ack { t, host: Host::Codex, conv, call_ref: r, digest: "dg", len: 1, whole: true })
+        Record::Ack(Ack { t, host: Host::Codex, scope: conv, call_ref: r, digest: "dg", len: 1, whole: true })
     }
 
     #[test]

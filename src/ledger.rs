@@ -204,7 +204,7 @@ pub fn fp_ref(tool: &str, fp: &str) -> String {
     format!("fp:{h}")
 }
 
-/// A fingerprint ref names a call only within its conversation.
+/// A fingerprint ref names a call only within its scope.
 pub fn ref_needs_conv(r: &str) -> bool {
     r.starts_with("fp:")
 }
@@ -234,7 +234,11 @@ pub struct Delivery<'a> {
 pub struct Ack<'a> {
     pub t: u64,
     pub host: Host,
-    pub conv: &'a str,
+    /// The scope of the acknowledging hook (its conversation, or the
+    /// subagent's `agent:`/`task:` scope): a fingerprint names a call only
+    /// within one scope (a subagent of the same session may make the same
+    /// call and must not confirm the main agent's delivery).
+    pub scope: &'a str,
     #[serde(rename = "ref")]
     pub call_ref: &'a str,
     pub digest: &'a str,
@@ -315,7 +319,7 @@ pub enum Confirmation {
 /// The acknowledgement standing of a delivery.
 pub fn confirmation(d: &Delivery<'_>, acks_after: &[Ack<'_>]) -> Confirmation {
     let mine =
-        acks_after.iter().filter(|a| a.call_ref == d.call_ref && (!ref_needs_conv(d.call_ref) || a.conv == d.conv));
+        acks_after.iter().filter(|a| a.call_ref == d.call_ref && (!ref_needs_conv(d.call_ref) || a.scope == d.scope));
     let mut best = Confirmation::None;
     for a in mine {
         let c = match (a.digest == d.digest && a.len == d.len, a.whole) {
@@ -403,8 +407,8 @@ mod tests {
         }
     }
 
-    fn ack<'a>(r: &'a str, conv: &'a str, digest: &'a str, len: u64, whole: bool) -> Ack<'a> {
-        Ack { t: 2, host: Host::ClaudeCode, conv, call_ref: r, digest, len, whole }
+    fn ack<'a>(r: &'a str, scope: &'a str, digest: &'a str, len: u64, whole: bool) -> Ack<'a> {
+        Ack { t: 2, host: Host::ClaudeCode, scope, call_ref: r, digest, len, whole }
     }
 
     #[test]

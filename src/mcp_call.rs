@@ -136,6 +136,16 @@ pub fn choose_claim<'a>(
     let Some(first) = candidates.first() else {
         return Err(PerCall::NoMatch);
     };
+    // Claude Code and Codex name their calls to the server (tool-use id,
+    // `_meta`), so a server resolves theirs by id and never claims them: such
+    // a record stays claimable for the whole window. A call that reaches
+    // fingerprint matching is not that call; with the same tool and
+    // arguments in the window, whose it is cannot be told (a Cursor call
+    // whose own hook died claimed a Claude session's record and got its
+    // stubs; found by tests/it/sim_ledger.rs).
+    if candidates.iter().any(|c| matches!(c.host, Host::ClaudeCode | Host::Codex)) {
+        return Err(PerCall::Ambiguous);
+    }
     let scope = scope_of(first);
     if candidates.iter().any(|c| scope_of(c) != scope) {
         return Err(PerCall::Ambiguous);

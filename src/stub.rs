@@ -70,6 +70,10 @@ struct LedgerCaller {
     caller: Caller,
     per_call: PerCall,
     call_ref: Option<String>,
+    /// The caller was found by a source that cannot tell a conversation from
+    /// its running subagent (a fingerprint), and one is running: neither a
+    /// stub nor a label can be trusted.
+    blind: bool,
 }
 
 impl ReadPath {
@@ -78,7 +82,12 @@ impl ReadPath {
     /// the caller of this call.
     fn ledger_caller(&self, call: &McpCall, view: &dyn Ask, now: u64) -> LedgerCaller {
         if self.scoping_disabled() {
-            return LedgerCaller { caller: Caller::disabled(), per_call: PerCall::NotGiven, call_ref: None };
+            return LedgerCaller {
+                caller: Caller::disabled(),
+                per_call: PerCall::NotGiven,
+                call_ref: None,
+                blind: false,
+            };
         }
         match self.per_call(call, view, now) {
             Ok(caller) => {
@@ -88,9 +97,15 @@ impl ReadPath {
                     Source::Fingerprint => Some(ledger::fp_ref(&call.name, &call.fingerprint())),
                     _ => None,
                 };
-                LedgerCaller { caller, per_call: PerCall::Resolved, call_ref }
+                // A Cursor task hook without CURSOR_TASK_ID records its call
+                // under the parent: the claim names the parent, and the
+                // task's delivery would become the parent's stub.
+                let conv = caller.conversation.as_deref().or(caller.scope.as_deref()).unwrap_or_default();
+                let narrow = caller.scope.as_deref().is_some_and(|s| s.starts_with("agent:") || s.starts_with("task:"));
+                let blind = caller.source.blind_to_subagents() && !narrow && view.subagent_active(conv, now);
+                LedgerCaller { caller, per_call: PerCall::Resolved, call_ref, blind }
             }
-            Err(p) => LedgerCaller { caller: Caller::unknown(), per_call: p, call_ref: None },
+            Err(p) => LedgerCaller { caller: Caller::unknown(), per_call: p, call_ref: None, blind: false },
         }
     }
 
@@ -165,6 +180,9 @@ impl ReadPath {
             let reason = if lc.per_call == PerCall::NoRecord { Reason::UnrecordedCall } else { Reason::UnknownCaller };
             return answer(Decision { allow: false, reason }, None);
         };
+        if lc.blind {
+            return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
+        }
         let q = Question { scope, key: keyh, version: verh, window: window.as_deref() };
         let mut facts = ledger::Facts::default();
         let mut seen = None;
@@ -207,6 +225,9 @@ impl ReadPath {
                 _ => "the call does not name its caller (no per-call id, no matching hook record)",
             });
         };
+        if lc.blind {
+            return not("a subagent of this conversation is running, and a fingerprint cannot tell them apart");
+        }
         let Some(dir) = self.usable_dir() else { return not("no usable data dir (has any hook run?)") };
         let conv = lc.caller.conversation.as_deref().unwrap_or(scope);
         let host = lc.caller.host.unwrap_or(crate::Host::ClaudeCode);

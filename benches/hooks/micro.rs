@@ -152,7 +152,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                         digest: DIGEST,
                         len: 4096,
                     }),
-                    Record::Ack(Ack { t, host, conv: &conv, call_ref, digest: DIGEST, len: 4096, whole: true }),
+                    Record::Ack(Ack { t, host, scope: &conv, call_ref, digest: DIGEST, len: 4096, whole: true }),
                 ]
             })
             .collect();
@@ -182,7 +182,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     let a = Ack {
         t,
         host: Host::ClaudeCode,
-        conv: &claude_conv,
+        scope: &claude_call_conv,
         call_ref: &call_ref,
         digest: DIGEST,
         len: 4096,

@@ -531,7 +531,7 @@ impl Rec {
             9 => Record::Ack(leanctx::ledger::Ack {
                 t,
                 host,
-                conv: &s[0],
+                scope: &s[0],
                 call_ref: &s[1],
                 digest: &s[2],
                 len: u64::from(self.pid),
