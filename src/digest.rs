@@ -454,7 +454,12 @@ impl Reader {
     /// [`Journal::read`]: a missing journal (or lock file with no journal)
     /// is empty; a journal that cannot be read is an error.
     pub fn refresh(&mut self, journal: &Journal) -> io::Result<()> {
-        let Some(_guard) = journal.read_lock()? else {
+        self.refresh_until(journal, std::time::Instant::now() + journal::LOCK_WAIT)
+    }
+
+    /// [`Reader::refresh`], waiting for the lock until `deadline` at most.
+    pub fn refresh_until(&mut self, journal: &Journal, deadline: std::time::Instant) -> io::Result<()> {
+        let Some(_guard) = journal.read_lock_until(deadline)? else {
             self.reset();
             return Ok(());
         };
@@ -462,27 +467,36 @@ impl Reader {
     }
 
     /// [`Reader::refresh`] under a lock the caller holds (the exclusive one,
-    /// for a claim).
+    /// for a claim). The lock file exists, so hooks have run: a journal that
+    /// is missing, empty, not a regular file of ours (a symlink to
+    /// `/dev/null`, a FIFO) or larger than a reader reads is an error, as
+    /// for [`Journal::read`], and the reader starts over.
     pub fn refresh_held(&mut self, journal: &Journal) -> io::Result<()> {
         let path = journal.path();
-        let md = match fs::metadata(&path) {
+        let md = match fs::symlink_metadata(&path) {
             Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(e) => {
                 self.reset();
-                return Ok(());
+                return Err(if e.kind() == io::ErrorKind::NotFound { journal.missing_error() } else { e });
             }
-            Err(e) => return Err(e),
         };
+        if let Some(p) = crate::paths::state_problem(&md, journal::MAX_READ_BYTES)
+            .or_else(|| (md.len() == 0).then(|| "is empty while journal.lock exists (emptied?)".to_string()))
+        {
+            self.reset();
+            return Err(crate::paths::untrusted(&path, &p));
+        }
         let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == (md.dev(), md.ino()))
             && md.len() >= self.offset;
         if !same {
             self.reset();
-            let f = File::open(&path)?;
+            let f = crate::paths::open_state(&path, false, journal::MAX_READ_BYTES)?
+                .ok_or_else(|| journal.missing_error())?;
             let fmd = f.metadata()?;
             self.file = Some((f, fmd.dev(), fmd.ino()));
         }
         let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };
-        let len = f.metadata()?.len();
+        let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);
         if len <= self.offset {
             return Ok(());
         }
