@@ -79,8 +79,9 @@ pub struct Digest {
     claim_index: ClaimIndex,
     /// Lineage lines (few: a trim keeps 64).
     lineage: Vec<Span>,
-    /// The newest time of any sighting or end.
-    newest_state: u64,
+    /// The newest time of any sighting, and of any end.
+    newest_sighting: u64,
+    newest_end: u64,
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -191,7 +192,8 @@ impl Digest {
             calls,
             claims,
             lineage,
-            newest_state,
+            newest_sighting,
+            newest_end,
             claims_only,
             ..
         } = self;
@@ -211,12 +213,12 @@ impl Digest {
                             Some((old, _)) if *old > t => {}
                             _ => *slot = Some((t, span_in(text, event))),
                         }
-                        *newest_state = (*newest_state).max(t);
+                        *newest_sighting = (*newest_sighting).max(t);
                     }
                     Some(Record::End { t, host, conv }) => {
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].end;
                         *slot = Some(slot.map_or(t, |old| old.max(t)));
-                        *newest_state = (*newest_state).max(t);
+                        *newest_end = (*newest_end).max(t);
                     }
                     Some(Record::Compaction { t, conv, .. }) => {
                         let e = get_or_insert(compactions, conv);
@@ -251,7 +253,7 @@ impl Digest {
     /// Do this digest's answers at `now` equal View's on the whole file?
     /// (Not when a kept sighting or end lies beyond the skew of `now`.)
     pub fn exact_at(&self, now: u64) -> bool {
-        !journal::is_future(self.newest_state, now)
+        !journal::is_future(self.newest_sighting, now) && !journal::is_future_end(self.newest_end, now)
     }
 
     /// [`View::concurrent`] (exact when [`Digest::exact_at`]`(now)`).

@@ -43,8 +43,17 @@ pub const CLAIM_WINDOW_MS: u64 = 10_000;
 pub const CALL_KEEP_MS: u64 = 10 * 60_000;
 /// Sightings, ends, compactions, subagents and lineage are kept this long.
 pub const STATE_TTL_MS: u64 = crate::slot::SLOT_TTL_MS;
-/// A sighting this far in the future (clock went back) does not count as live.
-pub const FUTURE_SKEW_MS: u64 = 5_000;
+/// A sighting (or subagent start, or call record) stamped up to this far
+/// ahead of the reader's clock counts: the reader's clock may be behind the
+/// hooks' (it was 5 s: a reader 5 s behind saw two live chats as none).
+/// Further ahead, it was stamped by a clock that ran ahead and has not
+/// happened yet. The same tolerance as the slot's.
+pub const FUTURE_SKEW_MS: u64 = crate::slot::FUTURE_SKEW_MS;
+/// An end or a subagent stop stamped further ahead than this is ignored.
+/// Ignoring one only keeps a conversation or subagent live (more
+/// withholding); applying one stamped by a clock that ran ahead could end
+/// a conversation that is live now. So the end side stays strict.
+pub const END_SKEW_MS: u64 = 5_000;
 /// Trim once the file is larger than this (and twice what the last trim kept).
 pub const TRIM_MIN_BYTES: u64 = 16 * 1024;
 pub const MAX_CONVERSATIONS: usize = 128;
@@ -334,7 +343,7 @@ impl<'a> View<'a> {
         // ahead) has not happened yet as far as `now` knows: it must neither
         // stand for a conversation's latest sighting (hiding the real,
         // current ones) nor end a conversation that is live now.
-        for r in self.records.iter().filter(|r| !is_future(r.t(), now)) {
+        for r in self.records.iter().filter(|r| !is_future_for(r, now)) {
             match *r {
                 Record::Sighting { t, host, conv, event } => {
                     let e = last.entry((host, conv)).or_insert((t, event));
@@ -398,7 +407,7 @@ impl<'a> View<'a> {
         let mut events: Vec<(u64, bool, Option<&'a str>)> = self
             .records
             .iter()
-            .filter(|r| !is_future(r.t(), now))
+            .filter(|r| !is_future_for(r, now))
             .filter_map(|r| match *r {
                 Record::SubagentStart { t, conv: c, agent, .. } if c == conv => Some((t, true, Some(agent))),
                 Record::SubagentStop { t, conv: c, agent, .. } if c == conv => Some((t, false, agent)),
@@ -520,6 +529,20 @@ impl<'a> View<'a> {
 /// clock that was ahead, or read by one that went back.
 pub fn is_future(t: u64, now: u64) -> bool {
     t > now.saturating_add(FUTURE_SKEW_MS)
+}
+
+/// `t` (of an end or a subagent stop) is further ahead than [`END_SKEW_MS`].
+pub fn is_future_end(t: u64, now: u64) -> bool {
+    t > now.saturating_add(END_SKEW_MS)
+}
+
+/// Has `r` not happened yet at `now`? Ends and stops by [`END_SKEW_MS`],
+/// everything else by [`FUTURE_SKEW_MS`].
+fn is_future_for(r: &Record<'_>, now: u64) -> bool {
+    match r {
+        Record::End { t, .. } | Record::SubagentStop { t, .. } => is_future_end(*t, now),
+        _ => is_future(r.t(), now),
+    }
 }
 
 /// `t` is inside `[now - window, now + FUTURE_SKEW_MS]`.

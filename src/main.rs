@@ -368,6 +368,15 @@ fn scope(cmd: ScopeCmd) -> Result<u8, String> {
             Ok(if res.caller.scope.is_some() { 0 } else { 1 })
         }
         ScopeCmd::Check { delivered, at, cold, json, call } => {
+            // 10^14 ms is the year 5138: a value this large is microseconds
+            // or nanoseconds, and read as milliseconds it would pass every
+            // compaction check. (Smaller times ahead of the clock are not
+            // trusted by the decision itself.)
+            if let Some(at) = at.filter(|t| *t >= 100_000_000_000_000) {
+                return Err(format!(
+                    "--at {at}: expected unix milliseconds; this looks like microseconds or nanoseconds"
+                ));
+            }
             let call = read_call(&call)?;
             let delivered = delivered.filter(|d| !d.is_empty());
             let ans = rp.decide(&StubQuery {
