@@ -430,3 +430,70 @@ fn journal_lock_held_by_a_frozen_process() {
     assert!(sb.journal().contains("after-lock"));
     println!("faults: lock held: {} hooks, slowest {:?}", st.hooks, st.max);
 }
+
+/// Arguments a hook does not know (a typo'd host, an unknown flag, a flag
+/// from a newer config run by an older binary, extra words) never make it
+/// exit 2, which every host takes as "block". With a host it can tell, the
+/// hook answers in that host's dialect, still gates (the user policy's deny
+/// holds) and still records the event; without one, it prints nothing
+/// (no opinion) and says why on stderr.
+#[test]
+fn hook_arguments_it_does_not_know_never_block() {
+    let sb = Sandbox::new();
+    prepare(&sb);
+    let mut answered = 0;
+    for host in ["cursor", "claude", "codex", "codebuddy"] {
+        let payload = if host == "cursor" {
+            json!({"hook_event_name":"beforeMCPExecution","conversation_id":"c-args","tool_name":"MCP:gh:danger_zone","tool_input":"{}"})
+        } else {
+            json!({"hook_event_name":"PreToolUse","session_id":"s-args","tool_name":"mcp__gh__danger_zone","tool_input":{},"tool_use_id":format!("toolu_args_{host}")})
+        };
+        let variants: Vec<Vec<&str>> = vec![
+            vec!["hook", host, "--frobnicate"],
+            vec!["hook", host, "--timeout", "5"],
+            vec!["hook", host, "--timeout=5", "--event"],
+            vec!["hook", host, "extra", "words"],
+            vec!["hook", "--future-flag", host],
+            vec!["--verbose", "hook", host],
+            vec!["hook", host, "--help"],
+            vec!["hook", host, "--version"],
+        ];
+        for argv in variants {
+            let before = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+            let o = sb.cmd(&argv).stdin(payload.to_string()).run();
+            assert_eq!(o.code, 0, "{argv:?}: {}", o.stderr);
+            assert!(o.elapsed < BOUND, "{argv:?}: {:?}", o.elapsed);
+            let v: Value =
+                serde_json::from_str(o.stdout.trim()).unwrap_or_else(|e| panic!("{argv:?}: {e}: {:?}", o.stdout));
+            let decision = v.get("permission").or_else(|| v["hookSpecificOutput"].get("permissionDecision"));
+            assert_eq!(decision.and_then(Value::as_str), Some("deny"), "{argv:?}: the gate still applies: {v}");
+            assert!(o.stderr.contains("ignoring arguments"), "{argv:?}: says why: {}", o.stderr);
+            let after = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+            assert_eq!(after, before + 1, "{argv:?}: the call is still recorded");
+            answered += 1;
+        }
+    }
+    // No host it can tell: no answer (no opinion), a reason, exit 0, and
+    // nothing recorded.
+    let before = sb.journal();
+    for argv in [
+        &["hook"][..],
+        &["hook", "cursr"],
+        &["hook", "cursor-agent", "--event", "beforeMCPExecution"],
+        &["hook", "--frobnicate"],
+        &["hook", "claude_code"],
+        &["--verbose", "hook"],
+    ] {
+        let o = sb.cmd(argv).stdin(r#"{"hook_event_name":"PreToolUse","session_id":"s-nohost"}"#).run();
+        assert_eq!(o.code, 0, "{argv:?}: {}", o.stderr);
+        assert_eq!(o.stdout, "", "{argv:?}");
+        assert!(o.stderr.contains("no host"), "{argv:?}: {}", o.stderr);
+        answered += 1;
+    }
+    assert_eq!(sb.journal(), before, "nothing recorded without a host");
+    // A bare `hook --help` is still help (exit 0).
+    let o = sb.cmd(["hook", "--help"]).run();
+    assert_eq!(o.code, 0);
+    assert!(o.stdout.contains("Usage"), "{}", o.stdout);
+    println!("faults: {answered} hooks with arguments they do not know, all answered with exit 0");
+}
