@@ -814,3 +814,44 @@ fn a_huge_journal_is_bounded_for_hooks_and_readers() {
     assert_eq!(o.json()["decision"]["reason"], "concurrent", "{}", o.stdout);
     println!("faults: 1 GiB journal: 8 hooks, slowest {:?}, peak RSS {} KiB", worst.0, worst.1);
 }
+
+/// One live chat and a slot that is there but cannot be read: not "no
+/// caller" (whose legacy single-conversation allow let the stub through),
+/// but state-unavailable, warm and cold.
+#[test]
+fn a_slot_that_cannot_be_read_is_not_no_caller() {
+    type Fault = fn(&Path);
+    let cases: Vec<(&str, Fault)> = vec![
+        ("does not parse", |p| std::fs::write(p, "{\"session_id\":").unwrap()),
+        ("not UTF-8", |p| std::fs::write(p, b"{\"session_id\":\"\xff\"}").unwrap()),
+        ("a FIFO", mkfifo),
+        ("-> /dev/zero", |p| {
+            std::fs::remove_file(p).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap();
+        }),
+        ("-> a slot elsewhere", |p| {
+            let elsewhere = p.with_file_name("elsewhere.json");
+            std::fs::rename(p, &elsewhere).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, p).unwrap();
+        }),
+        ("0400", |p| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o400)).unwrap()),
+        ("of 1 MiB", |p| {
+            std::fs::write(p, format!("{{\"session_id\":\"A\",\"x\":\"{}\"}}", "x".repeat(1 << 20))).unwrap()
+        }),
+    ];
+    for (case, fault) in cases {
+        let sb = Sandbox::new();
+        sb.hook("claude", r#"{"hook_event_name":"UserPromptSubmit","session_id":"A"}"#).ok();
+        fault(&sb.data.join("active_transcript.json"));
+        for cold in [false, true] {
+            let mut args = vec!["scope", "check", "--delivered", "A", "--json"];
+            if cold {
+                args.push("--cold");
+            }
+            let o = sb.cmd(&args).timeout(BOUND).run();
+            let v = o.json();
+            assert_eq!((o.code, v["decision"]["reason"].as_str()), (1, Some("state-unavailable")), "slot {case}: {v}");
+        }
+        assert_eq!(sb.cmd(["status", "--json"]).timeout(BOUND).ok().json()["state_available"], false, "slot {case}");
+    }
+}
