@@ -633,8 +633,10 @@ pub fn multiple_conversations_recent() -> bool {
 }
 
 /// lean-ctx's warm-stub question: may a stub delivered to `delivered` be
-/// served to `current`? No delivery time: no compaction check — use
-/// [`ReadPath::decide`] with `delivered_at_ms` for that.
+/// served to `current`? No delivery time, so any recorded compaction of the
+/// conversation withholds (a delivery before it cannot be told from one
+/// after) — use [`ReadPath::decide`] with `delivered_at_ms` for the exact
+/// check.
 pub fn conversation_allows_stub(current: Option<&str>, delivered: Option<&str>) -> bool {
     ReadPath::from_process().decide_given(current, delivered, false).allow
 }
