@@ -771,16 +771,9 @@ impl Journal {
     /// records".
     fn read_unlocked(&self) -> io::Result<String> {
         let path = self.path();
-        let Some(mut f) = crate::paths::open_state(&path, false, MAX_READ_BYTES)? else {
-            return Err(missing(&path));
-        };
-        let mut bytes = Vec::new();
-        (&mut f).take(MAX_READ_BYTES + 1).read_to_end(&mut bytes)?;
+        let Some(bytes) = crate::paths::read_state(&path, MAX_READ_BYTES)? else { return Err(missing(&path)) };
         if bytes.is_empty() {
             return Err(crate::paths::untrusted(&path, "is empty while journal.lock exists (emptied?)"));
-        }
-        if bytes.len() as u64 > MAX_READ_BYTES {
-            return Err(crate::paths::untrusted(&path, &format!("is larger than {MAX_READ_BYTES} bytes")));
         }
         Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
@@ -824,8 +817,9 @@ impl Journal {
         // Never through a symlink, never into a FIFO, never into a file of
         // someone else's: such a journal is refused (readers withhold on it
         // too), and the hook says why.
-        let mut f = crate::paths::open_state(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
-        let before = f.metadata()?.len();
+        let (mut f, md) =
+            crate::paths::open_state_md(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
+        let before = md.len();
         // A compaction is stamped no earlier than the newest record already
         // written: if the clock went back since a delivery (or was ahead
         // during it), the compaction must still order after the delivering

@@ -257,11 +257,13 @@ fn hook_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Option<HookArgv>
 }
 
 /// A hook whose host cannot be told: no answer can be in the right
-/// dialect, and an empty stdout is "no opinion" for the Claude-style hosts
-/// (Cursor too goes ahead without an answer). So print nothing, drain
-/// stdin (the host's write must not fail), say why on stderr, exit 0. A
-/// name that only looks like a host (`cursor-agent`, `claud`) is not
-/// guessed at: a wrong dialect could be read as a decision.
+/// dialect, and an empty stdout is "no opinion" for the Claude-style hosts.
+/// Cursor wants JSON, so for it an empty stdout is no decision either way
+/// (not verified against Cursor: what it does with a hook that answers
+/// nothing is its own). So print nothing, drain stdin (the host's write
+/// must not fail), say why on stderr, exit 0. A name that only looks like
+/// a host (`cursor-agent`, `claud`) is not guessed at: a wrong dialect
+/// could be read as a decision.
 fn run_hook_without_host(argv: &HookArgv, started: Instant) -> ExitCode {
     let _ = stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
     let words = if argv.ignored.is_empty() { "nothing".to_string() } else { argv.ignored.join(" ") };

@@ -116,8 +116,11 @@ pub fn ensure_subdir(dir: &Path, name: &str) -> io::Result<PathBuf> {
 }
 
 pub fn current_uid() -> u32 {
+    // Asked on every state file a reader opens: once per process (leanctx
+    // never changes its uid).
+    static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    *UID.get_or_init(|| unsafe { libc::geteuid() })
 }
 
 /// Mode bits of a path, for status and tests.
@@ -184,6 +187,25 @@ pub fn untrusted(path: &Path, problem: &str) -> io::Error {
 /// on `fstat`). `write`: open it read-write, creating it 0600 if missing
 /// (hooks); otherwise read-only, and `Ok(None)` when it does not exist.
 pub fn open_state(path: &Path, write: bool, max: u64) -> io::Result<Option<fs::File>> {
+    Ok(open_state_md(path, write, max)?.map(|(f, _)| f))
+}
+
+/// Read a whole state file ([`open_state`], read-only): `None` if missing;
+/// an error if it is not state or grew past `max` while being read.
+pub fn read_state(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let Some((f, md)) = open_state_md(path, false, max)? else { return Ok(None) };
+    // Room for all of it and the byte that says it grew: two reads.
+    let mut bytes = Vec::with_capacity(md.len().min(max) as usize + 1);
+    f.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(untrusted(path, &format!("is larger than {max} bytes")));
+    }
+    Ok(Some(bytes))
+}
+
+/// [`open_state`], with the metadata it checked.
+pub fn open_state_md(path: &Path, write: bool, max: u64) -> io::Result<Option<(fs::File, fs::Metadata)>> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut o = fs::OpenOptions::new();
     o.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC);
@@ -198,8 +220,9 @@ pub fn open_state(path: &Path, write: bool, max: u64) -> io::Result<Option<fs::F
         }
         Err(e) => return Err(e),
     };
-    match state_problem(&f.metadata()?, max) {
+    let md = f.metadata()?;
+    match state_problem(&md, max) {
         Some(p) => Err(untrusted(path, &p)),
-        None => Ok(Some(f)),
+        None => Ok(Some((f, md))),
     }
 }

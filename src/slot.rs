@@ -220,15 +220,9 @@ pub enum SlotRead {
 /// to `/dev/zero`, a huge file, another user's file) is an error: the read
 /// path then withholds rather than take it for "no slot".
 pub fn read_slot(dir: &Path, now_ms: u64) -> io::Result<SlotRead> {
-    use std::io::Read;
-    let path = slot_path(dir);
-    let max = crate::paths::SLOT_MAX_BYTES;
-    let Some(f) = crate::paths::open_state(&path, false, max)? else { return Ok(SlotRead::Absent) };
-    let mut bytes = Vec::new();
-    f.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(crate::paths::untrusted(&path, &format!("is larger than {max} bytes")));
-    }
+    let Some(bytes) = crate::paths::read_state(&slot_path(dir), crate::paths::SLOT_MAX_BYTES)? else {
+        return Ok(SlotRead::Absent);
+    };
     let Ok(text) = String::from_utf8(bytes) else { return Ok(SlotRead::Invalid) };
     Ok(match Slot::parse(&text) {
         Some(s) if s.is_live(now_ms) => SlotRead::Live(s),
