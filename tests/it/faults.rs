@@ -6,6 +6,14 @@
 //! bounded time with exit 0, nothing half-written is left, and
 //! `leanctx status` names the problem.
 //!
+//! Then the read path on state that exists but cannot be trusted (FIFOs,
+//! symlinks to /dev/null and /dev/zero, a deleted or emptied journal, 0400
+//! and foreign files, a slot that does not parse, a dangling data dir, a
+//! 1 GiB journal, a lock held by another process, a call whose hook could
+//! not record): every answer bounded, every stub withheld
+//! (`state-unavailable`, `unrecorded-call`); and hook command lines with
+//! arguments the hook does not know, which must never exit 2.
+//!
 //! Mounting needs root and a kernel that lets us; where it cannot, the
 //! mount cases are skipped LOUDLY with the reason (set
 //! `LEANCTX_REQUIRE_MOUNTS=1` to make that a failure instead).
