@@ -27,8 +27,10 @@ pub enum Reason {
     SubagentActive,
     /// The state could not be read: nothing can be proven, so withhold.
     StateUnavailable,
-    /// The call names its host call id, but no hook recorded that call: the
-    /// caller cannot be told, and no weaker signal may stand in.
+    /// The call carried an exact per-call id (Claude Code's tool-use id)
+    /// that names no call record: its hook could not record (disk full,
+    /// read-only, lock busy) or did not run. Nothing else may stand in for
+    /// an exact id, so withhold.
     UnrecordedCall,
     /// Ledger: the host confirmed this very content reached the model whole,
     /// in this context window, with no compaction since.
@@ -97,6 +99,8 @@ pub struct Facts {
     /// The journal exists but could not be read (permissions, a busy lock):
     /// every other fact is unknown.
     pub unavailable: bool,
+    /// The call's exact per-call id names no call record.
+    pub unrecorded_call: bool,
 }
 
 /// The scope a server may remember for content it delivers now to
@@ -142,7 +146,7 @@ pub fn warm(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>,
 /// Cold stub: the entry comes from a persisted index (a new process). Both
 /// sides must be known and equal, the caller exact or uncontested, and no
 /// compaction since; no legacy escape. Without a delivery time any recorded
-/// compaction of the conversation withholds.
+/// compaction of the conversation withholds (as for a warm stub).
 pub fn cold(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, facts: &Facts) -> Decision {
     decide(caller, delivered, delivered_at, facts, true)
 }
@@ -155,6 +159,9 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
     }
     if facts.unavailable {
         return Decision::deny(Reason::StateUnavailable);
+    }
+    if facts.unrecorded_call {
+        return Decision::deny(Reason::UnrecordedCall);
     }
     let Some(current) = caller.scope.as_deref() else {
         return match (cold, facts.concurrent) {
@@ -175,8 +182,10 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
     if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
         return Decision::deny(Reason::SubagentActive);
     }
+    // Without a (trusted) delivery time, warm as cold: any recorded
+    // compaction of the conversation withholds.
     let compacted = match delivered_at {
-        None if cold => facts.last_compaction.is_some(),
+        None => facts.last_compaction.is_some(),
         _ => compacted_since(facts, delivered_at),
     };
     if compacted {
@@ -224,7 +233,9 @@ mod tests {
             (caller(Source::MetaSession, a),          a,         Some(201), compacted, true,  SameConversation),
             (caller(Source::MetaSession, a),          a,         Some(100), floor,     false, Compacted),
             (caller(Source::MetaSession, a),          a,         Some(151), floor,     true,  SameConversation),
-            (caller(Source::MetaSession, a),          a,         None,      compacted, true,  SameConversation),
+            (caller(Source::MetaSession, a),          a,         None,      compacted, false, Compacted),
+            (caller(Source::MetaSession, a),          a,         None,      quiet,     true,  SameConversation),
+            (caller(Source::MetaSession, a),          a,         Some(100), Facts { unrecorded_call: true, ..quiet }, false, UnrecordedCall),
             // No floor (0) is not a floor at 0.
             (caller(Source::MetaSession, a),          a,         Some(0),   quiet,     true,  SameConversation),
             (caller(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),

@@ -82,8 +82,9 @@ pub struct Digest {
     claim_index: ClaimIndex,
     /// Lineage lines (few: a trim keeps 64).
     lineage: Vec<Span>,
-    /// The newest time of any sighting or end.
-    newest_state: u64,
+    /// The newest time of any sighting, and of any end.
+    newest_sighting: u64,
+    newest_end: u64,
     /// Lines folded so far: the position ("order, not clocks") of the next.
     lines: usize,
     /// Per conversation, the position of its latest compaction.
@@ -203,7 +204,8 @@ impl Digest {
             calls_by_id,
             claims,
             lineage,
-            newest_state,
+            newest_sighting,
+            newest_end,
             claims_only,
             lines,
             compaction_at,
@@ -234,12 +236,12 @@ impl Digest {
                             Some((old, _)) if *old > t => {}
                             _ => *slot = Some((t, span_in(text, event))),
                         }
-                        *newest_state = (*newest_state).max(t);
+                        *newest_sighting = (*newest_sighting).max(t);
                     }
                     Some(Record::End { t, host, conv }) => {
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].end;
                         *slot = Some(slot.map_or(t, |old| old.max(t)));
-                        *newest_state = (*newest_state).max(t);
+                        *newest_end = (*newest_end).max(t);
                     }
                     Some(Record::Compaction { t, conv, .. }) => {
                         let e = get_or_insert(compactions, conv);
@@ -279,7 +281,7 @@ impl Digest {
     /// Do this digest's answers at `now` equal View's on the whole file?
     /// (Not when a kept sighting or end lies beyond the skew of `now`.)
     pub fn exact_at(&self, now: u64) -> bool {
-        !journal::is_future(self.newest_state, now)
+        !journal::is_future(self.newest_sighting, now) && !journal::is_future_end(self.newest_end, now)
     }
 
     /// [`View::concurrent`] (exact when [`Digest::exact_at`]`(now)`).
@@ -518,7 +520,12 @@ impl Reader {
     /// [`Journal::read`]: a missing journal (or lock file with no journal)
     /// is empty; a journal that cannot be read is an error.
     pub fn refresh(&mut self, journal: &Journal) -> io::Result<()> {
-        let Some(_guard) = journal.read_lock()? else {
+        self.refresh_until(journal, std::time::Instant::now() + journal::LOCK_WAIT)
+    }
+
+    /// [`Reader::refresh`], waiting for the lock until `deadline` at most.
+    pub fn refresh_until(&mut self, journal: &Journal, deadline: std::time::Instant) -> io::Result<()> {
+        let Some(_guard) = journal.read_lock_until(deadline)? else {
             self.reset();
             return Ok(());
         };
@@ -526,27 +533,36 @@ impl Reader {
     }
 
     /// [`Reader::refresh`] under a lock the caller holds (the exclusive one,
-    /// for a claim).
+    /// for a claim). The lock file exists, so hooks have run: a journal that
+    /// is missing, empty, not a regular file of ours (a symlink to
+    /// `/dev/null`, a FIFO) or larger than a reader reads is an error, as
+    /// for [`Journal::read`], and the reader starts over.
     pub fn refresh_held(&mut self, journal: &Journal) -> io::Result<()> {
         let path = journal.path();
-        let md = match fs::metadata(&path) {
+        let md = match fs::symlink_metadata(&path) {
             Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(e) => {
                 self.reset();
-                return Ok(());
+                return Err(if e.kind() == io::ErrorKind::NotFound { journal.missing_error() } else { e });
             }
-            Err(e) => return Err(e),
         };
+        if let Some(p) = crate::paths::state_problem(&md, journal::MAX_READ_BYTES)
+            .or_else(|| (md.len() == 0).then(|| "is empty while journal.lock exists (emptied?)".to_string()))
+        {
+            self.reset();
+            return Err(crate::paths::untrusted(&path, &p));
+        }
         let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == (md.dev(), md.ino()))
             && md.len() >= self.offset;
         if !same {
             self.reset();
-            let f = File::open(&path)?;
+            let f = crate::paths::open_state(&path, false, journal::MAX_READ_BYTES)?
+                .ok_or_else(|| journal.missing_error())?;
             let fmd = f.metadata()?;
             self.file = Some((f, fmd.dev(), fmd.ino()));
         }
         let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };
-        let len = f.metadata()?.len();
+        let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);
         if len <= self.offset {
             return Ok(());
         }

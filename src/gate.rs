@@ -50,6 +50,60 @@ pub fn policy_paths(data_dir: Option<&Path>, roots: &[String]) -> Vec<PathBuf> {
     out
 }
 
+/// The policy files for one call ([`policy_paths`]), loaded, with the
+/// workspace files the user has not trusted marked so that their allow
+/// rules are ignored.
+///
+/// A workspace file comes with the repository: a cloned repo's
+/// `.lean-ctx/gate.json` answering `allow` would bypass the user's
+/// permission prompt (Claude Code, CodeBuddy, Cursor) for any MCP tool,
+/// `delete_repo` included. So a workspace file may only tighten (deny,
+/// ask) unless the user's own policy file lists its workspace root in
+/// `trusted_workspaces`.
+pub fn load_policies(data_dir: Option<&Path>, roots: &[String]) -> Vec<Loaded> {
+    let mut loaded = load_all(&policy_paths(data_dir, roots));
+    let user = data_dir.map(|d| d.join(crate::paths::POLICY_FILE));
+    let trusted = user_trust(&loaded, user.as_deref());
+    for l in &mut loaded {
+        if let Loaded::Policy(p) = l {
+            mark_workspace(p, user.as_deref(), &trusted);
+        }
+    }
+    loaded
+}
+
+/// The user file's `trusted_workspaces` (none if it is missing or broken).
+fn user_trust(loaded: &[Loaded], user: Option<&Path>) -> Vec<PathBuf> {
+    loaded
+        .iter()
+        .find_map(|l| match l {
+            Loaded::Policy(p) if Some(p.path.as_path()) == user => Some(p.trusted_workspaces.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Mark `p` (if it is a workspace file, not the user's) whose workspace
+/// root is not in `trusted`: its allow rules do not count.
+fn mark_workspace(p: &mut Policy, user: Option<&Path>, trusted: &[PathBuf]) {
+    if Some(p.path.as_path()) == user || !p.rules.iter().any(|r| r.action == Action::Allow) {
+        return;
+    }
+    let root = p.path.parent().and_then(Path::parent).unwrap_or(Path::new(""));
+    let canon = |x: &Path| std::fs::canonicalize(x).unwrap_or_else(|_| x.to_path_buf());
+    let root = canon(root);
+    p.allow_ignored = !trusted.iter().any(|t| t.is_absolute() && canon(t) == root);
+}
+
+/// Why a workspace file's allow did not count, for `gate check`.
+fn allow_ignored_note(user: Option<&Path>) -> String {
+    let file = user.map(|u| u.display().to_string()).unwrap_or_else(|| "the user policy file".into());
+    format!(
+        "ignored: a workspace policy may only deny or ask; to let this workspace allow, list its root in \
+         \"trusted_workspaces\" in {file}"
+    )
+}
+
 pub fn load_all(paths: &[PathBuf]) -> Vec<Loaded> {
     paths
         .iter()
@@ -155,6 +209,9 @@ pub fn evaluate(loaded: &[Loaded], tool: &ToolRef) -> Verdict {
     for l in loaded {
         let (action, message, by) = match l {
             Loaded::Policy(p) => match evaluate_file(p, tool) {
+                // An untrusted workspace's allow is no opinion (its first
+                // matching rule still shadows its own later rules).
+                Some((Action::Allow, _)) if p.allow_ignored => continue,
                 Some((action, i)) => {
                     let rule = &p.rules[i];
                     let msg = rule.message.clone().unwrap_or_else(|| default_message(action, tool, &p.path, i));
@@ -337,6 +394,9 @@ pub struct FileSay {
     pub rule: Option<usize>,
     pub action: Option<Action>,
     pub error: Option<String>,
+    /// Why the rule's say does not count (an untrusted workspace's allow).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `server`: the server the call is on, when the name does not say it (as
@@ -352,19 +412,29 @@ pub fn explain(
     // `gate check` is asked about MCP tools even when named bare (Cursor).
     tool.is_mcp = true;
     let paths = policy_paths(data_dir, &[cwd.display().to_string()]);
+    let user = data_dir.map(|d| d.join(crate::paths::POLICY_FILE));
+    let mut trusted = Vec::new();
     let mut files = Vec::new();
     let mut loaded = Vec::new();
     for p in paths {
         match policy::load(&p) {
-            Ok(None) => files.push(FileSay { path: p, status: "missing", rule: None, action: None, error: None }),
-            Ok(Some(pol)) => {
+            Ok(None) => {
+                files.push(FileSay { path: p, status: "missing", rule: None, action: None, error: None, note: None })
+            }
+            Ok(Some(mut pol)) => {
+                if Some(p.as_path()) == user.as_deref() {
+                    trusted.clone_from(&pol.trusted_workspaces);
+                }
+                mark_workspace(&mut pol, user.as_deref(), &trusted);
                 let say = evaluate_file(&pol, &tool);
+                let ignored = pol.allow_ignored && matches!(say, Some((Action::Allow, _)));
                 files.push(FileSay {
                     path: p,
                     status: if say.is_some() { "rule" } else { "no-match" },
                     rule: say.map(|(_, i)| i),
                     action: say.map(|(a, _)| a),
                     error: None,
+                    note: ignored.then(|| allow_ignored_note(user.as_deref())),
                 });
                 loaded.push(Loaded::Policy(pol));
             }
@@ -375,6 +445,7 @@ pub fn explain(
                     rule: None,
                     action: Some(Action::Ask),
                     error: Some(e.to_string()),
+                    note: None,
                 });
                 loaded.push(Loaded::Broken(e));
             }
@@ -442,9 +513,10 @@ impl Explanation {
         for f in &self.files {
             let detail = match f.status {
                 "rule" => format!(
-                    "rule #{} says {}",
+                    "rule #{} says {}{}",
                     f.rule.unwrap_or(0),
-                    f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default()
+                    f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
+                    f.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
                 ),
                 "broken" => format!("does not parse: {} → ask", f.error.as_deref().unwrap_or("")),
                 "no-match" => "no rule matches".into(),

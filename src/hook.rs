@@ -113,7 +113,7 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
     let gated = event.is_mcp_call();
     let verdict = if gated {
         let tool = event.tool.as_ref().expect("mcp call has a tool");
-        let loaded = gate::load_all(&gate::policy_paths(dir, &event.roots));
+        let loaded = gate::load_policies(dir, &event.roots);
         gate::evaluate(&loaded, tool)
     } else {
         Verdict::NoOpinion

@@ -35,9 +35,9 @@ use crate::host::Host;
 use crate::ledger::{Ack, Delivery};
 use crate::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -49,8 +49,17 @@ pub const CLAIM_WINDOW_MS: u64 = 10_000;
 pub const CALL_KEEP_MS: u64 = 10 * 60_000;
 /// Sightings, ends, compactions, subagents and lineage are kept this long.
 pub const STATE_TTL_MS: u64 = crate::slot::SLOT_TTL_MS;
-/// A sighting this far in the future (clock went back) does not count as live.
-pub const FUTURE_SKEW_MS: u64 = 5_000;
+/// A sighting (or subagent start, or call record) stamped up to this far
+/// ahead of the reader's clock counts: the reader's clock may be behind the
+/// hooks' (it was 5 s: a reader 5 s behind saw two live chats as none).
+/// Further ahead, it was stamped by a clock that ran ahead and has not
+/// happened yet. The same tolerance as the slot's.
+pub const FUTURE_SKEW_MS: u64 = crate::slot::FUTURE_SKEW_MS;
+/// An end or a subagent stop stamped further ahead than this is ignored.
+/// Ignoring one only keeps a conversation or subagent live (more
+/// withholding); applying one stamped by a clock that ran ahead could end
+/// a conversation that is live now. So the end side stays strict.
+pub const END_SKEW_MS: u64 = 5_000;
 /// Trim once the file is larger than this (and twice what the last trim kept).
 pub const TRIM_MIN_BYTES: u64 = 16 * 1024;
 pub const MAX_CONVERSATIONS: usize = 128;
@@ -59,6 +68,9 @@ pub const MAX_SUBAGENT_RECORDS: usize = 512;
 pub const MAX_LINEAGE: usize = 64;
 /// How long a hook or reader waits for the lock before giving up (fail open).
 pub const LOCK_WAIT: Duration = Duration::from_millis(800);
+/// The most of the journal anyone reads (a reader: the whole file or
+/// nothing; a trim: its last bytes).
+pub const MAX_READ_BYTES: u64 = crate::paths::JOURNAL_MAX_BYTES;
 
 /// A journal record, borrowing its strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -391,7 +403,7 @@ impl<'a> View<'a> {
         // ahead) has not happened yet as far as `now` knows: it must neither
         // stand for a conversation's latest sighting (hiding the real,
         // current ones) nor end a conversation that is live now.
-        for r in self.records.iter().filter(|r| !is_future(r.t(), now)) {
+        for r in self.records.iter().filter(|r| !is_future_for(r, now)) {
             match *r {
                 Record::Sighting { t, host, conv, event } => {
                     let e = last.entry((host, conv)).or_insert((t, event));
@@ -459,7 +471,7 @@ impl<'a> View<'a> {
         let mut events: Vec<(u64, u8, Option<&'a str>)> = self
             .records
             .iter()
-            .filter(|r| !is_future(r.t(), now))
+            .filter(|r| !is_future_for(r, now))
             .filter_map(|r| match *r {
                 Record::End { t, conv: c, .. } if c == conv => Some((t, 0, None)),
                 Record::SubagentStart { t, conv: c, agent, .. } if c == conv => Some((t, 1, Some(agent))),
@@ -607,6 +619,20 @@ impl<'a> View<'a> {
 /// clock that was ahead, or read by one that went back.
 pub fn is_future(t: u64, now: u64) -> bool {
     t > now.saturating_add(FUTURE_SKEW_MS)
+}
+
+/// `t` (of an end or a subagent stop) is further ahead than [`END_SKEW_MS`].
+pub fn is_future_end(t: u64, now: u64) -> bool {
+    t > now.saturating_add(END_SKEW_MS)
+}
+
+/// Has `r` not happened yet at `now`? Ends and stops by [`END_SKEW_MS`],
+/// everything else by [`FUTURE_SKEW_MS`].
+fn is_future_for(r: &Record<'_>, now: u64) -> bool {
+    match r {
+        Record::End { t, .. } | Record::SubagentStop { t, .. } => is_future_end(*t, now),
+        _ => is_future(r.t(), now),
+    }
 }
 
 /// `t` is inside `[now - window, now + FUTURE_SKEW_MS]`.
@@ -824,20 +850,20 @@ impl Journal {
 
     /// Writers: an exclusive lock, creating the lock file if needed.
     fn lock(&self, exclusive: bool) -> io::Result<LockGuard> {
-        let file = if exclusive {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(self.dir.join(JOURNAL_LOCK_FILE))?
-        } else {
-            // Readers need no write access: flock works on a read-only fd.
-            File::open(self.dir.join(JOURNAL_LOCK_FILE))?
+        self.lock_until(exclusive, Instant::now() + LOCK_WAIT)
+    }
+
+    /// The lock, waiting for it until `deadline` at most. The lock file must
+    /// be a regular file of ours: opened without blocking or following a
+    /// symlink (a FIFO there hung every reader that opened it).
+    fn lock_until(&self, exclusive: bool, deadline: Instant) -> io::Result<LockGuard> {
+        let path = self.dir.join(JOURNAL_LOCK_FILE);
+        // Readers need no write access: flock works on a read-only fd.
+        let Some(file) = crate::paths::open_state(&path, exclusive, u64::MAX)? else {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display())));
         };
         let try_once = |f: &File| if exclusive { f.try_lock() } else { f.try_lock_shared() };
-        let deadline = Instant::now() + LOCK_WAIT;
+        let started = Instant::now();
         let mut pause = Duration::from_micros(50);
         loop {
             match try_once(&file) {
@@ -846,7 +872,7 @@ impl Journal {
                     if Instant::now() >= deadline {
                         return Err(io::Error::new(
                             io::ErrorKind::TimedOut,
-                            format!("journal lock busy for more than {} ms", LOCK_WAIT.as_millis()),
+                            format!("journal lock busy for more than {} ms", started.elapsed().as_millis()),
                         ));
                     }
                     std::thread::sleep(pause);
@@ -860,7 +886,12 @@ impl Journal {
     /// Read the whole journal under a shared lock. A missing journal is
     /// empty; so is one whose lock file was never created (no hook ran).
     pub fn read(&self) -> io::Result<String> {
-        let Some(_guard) = self.read_lock()? else { return Ok(String::new()) };
+        self.read_until(Instant::now() + LOCK_WAIT)
+    }
+
+    /// [`Journal::read`], waiting for the lock until `deadline` at most.
+    pub fn read_until(&self, deadline: Instant) -> io::Result<String> {
+        let Some(_guard) = self.read_lock_until(deadline)? else { return Ok(String::new()) };
         self.read_unlocked()
     }
 
@@ -868,6 +899,11 @@ impl Journal {
     /// appends under it itself (a claim through a long-lived reader).
     pub fn write_lock(&self) -> io::Result<LockGuard> {
         self.lock(true)
+    }
+
+    /// [`Journal::write_lock`], waiting until `deadline` at most.
+    pub fn write_lock_until(&self, deadline: Instant) -> io::Result<LockGuard> {
+        self.lock_until(true, deadline)
     }
 
     /// Append under the exclusive lock the caller took with
@@ -883,21 +919,58 @@ impl Journal {
     /// The shared lock readers hold while they read. `None` when there is
     /// no lock file and no journal (no hook ran: nothing to read).
     pub fn read_lock(&self) -> io::Result<Option<LockGuard>> {
-        match self.lock(false) {
+        self.read_lock_until(Instant::now() + LOCK_WAIT)
+    }
+
+    /// [`Journal::read_lock`], waiting until `deadline` at most. A journal
+    /// path that is anything at all (a dangling symlink too) without a lock
+    /// file is an error, not "no hook ran".
+    pub fn read_lock_until(&self, deadline: Instant) -> io::Result<Option<LockGuard>> {
+        match self.lock_until(false, deadline) {
             Ok(g) => Ok(Some(g)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !self.path().exists() => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && fs::symlink_metadata(self.path()).is_err() => Ok(None),
             Err(e) => Err(e),
         }
     }
 
+    /// The journal as a reader may use it, under a lock the caller holds:
+    /// a regular file of ours, not empty, at most [`MAX_READ_BYTES`]. The
+    /// lock file exists (the caller holds it), so hooks have run: a journal
+    /// that is missing or empty was deleted or emptied, and what it said
+    /// (two live chats, a compaction) is lost; that is an error, never "no
+    /// records".
     fn read_unlocked(&self) -> io::Result<String> {
-        match fs::read(self.path()) {
-            Ok(bytes) => {
-                Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
-            Err(e) => Err(e),
+        let path = self.path();
+        let Some(bytes) = crate::paths::read_state(&path, MAX_READ_BYTES)? else { return Err(missing(&path)) };
+        if bytes.is_empty() {
+            return Err(crate::paths::untrusted(&path, "is empty while journal.lock exists (emptied?)"));
         }
+        Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    }
+
+    /// What a trim reads: the whole journal, or when it is larger than a
+    /// reader reads, only its last [`MAX_READ_BYTES`] from the first whole
+    /// line on (`true`: the head was cut). Missing: empty.
+    fn read_for_trim(&self) -> io::Result<(String, bool)> {
+        let path = self.path();
+        let Some(f) = crate::paths::open_state(&path, false, u64::MAX)? else { return Ok((String::new(), false)) };
+        let len = f.metadata()?.len();
+        let start = len.saturating_sub(MAX_READ_BYTES);
+        let mut bytes = Vec::with_capacity((len - start) as usize);
+        let mut r: &File = &f;
+        r.seek(SeekFrom::Start(start))?;
+        r.take(MAX_READ_BYTES).read_to_end(&mut bytes)?;
+        if start > 0 {
+            let first = bytes.iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| i + 1);
+            bytes.drain(..first);
+        }
+        let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Ok((text, start > 0))
+    }
+
+    /// The error for a journal that is missing while its lock file exists.
+    pub fn missing_error(&self) -> io::Error {
+        missing(&self.path())
     }
 
     /// Append records under the exclusive lock (one write), trimming when
@@ -911,8 +984,12 @@ impl Journal {
     }
 
     fn append_locked(&self, records: &[Record<'_>], now: u64) -> io::Result<()> {
-        let mut f = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(self.path())?;
-        let before = f.metadata()?.len();
+        // Never through a symlink, never into a FIFO, never into a file of
+        // someone else's: such a journal is refused (readers withhold on it
+        // too), and the hook says why.
+        let (mut f, md) =
+            crate::paths::open_state_md(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
+        let before = md.len();
         // A compaction is stamped no earlier than the newest record already
         // written: if the clock went back since a delivery (or was ahead
         // during it), the compaction must still order after the delivering
@@ -949,7 +1026,7 @@ impl Journal {
         let len = before + buf.len() as u64;
         if len > TRIM_MIN_BYTES {
             let kept = read_kept_header(&f).unwrap_or(0);
-            if len > TRIM_MIN_BYTES.max(kept.saturating_mul(2)) {
+            if len > MAX_READ_BYTES || len > TRIM_MIN_BYTES.max(kept.saturating_mul(2)) {
                 drop(f);
                 self.trim_locked(now)?;
             }
@@ -979,8 +1056,15 @@ impl Journal {
     /// Rewrite the journal keeping what can still matter. Caller holds the
     /// exclusive lock.
     fn trim_locked(&self, now: u64) -> io::Result<()> {
-        let text = self.read_unlocked()?;
-        let kept = trim(&parse(&text), now);
+        // Bounded: a journal grown past what a reader reads (a bug, or a
+        // file planted there) is trimmed from its last bytes. What the head
+        // held is forgotten in the safe direction: a floor at `now` makes
+        // every earlier delivery count as compacted.
+        let (text, cut) = self.read_for_trim()?;
+        let mut kept = trim(&parse(&text), now);
+        if cut {
+            kept.push(Record::Floor { t: now });
+        }
         let mut body = String::with_capacity(kept.len() * 100);
         for r in &kept {
             r.write_line(&mut body);
@@ -1005,6 +1089,13 @@ impl Journal {
     pub fn size(&self) -> u64 {
         fs::metadata(self.path()).map(|m| m.len()).unwrap_or(0)
     }
+}
+
+fn missing(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} is missing while journal.lock exists (deleted?)", path.display()),
+    )
 }
 
 /// The newest time among the complete records in the last 8 KiB of `f`.

@@ -185,12 +185,21 @@ struct InstallArgs {
 
 fn main() -> ExitCode {
     let started = Instant::now();
-    // The hook runs on every tool call: its two argument shapes skip clap,
-    // whose full command tree (every subcommand, built and then dropped) was
-    // a third of the hook's own instructions. Anything else, help and
-    // errors included, goes through clap.
-    if let Some((host, event)) = hook_args(std::env::args_os().skip(1)) {
-        return run_hook(host, event, started);
+    // The hook runs on every tool call, and must answer whatever its
+    // arguments: every `hook …` command line is read here, never by clap
+    // (whose errors exit 2, which every host takes as "block"; its full
+    // command tree was also a third of the hook's own instructions). Only a
+    // bare `hook --help` goes to clap.
+    if let Some(argv) = hook_argv(std::env::args_os().skip(1)) {
+        return match argv.host {
+            Some(host) => {
+                if !argv.ignored.is_empty() {
+                    eprintln!("leanctx hook {host}: ignoring arguments it does not know: {}", argv.ignored.join(" "));
+                }
+                run_hook(host, argv.event, started)
+            }
+            None => run_hook_without_host(&argv, started),
+        };
     }
     // The CLI read path is per MCP call too: clap cost it ~95 µs (1.30x ->
     // 1.20x the floor, benches/hooks).
@@ -240,22 +249,76 @@ fn main() -> ExitCode {
     }
 }
 
-/// `hook <host>` or `hook <host> --event <name>` (also `--event=<name>`),
-/// exactly as clap would read them; `None` for anything else.
-fn hook_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<(Host, Option<String>)> {
-    if args.next()? != "hook" {
+/// A `hook …` command line as [`hook_argv`] reads it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct HookArgv {
+    /// The first argument that names a host (any case); `None`: none did.
+    host: Option<Host>,
+    /// `--event NAME` or `--event=NAME` (the first one).
+    event: Option<String>,
+    /// Everything else: unknown flags (a newer config run by an older
+    /// binary), extra words, a host name that is not one. Said on stderr;
+    /// the event is still answered and recorded.
+    ignored: Vec<String>,
+}
+
+/// Every command line whose first word (after any flags but help and
+/// version) is `hook`, read the way clap reads `hook <host> [--event NAME]`
+/// where clap would accept it, and leniently where clap would fail: the
+/// first word that names a host is the host, `--event` is taken where it
+/// stands, and the rest is ignored. `None` for other commands and for a
+/// bare `hook --help` / `hook -h`.
+fn hook_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Option<HookArgv> {
+    let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+    let mut out = HookArgv::default();
+    let lead = args.iter().take_while(|a| a.starts_with('-')).count();
+    if args[..lead].iter().any(|a| matches!(a.as_str(), "-h" | "--help" | "-V" | "--version"))
+        || args.get(lead).map(String::as_str) != Some("hook")
+    {
         return None;
     }
-    let host: Host = args.next()?.to_str()?.parse().ok()?;
-    let event = match args.next() {
-        None => return Some((host, None)),
-        Some(a) if a == "--event" => args.next()?.into_string().ok()?,
-        Some(a) => a.to_str()?.strip_prefix("--event=")?.to_string(),
-    };
-    if args.next().is_some() || event.starts_with('-') {
+    out.ignored.extend(args[..lead].iter().cloned());
+    let rest = &args[lead + 1..];
+    if lead == 0 && rest.len() == 1 && matches!(rest[0].as_str(), "-h" | "--help") {
         return None;
     }
-    Some((host, Some(event)))
+    let (mut i, mut words_only) = (0, false);
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        let flag = !words_only && a.starts_with('-') && a != "-";
+        if flag && a == "--" {
+            words_only = true;
+        } else if flag && a == "--event" && out.event.is_none() && i + 1 < rest.len() {
+            i += 1;
+            out.event = Some(rest[i].clone());
+        } else if let Some(v) = a.strip_prefix("--event=").filter(|_| flag && out.event.is_none()) {
+            out.event = Some(v.to_string());
+        } else if let Some(h) = (!flag && out.host.is_none()).then(|| a.to_ascii_lowercase().parse().ok()).flatten() {
+            out.host = Some(h);
+        } else {
+            out.ignored.push(a.to_string());
+        }
+        i += 1;
+    }
+    Some(out)
+}
+
+/// A hook whose host cannot be told: no answer can be in the right
+/// dialect, and an empty stdout is "no opinion" for the Claude-style hosts.
+/// Cursor wants JSON, so for it an empty stdout is no decision either way
+/// (not verified against Cursor: what it does with a hook that answers
+/// nothing is its own). So print nothing, drain stdin (the host's write
+/// must not fail), say why on stderr, exit 0. A name that only looks like
+/// a host (`cursor-agent`, `claud`) is not guessed at: a wrong dialect
+/// could be read as a decision.
+fn run_hook_without_host(argv: &HookArgv, started: Instant) -> ExitCode {
+    let _ = stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
+    let words = if argv.ignored.is_empty() { "nothing".to_string() } else { argv.ignored.join(" ") };
+    eprintln!(
+        "leanctx hook: no host in the arguments ({words}); expected cursor, claude-code, codex or codebuddy; \
+         answering nothing, not recording"
+    );
+    ExitCode::SUCCESS
 }
 
 /// `scope check …` and `scope current …`, exactly as clap would read them;
@@ -518,6 +581,15 @@ fn scope(cmd: ScopeCmd) -> Result<u8, String> {
             Ok(if res.caller.scope.is_some() { 0 } else { 1 })
         }
         ScopeCmd::Check { delivered, at, cold, json, call } => {
+            // 10^14 ms is the year 5138: a value this large is microseconds
+            // or nanoseconds, and read as milliseconds it would pass every
+            // compaction check. (Smaller times ahead of the clock are not
+            // trusted by the decision itself.)
+            if let Some(at) = at.filter(|t| *t >= 100_000_000_000_000) {
+                return Err(format!(
+                    "--at {at}: expected unix milliseconds; this looks like microseconds or nanoseconds"
+                ));
+            }
             let call = read_call(&call)?;
             let delivered = delivered.filter(|d| !d.is_empty());
             let ans = rp.decide(&StubQuery {
@@ -551,9 +623,12 @@ fn gate_check(host: Host, tool: &str, server: Option<&str>, cwd: Option<PathBuf>
 mod tests {
     use super::*;
 
-    /// The hook fast path reads exactly what clap reads, or defers to it.
+    /// The hook's own reader reads exactly what clap reads where clap
+    /// accepts the command line, and answers (never defers to clap, whose
+    /// errors exit 2) where clap would not; only a bare `hook --help` is
+    /// clap's.
     #[test]
-    fn hook_fast_path_agrees_with_clap() {
+    fn hook_argv_agrees_with_clap_and_always_answers() {
         let cases: &[&[&str]] = &[
             &["hook", "claude-code"],
             &["hook", "claude"],
@@ -566,21 +641,51 @@ mod tests {
             &["hook", "nosuchhost"],
             &["hook", "--event", "X", "codex"],
             &["hook", "--help"],
+            &["hook", "-h"],
             &["hook"],
-            &["scope", "current"],
+            &["hook", "codex", "--event=-x"],
+            &["hook", "codex", "--event="],
+            &["hook", "codex", "--event", "A", "--event", "B"],
+            &["hook", "codex", "--timeout", "5"],
+            &["hook", "--timeout=5", "cursor", "--event", "stop"],
+            &["hook", "cursr"],
+            &["hook", "cursor-agent", "--event", "x"],
+            &["hook", "CODEX"],
+            &["hook", "codex", "--help"],
+            &["hook", "codex", "--", "--event"],
+            &["--verbose", "hook", "claude"],
+            &["hook", "codex", "-"],
         ];
+        let help = [&["hook", "--help"][..], &["hook", "-h"][..]];
         for argv in cases {
-            let fast = hook_args(argv.iter().map(std::ffi::OsString::from));
+            let ours = hook_argv(argv.iter().map(std::ffi::OsString::from));
             let clap = Cli::try_parse_from(std::iter::once("leanctx").chain(argv.iter().copied()));
-            match (fast, clap) {
-                (Some((h, e)), Ok(Cli { command: Command::Hook { host, event } })) => {
-                    assert_eq!((h, e), (host, event), "{argv:?}")
+            match (ours, clap) {
+                (Some(a), Ok(Cli { command: Command::Hook { host, event } })) => {
+                    assert_eq!(a, HookArgv { host: Some(host), event, ignored: vec![] }, "{argv:?}")
                 }
-                (Some(f), other) => panic!("{argv:?}: fast path {f:?}, clap {:?}", other.is_ok()),
-                (None, _) => {}
+                (Some(_), Ok(_)) => panic!("{argv:?}: clap reads another command"),
+                (Some(_), Err(_)) => {}
+                (None, _) => assert!(help.contains(argv), "{argv:?}: a hook command line left to clap"),
             }
         }
-        assert!(hook_args(["hook", "claude-code"].iter().map(std::ffi::OsString::from)).is_some());
+        let read = |argv: &[&str]| hook_argv(argv.iter().map(std::ffi::OsString::from)).unwrap();
+        assert_eq!(read(&["hook", "claude-code"]).host, Some(Host::ClaudeCode));
+        let a = read(&["hook", "--timeout=5", "cursor", "--event", "stop", "extra"]);
+        assert_eq!(
+            a,
+            HookArgv {
+                host: Some(Host::Cursor),
+                event: Some("stop".into()),
+                ignored: vec!["--timeout=5".into(), "extra".into()]
+            }
+        );
+        let a = read(&["hook", "cursor-agent"]);
+        assert_eq!((a.host, a.ignored), (None, vec!["cursor-agent".to_string()]));
+        assert_eq!(read(&["hook", "codex", "--help"]).ignored, ["--help"]);
+        assert!(hook_argv(["scope", "check"].iter().map(std::ffi::OsString::from)).is_none());
+        assert!(hook_argv(["--version"].iter().map(std::ffi::OsString::from)).is_none());
+        assert!(hook_argv(std::iter::empty()).is_none());
     }
 
     fn scope_fields(c: &ScopeCmd) -> String {

@@ -37,6 +37,8 @@ pub struct Rule {
 struct File {
     #[serde(default)]
     rules: Vec<Rule>,
+    #[serde(default)]
+    trusted_workspaces: Vec<PathBuf>,
     #[serde(default, rename = "$schema")]
     _schema: Option<String>,
 }
@@ -45,6 +47,13 @@ struct File {
 pub struct Policy {
     pub path: PathBuf,
     pub rules: Vec<Rule>,
+    /// Workspace roots whose `.lean-ctx/gate.json` may allow (bypass the
+    /// host's permission prompt). Read from the user's own policy file only:
+    /// a workspace file cannot trust itself.
+    pub trusted_workspaces: Vec<PathBuf>,
+    /// A workspace file whose workspace the user has not trusted: its allow
+    /// rules are ignored (it may only tighten: deny, ask). Set by the gate.
+    pub allow_ignored: bool,
 }
 
 /// A policy file that exists but cannot be used.
@@ -68,7 +77,12 @@ impl fmt::Display for PolicyError {
 
 pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     match serde_json::from_str::<File>(text) {
-        Ok(f) => Ok(Policy { path: path.to_path_buf(), rules: f.rules }),
+        Ok(f) => Ok(Policy {
+            path: path.to_path_buf(),
+            rules: f.rules,
+            trusted_workspaces: f.trusted_workspaces,
+            allow_ignored: false,
+        }),
         Err(e) => Err(PolicyError {
             path: path.to_path_buf(),
             line: e.line(),
@@ -83,12 +97,18 @@ pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
 pub fn load(path: &Path) -> Result<Option<Policy>, PolicyError> {
     use std::io::Read;
     let err = |message: String| PolicyError { path: path.to_path_buf(), line: 0, column: 0, message };
-    let file = match std::fs::File::open(path) {
+    // Without blocking: a FIFO planted as a workspace's policy must not
+    // hang the hook (and with it the host). Not a regular file: broken.
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(None),
         Err(e) => return Err(err(format!("cannot read: {e}"))),
     };
+    if !file.metadata().map_err(|e| err(format!("cannot read: {e}")))?.is_file() {
+        return Err(err("not a regular file".into()));
+    }
     let mut text = String::new();
     file.take(MAX_POLICY_BYTES + 1).read_to_string(&mut text).map_err(|e| err(format!("cannot read: {e}")))?;
     if text.len() as u64 > MAX_POLICY_BYTES {

@@ -30,6 +30,15 @@ use std::time::{Duration, Instant};
 
 /// How long [`current_conversation_id`] trusts its last answer.
 pub const CACHE_TTL: Duration = Duration::from_secs(3);
+/// The most one answer of the read path waits for journal locks, all
+/// reads and a claim together (a decision may read twice and claim once).
+/// A lock still busy then (a hook frozen while it holds it) means the state
+/// cannot be read: withhold.
+pub const READ_WAIT: Duration = Duration::from_millis(500);
+/// A delivery time further than this ahead of the reader's clock is not
+/// trusted (microseconds passed for milliseconds, a clock that went back):
+/// the compaction check then applies as without a time.
+pub const DELIVERY_AHEAD_MS: u64 = 5_000;
 
 /// A reader bound to one data dir and one environment.
 #[derive(Clone, Debug)]
@@ -62,6 +71,17 @@ pub struct Resolution {
     pub caller: Caller,
     /// What per-call identity made of the call context.
     pub per_call: PerCall,
+    /// State the resolution needed exists but cannot be trusted (a slot
+    /// that is a FIFO, a symlink, too large, or does not parse): decisions
+    /// on this resolution withhold (`state-unavailable`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_problem: Option<String>,
+}
+
+impl Resolution {
+    fn new(caller: Caller, per_call: PerCall) -> Resolution {
+        Resolution { caller, per_call, state_problem: None }
+    }
 }
 
 /// A stub decision with everything that led to it.
@@ -139,7 +159,8 @@ impl ReadPath {
     /// Resolve the caller: the whole scope chain, per-call identity included
     /// when `call` is given. A Cursor fingerprint match is claimed here.
     pub fn resolve(&self, call: Option<&McpCall>, now: u64) -> Resolution {
-        self.with_journal(now, |j, _| self.resolve_with(call, j, now))
+        let deadline = Instant::now() + READ_WAIT;
+        self.with_journal(now, deadline, |j, _| self.resolve_with(call, j, now, deadline))
     }
 
     /// Run `f` on what the journal says now, and whether it could not be
@@ -154,12 +175,20 @@ impl ReadPath {
     /// ~250 µs at its bound; see benches/hooks. In the rare case the digest
     /// cannot answer exactly at `now` (a record stamped beyond the clock
     /// skew), the whole file is read as before.
-    pub(crate) fn with_journal<R>(&self, now: u64, f: impl FnOnce(&dyn Ask, bool) -> R) -> R {
+    ///
+    /// "No hook has run" is only believed of state that is truly empty: no
+    /// data dir at all (a dangling symlink is not "none"), or a data dir
+    /// without journal, lock file or a live slot that leanctx's hooks wrote
+    /// (lean-ctx's own slot, without `host`, is the legacy setup). Lock
+    /// waits end at `deadline`.
+    pub(crate) fn with_journal<R>(&self, now: u64, deadline: Instant, f: impl FnOnce(&dyn Ask, bool) -> R) -> R {
         let empty = View { records: Vec::new() };
         let Some(d) = self.dir.as_deref() else { return f(&empty, false) };
         match paths::check_data_dir(d) {
             Ok(()) => {}
-            Err(paths::DirProblem::Io { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => {
+            Err(paths::DirProblem::Io { err, .. })
+                if err.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(d).is_err() =>
+            {
                 return f(&empty, false);
             }
             Err(_) => return f(&empty, true),
@@ -167,12 +196,23 @@ impl ReadPath {
         let journal = Journal::new(d);
         let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
         let reader = reader_for(&mut readers, d, Reader::default);
-        match reader.refresh(&journal) {
+        match reader.refresh_until(&journal, deadline) {
             Err(_) => f(&empty, true),
+            Ok(()) if reader.is_new() => {
+                // No journal and no lock file: truly empty only if no
+                // leanctx hook left a live slot either (else the journal
+                // was deleted with its lock, and what it said is lost).
+                let hooks_ran = match slot::read_slot(d, now) {
+                    Ok(SlotRead::Absent | SlotRead::Expired(_)) => false,
+                    Ok(SlotRead::Live(s)) => s.host.is_some(),
+                    Ok(SlotRead::Invalid) | Err(_) => true,
+                };
+                f(&empty, hooks_ran)
+            }
             Ok(()) if reader.digest().exact_at(now) => f(&*reader, false),
             Ok(()) => {
                 drop(readers);
-                match journal.read() {
+                match journal.read_until(deadline) {
                     Ok(text) => f(&View::parse(&text), false),
                     Err(_) => f(&empty, true),
                 }
@@ -180,14 +220,19 @@ impl ReadPath {
         }
     }
 
-    fn resolve_with(&self, call: Option<&McpCall>, view: &dyn Ask, now: u64) -> Resolution {
+    fn resolve_with(&self, call: Option<&McpCall>, view: &dyn Ask, now: u64, deadline: Instant) -> Resolution {
         if let Some(c) = identity::overrides(&self.env) {
-            return Resolution { caller: c, per_call: PerCall::NotGiven };
+            return Resolution::new(c, PerCall::NotGiven);
         }
         let mut per_call = PerCall::NotGiven;
         if let Some(call) = call {
-            match self.per_call(call, view, now) {
-                Ok(c) => return Resolution { caller: c, per_call: PerCall::Resolved },
+            match self.per_call(call, view, now, deadline) {
+                Ok(c) => return Resolution::new(c, PerCall::Resolved),
+                // A per-call id names exactly one call: with no record of
+                // it (its hook could not record, or never ran) nothing else
+                // may stand in for it (the slot would name whoever wrote
+                // last): unknown, and decisions withhold `unrecorded-call`.
+                Err(PerCall::NoRecord) => return Resolution::new(Caller::unknown(), PerCall::NoRecord),
                 Err(p) => per_call = p,
             }
         }
@@ -198,16 +243,33 @@ impl ReadPath {
             .and_then(|pid| view.lineage_for(Host::ClaudeCode, pid, now))
             .map(|(_, c)| c);
         if let Some(c) = identity::env_after_call(&self.env, lineage) {
-            return Resolution { caller: c, per_call };
+            return Resolution::new(c, per_call);
         }
+        let mut state_problem = None;
         let caller = match self.usable_dir().map(|d| slot::read_slot(d, now)) {
             Some(Ok(SlotRead::Live(s))) => identity::from_slot(&s),
+            // A slot that is there but cannot be read is not "no caller":
+            // the legacy single-conversation allow must not apply.
+            Some(Ok(SlotRead::Invalid)) => {
+                state_problem = Some(format!("{} does not parse", paths::SLOT_FILE));
+                Caller::unknown()
+            }
+            Some(Err(e)) => {
+                state_problem = Some(e.to_string());
+                Caller::unknown()
+            }
             _ => Caller::unknown(),
         };
-        Resolution { caller, per_call }
+        Resolution { caller, per_call, state_problem }
     }
 
-    pub(crate) fn per_call(&self, call: &McpCall, view: &dyn Ask, now: u64) -> Result<Caller, PerCall> {
+    pub(crate) fn per_call(
+        &self,
+        call: &McpCall,
+        view: &dyn Ask,
+        now: u64,
+        deadline: Instant,
+    ) -> Result<Caller, PerCall> {
         if let Some(c) = call.codex_caller() {
             // The hook's record of this very call (Codex `callId` is the hook's
             // `tool_use_id`) is more specific than `_meta`: it names a subagent
@@ -233,7 +295,7 @@ impl ReadPath {
         // record is claimed exactly once across processes.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
         let token = mcp_call::claimant_token(self.server_pid, call);
-        claim(dir, call, token.as_deref(), now, view.reader()).unwrap_or(Err(PerCall::StateError))
+        claim(dir, call, token.as_deref(), now, view.reader(), deadline).unwrap_or(Err(PerCall::StateError))
     }
 
     /// What the journal says around `caller` at `now`.
@@ -249,20 +311,22 @@ impl ReadPath {
             last_compaction: conv.and_then(|c| view.last_compaction(c)),
             compaction_floor: view.compaction_floor(),
             subagent_active: conv.is_some_and(|c| view.subagent_active(c, now)),
+            unrecorded_call: false,
         }
     }
 
     /// The full decision for one stub question.
     pub fn decide(&self, q: &StubQuery<'_>) -> StubAnswer {
         let now = self.now();
+        let deadline = Instant::now() + READ_WAIT;
         // One read serves both: a claim appended by resolution changes no fact.
-        let first = self.with_journal(now, |view, unavailable| {
-            let res = self.resolve_with(q.call, view, now);
-            if slot_dependent(&res.caller) { Err(res) } else { Ok(self.decide_for(&res, view, unavailable, q, now)) }
+        let first = self.with_journal(now, deadline, |view, unavailable| {
+            let res = self.resolve_with(q.call, view, now, deadline);
+            if slot_dependent(&res) { Err(res) } else { Ok(self.decide_for(&res, view, unavailable, q, now)) }
         });
         match first {
             Ok(answer) => answer,
-            Err(res) => self.decide_after_slot(&res, q, now),
+            Err(res) => self.decide_after_slot(&res, q, now, deadline),
         }
     }
 
@@ -273,8 +337,8 @@ impl ReadPath {
     /// the two reads made the slot name a conversation the facts had not
     /// seen: "not concurrent", and its stub (or a delivery labelled with it)
     /// went to another chat (found by tests/it/sim.rs).
-    fn decide_after_slot(&self, res: &Resolution, q: &StubQuery<'_>, now: u64) -> StubAnswer {
-        self.with_journal(now, |view, unavailable| self.decide_for(res, view, unavailable, q, now))
+    fn decide_after_slot(&self, res: &Resolution, q: &StubQuery<'_>, now: u64, deadline: Instant) -> StubAnswer {
+        self.with_journal(now, deadline, |view, unavailable| self.decide_for(res, view, unavailable, q, now))
     }
 
     /// Decide for a caller already resolved (resolve once per MCP call,
@@ -282,7 +346,8 @@ impl ReadPath {
     /// `q.call` is ignored.
     pub fn decide_resolved(&self, res: &Resolution, q: &StubQuery<'_>) -> StubAnswer {
         let now = self.now();
-        self.with_journal(now, |view, unavailable| self.decide_for(res, view, unavailable, q, now))
+        let deadline = Instant::now() + READ_WAIT;
+        self.with_journal(now, deadline, |view, unavailable| self.decide_for(res, view, unavailable, q, now))
     }
 
     fn decide_for(
@@ -293,11 +358,18 @@ impl ReadPath {
         q: &StubQuery<'_>,
         now: u64,
     ) -> StubAnswer {
-        let facts = Facts { unavailable, ..self.facts_of(view, &res.caller, now) };
+        let facts = Facts {
+            unavailable: unavailable || res.state_problem.is_some(),
+            unrecorded_call: res.per_call == PerCall::NoRecord,
+            ..self.facts_of(view, &res.caller, now)
+        };
+        // A delivery time ahead of our clock is not one we gave: untrusted,
+        // so the compaction check applies as without a time.
+        let at = q.delivered_at_ms.filter(|t| *t <= now.saturating_add(DELIVERY_AHEAD_MS));
         let decision = if q.cold {
-            decision::cold(&res.caller, q.delivered, q.delivered_at_ms, &facts)
+            decision::cold(&res.caller, q.delivered, at, &facts)
         } else {
-            decision::warm(&res.caller, q.delivered, q.delivered_at_ms, &facts)
+            decision::warm(&res.caller, q.delivered, at, &facts)
         };
         StubAnswer {
             decision,
@@ -314,7 +386,8 @@ impl ReadPath {
     /// caller is not certainly known: see [`decision::delivery_scope`].
     pub fn delivery_scope(&self, res: &Resolution) -> Option<String> {
         let now = self.now();
-        self.with_journal(now, |view, unavailable| {
+        self.with_journal(now, Instant::now() + READ_WAIT, |view, unavailable| {
+            let unavailable = unavailable || res.state_problem.is_some();
             let facts = Facts { unavailable, ..self.facts_of(view, &res.caller, now) };
             decision::delivery_scope(&res.caller, &facts)
         })
@@ -327,23 +400,20 @@ impl ReadPath {
     pub fn decide_given(&self, current: Option<&str>, delivered: Option<&str>, cold: bool) -> Decision {
         let now = self.now();
         let q = StubQuery { delivered, delivered_at_ms: None, cold, call: None };
-        let first = self.with_journal(now, |view, unavailable| {
-            let res = self.resolve_with(None, view, now);
+        let deadline = Instant::now() + READ_WAIT;
+        let first = self.with_journal(now, deadline, |view, unavailable| {
+            let res = self.resolve_with(None, view, now, deadline);
             let caller = if res.caller.source == identity::Source::Disabled || res.caller.scope.as_deref() == current {
                 res.caller
             } else {
                 Caller::new(identity::Source::Slot, current.map(str::to_string), current.map(str::to_string), None)
             };
-            let r = Resolution { caller, per_call: PerCall::NotGiven };
-            if slot_dependent(&r.caller) {
-                Err(r)
-            } else {
-                Ok(self.decide_for(&r, view, unavailable, &q, now).decision)
-            }
+            let r = Resolution { caller, per_call: PerCall::NotGiven, state_problem: res.state_problem };
+            if slot_dependent(&r) { Err(r) } else { Ok(self.decide_for(&r, view, unavailable, &q, now).decision) }
         });
         match first {
             Ok(d) => d,
-            Err(r) => self.decide_after_slot(&r, &q, now).decision,
+            Err(r) => self.decide_after_slot(&r, &q, now, deadline).decision,
         }
     }
 
@@ -351,7 +421,7 @@ impl ReadPath {
     /// state cannot be read the answer is `true`: callers withhold.
     pub fn concurrent(&self) -> bool {
         let now = self.now();
-        self.with_journal(now, |view, unavailable| unavailable || view.concurrent(now))
+        self.with_journal(now, Instant::now() + READ_WAIT, |view, unavailable| unavailable || view.concurrent(now))
     }
 }
 
@@ -364,9 +434,10 @@ fn parent_of(pid: u32) -> Option<u32> {
 }
 
 /// A caller whose identity came from the slot, or who is unknown: the
-/// facts must then come from a journal read after the slot.
-fn slot_dependent(c: &Caller) -> bool {
-    matches!(c.source, identity::Source::Slot | identity::Source::None)
+/// facts must then come from a journal read after the slot. (Not a call
+/// whose per-call id named no record: that answer needs no slot.)
+fn slot_dependent(res: &Resolution) -> bool {
+    matches!(res.caller.source, identity::Source::Slot | identity::Source::None) && res.per_call != PerCall::NoRecord
 }
 
 /// The questions a decision asks of the journal: of a whole-file [`View`],
@@ -518,9 +589,16 @@ fn claim(
     claimant: Option<&str>,
     now: u64,
     seed: Option<&Reader>,
+    deadline: Instant,
 ) -> std::io::Result<Result<Caller, PerCall>> {
     let journal = Journal::new(dir);
-    let held = journal.write_lock()?;
+    // No journal: no call record to claim. (Taking the write lock would
+    // create journal.lock, and a lock file without a journal reads as a
+    // deleted journal.)
+    if std::fs::symlink_metadata(journal.path()).is_err() {
+        return Ok(Err(PerCall::NoMatch));
+    }
+    let held = journal.write_lock_until(deadline)?;
     let mut readers = CLAIM_READERS.lock().unwrap_or_else(|e| e.into_inner());
     let reader = reader_for(&mut readers, dir, Reader::for_claims);
     // A first claim starts from what the decision's reader already read
@@ -609,8 +687,10 @@ pub fn multiple_conversations_recent() -> bool {
 }
 
 /// lean-ctx's warm-stub question: may a stub delivered to `delivered` be
-/// served to `current`? No delivery time: no compaction check — use
-/// [`ReadPath::decide`] with `delivered_at_ms` for that.
+/// served to `current`? No delivery time, so any recorded compaction of the
+/// conversation withholds (a delivery before it cannot be told from one
+/// after) — use [`ReadPath::decide`] with `delivered_at_ms` for the exact
+/// check.
 pub fn conversation_allows_stub(current: Option<&str>, delivered: Option<&str>) -> bool {
     ReadPath::from_process().decide_given(current, delivered, false).allow
 }

@@ -214,13 +214,16 @@ pub enum SlotRead {
     Invalid,
 }
 
+/// Read the slot: a regular file of ours, at most
+/// [`SLOT_MAX_BYTES`](crate::paths::SLOT_MAX_BYTES), opened without
+/// blocking or following a symlink. Anything else there (a FIFO, a symlink
+/// to `/dev/zero`, a huge file, another user's file) is an error: the read
+/// path then withholds rather than take it for "no slot".
 pub fn read_slot(dir: &Path, now_ms: u64) -> io::Result<SlotRead> {
-    let text = match fs::read_to_string(slot_path(dir)) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(SlotRead::Absent),
-        Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(SlotRead::Invalid),
-        Err(e) => return Err(e),
+    let Some(bytes) = crate::paths::read_state(&slot_path(dir), crate::paths::SLOT_MAX_BYTES)? else {
+        return Ok(SlotRead::Absent);
     };
+    let Ok(text) = String::from_utf8(bytes) else { return Ok(SlotRead::Invalid) };
     Ok(match Slot::parse(&text) {
         Some(s) if s.is_live(now_ms) => SlotRead::Live(s),
         Some(s) => SlotRead::Expired(s),

@@ -21,6 +21,9 @@ pub struct Status {
     pub concurrent: bool,
     pub hosts: Vec<HostStatus>,
     pub journal_bytes: u64,
+    /// `false`: the read path cannot trust the state and withholds every
+    /// stub (`state-unavailable`); `problems` says why.
+    pub state_available: bool,
     pub problems: Vec<String>,
     /// Open subagents of every conversation (started inside the TTL, not
     /// yet stopped), oldest first.
@@ -91,19 +94,41 @@ pub fn gather(rp: &ReadPath) -> Status {
                 let wrote = std::fs::write(&probe, [b'x'; 512]);
                 let _ = std::fs::remove_file(&probe);
                 // State paths that exist but are not what we write (a dir
-                // where a file goes): readers may still cope, hooks cannot.
-                for (name, want_dir) in [
-                    (paths::JOURNAL_FILE, false),
-                    (paths::JOURNAL_LOCK_FILE, false),
-                    (paths::SLOT_FILE, false),
-                    (paths::SCOPES_DIR, true),
+                // where a file goes, a FIFO, a symlink, 0400, another
+                // user's, too large): hooks cannot record, readers withhold.
+                for (name, max) in [
+                    (paths::JOURNAL_FILE, paths::JOURNAL_MAX_BYTES),
+                    (paths::JOURNAL_LOCK_FILE, u64::MAX),
+                    (paths::SLOT_FILE, paths::SLOT_MAX_BYTES),
+                    (paths::SCOPES_DIR, 0),
                 ] {
-                    if let Ok(md) = std::fs::symlink_metadata(d.join(name))
-                        && (if want_dir { !md.is_dir() } else { !md.is_file() })
-                    {
-                        let what = if want_dir { "a directory" } else { "a regular file" };
-                        problems.push(format!("{} is not {what}; hooks cannot record", d.join(name).display()));
+                    let Ok(md) = std::fs::symlink_metadata(d.join(name)) else { continue };
+                    let problem = if name == paths::SCOPES_DIR {
+                        (!md.is_dir()).then(|| "is not a directory".to_string())
+                    } else {
+                        paths::state_problem(&md, max)
+                    };
+                    if let Some(p) = problem {
+                        problems.push(format!(
+                            "{} {p}; hooks cannot record and readers withhold (state-unavailable)",
+                            d.join(name).display()
+                        ));
                     }
+                }
+                // Hooks ran (the lock file exists) but the journal is gone
+                // or empty: what it said is lost.
+                let lock = std::fs::symlink_metadata(d.join(paths::JOURNAL_LOCK_FILE)).is_ok();
+                match std::fs::symlink_metadata(d.join(paths::JOURNAL_FILE)) {
+                    Err(_) if lock => problems.push(format!(
+                        "{} is missing while journal.lock exists (deleted?); readers withhold (state-unavailable) \
+                         until a hook records again",
+                        d.join(paths::JOURNAL_FILE).display()
+                    )),
+                    Ok(md) if lock && md.is_file() && md.len() == 0 => problems.push(format!(
+                        "{} is empty while journal.lock exists (emptied?); readers withhold (state-unavailable)",
+                        d.join(paths::JOURNAL_FILE).display()
+                    )),
+                    _ => {}
                 }
                 match wrote {
                     Ok(()) => {
@@ -169,6 +194,12 @@ pub fn gather(rp: &ReadPath) -> Status {
             conversation: l.conversation.to_string(),
         })
         .collect();
+    // What the read path makes of it all: one decision, as a server asks.
+    let probe = rp.decide(&crate::readpath::StubQuery::default());
+    let state_available = probe.decision.reason != crate::decision::Reason::StateUnavailable;
+    if !state_available {
+        problems.push("the read path withholds every stub (state-unavailable) until the state is fixed".into());
+    }
     let seen: Vec<Host> = hosts.iter().map(|h| h.host).collect();
     problems.extend(crate::install::status::installed_but_never_fired(&seen, std::env::current_dir().ok().as_deref()));
     Status {
@@ -187,6 +218,7 @@ pub fn gather(rp: &ReadPath) -> Status {
         live,
         hosts,
         journal_bytes: usable.map(|d| Journal::new(d).size()).unwrap_or(0),
+        state_available,
         data_dir: dir,
         now_ms: now,
         problems,

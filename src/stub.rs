@@ -20,8 +20,9 @@ use crate::identity::{Caller, Source};
 use crate::journal::{Journal, Record};
 use crate::ledger::{self, Confirmation, Content, InputError, Question};
 use crate::mcp_call::{McpCall, PerCall};
-use crate::readpath::{Ask, ReadPath};
+use crate::readpath::{Ask, READ_WAIT, ReadPath};
 use serde::Serialize;
+use std::time::Instant;
 
 /// The answer to a stub question through the ledger.
 #[derive(Clone, Debug, Serialize)]
@@ -80,7 +81,7 @@ impl ReadPath {
     /// Per-call identity only: the ledger never takes a caller from the
     /// environment or the slot, which name a process or the last writer, not
     /// the caller of this call.
-    fn ledger_caller(&self, call: &McpCall, view: &dyn Ask, now: u64) -> LedgerCaller {
+    fn ledger_caller(&self, call: &McpCall, view: &dyn Ask, now: u64, deadline: Instant) -> LedgerCaller {
         if self.scoping_disabled() {
             return LedgerCaller {
                 caller: Caller::disabled(),
@@ -89,7 +90,7 @@ impl ReadPath {
                 blind: false,
             };
         }
-        match self.per_call(call, view, now) {
+        match self.per_call(call, view, now, deadline) {
             Ok(caller) => {
                 let call_ref = match caller.source {
                     Source::MetaSession => call.meta_call_id().map(ledger::id_ref),
@@ -127,8 +128,9 @@ impl ReadPath {
         let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
         let now = self.now();
         let window = call.window_id().map(str::to_string);
-        let (mut ans, lc) = self.with_journal(now, |view, unavailable| {
-            let lc = self.ledger_caller(call, view, now);
+        let deadline = Instant::now() + READ_WAIT;
+        let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
+            let lc = self.ledger_caller(call, view, now, deadline);
             let ans = self.ledger_decide(&lc, view, unavailable, &keyh, &verh, window.clone());
             (ans, lc)
         });
@@ -149,7 +151,8 @@ impl ReadPath {
         ledger::check_name("--version", version)?;
         let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
         let now = self.now();
-        let lc = self.with_journal(now, |view, _| self.ledger_caller(call, view, now));
+        let deadline = Instant::now() + READ_WAIT;
+        let lc = self.with_journal(now, deadline, |view, _| self.ledger_caller(call, view, now, deadline));
         Ok(self.record_delivery(&lc, call, &keyh, &verh, result, now))
     }
 

@@ -73,33 +73,183 @@ impl ToolRef {
 }
 
 /// Derive a server name from Cursor's `command` (stdio server command line)
-/// or `url` (remote server): the program's file name, or the URL's host.
+/// or `url` (remote server): the program's file name, or the URL's host
+/// (and port).
 ///
-/// Only the program's name and the URL's host are kept: they are stored in
-/// call records, and a command line or URL can carry a secret — an
-/// `API_TOKEN=… server` env prefix, `user:password@` in the URL — which
-/// must never reach the disk.
+/// The name is stored in call records, and a command line or URL can carry
+/// a secret anywhere: `API_TOKEN="a b" server` (a quoted value with
+/// spaces), `--key …` arguments, a directory of the program's path, a
+/// `user:token@` whose token holds `/`, `?`, `#` or `@`, a query string or
+/// a fragment. So nothing is kept but a name that cannot hold a piece of
+/// one: the command is split as a shell would split it (quotes and
+/// escapes; unbalanced quotes: no name), `NAME=value` assignments and an
+/// `env` prefix are skipped, and the program's file name is kept only if
+/// it is a plain name (`[A-Za-z0-9._+-]`, at most 64 bytes). For a URL
+/// only the host and a numeric port are kept, and only when the authority
+/// is unambiguous: an `@` anywhere after it (a userinfo cut short by `/`,
+/// `?` or `#`, or an `@` in the path or query) gives no name at all.
+/// No name is the safe answer here: nothing reaches the disk.
 pub fn server_from_cursor(command: Option<&str>, url: Option<&str>) -> Option<String> {
-    if let Some(cmd) = command {
-        // Skip `NAME=value` assignments and an `env` prefix before the program.
-        let mut words = cmd.split_whitespace().skip_while(|w| w.contains('=') || *w == "env");
-        let prog = words.next()?;
-        let base = prog.rsplit(['/', '\\']).next().unwrap_or(prog);
-        let base = base.strip_suffix(".exe").unwrap_or(base);
-        if !base.is_empty() {
-            return Some(base.to_string());
+    command.and_then(program_name).or_else(|| url.and_then(url_host))
+}
+
+/// The file name of the program a shell command line runs, if it is a
+/// plain name.
+fn program_name(cmd: &str) -> Option<String> {
+    let words = shell_words(cmd)?;
+    let mut it = words.iter().map(String::as_str).peekable();
+    loop {
+        let w = *it.peek()?;
+        if is_assignment(w) {
+            it.next();
+        } else if basename(w) == "env" {
+            it.next();
+            // env's own options, and the arguments of those that take one.
+            while let Some(&o) = it.peek() {
+                if o == "--" {
+                    it.next();
+                    break;
+                }
+                if o.starts_with("-S") || o.starts_with("--split-string") {
+                    return None;
+                }
+                if !o.starts_with('-') || o == "-" {
+                    break;
+                }
+                it.next();
+                if matches!(o, "-u" | "--unset" | "-C" | "--chdir") {
+                    it.next();
+                }
+            }
+        } else {
+            break;
         }
     }
-    if let Some(url) = url {
-        let after = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-        let authority = after.split(['/', '?', '#']).next().unwrap_or("");
-        // Drop `user:password@`.
-        let host = authority.rsplit('@').next().unwrap_or("");
-        if !host.is_empty() {
-            return Some(host.to_string());
+    let base = basename(it.next()?);
+    let base = base.strip_suffix(".exe").or_else(|| base.strip_suffix(".EXE")).unwrap_or(base);
+    plain_name(base, 64).then(|| base.to_string())
+}
+
+fn basename(w: &str) -> &str {
+    w.rsplit(['/', '\\']).next().unwrap_or(w)
+}
+
+/// `NAME=…` with a shell variable name.
+fn is_assignment(w: &str) -> bool {
+    w.split_once('=').is_some_and(|(n, _)| {
+        n.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
+}
+
+/// A name that cannot hold a piece of a credential's syntax: 1..=`max`
+/// bytes of `[A-Za-z0-9._+-]`, not starting with `-` or `.`.
+fn plain_name(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && !s.starts_with(['-', '.'])
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
+}
+
+/// Split a command line into words as a POSIX shell would (whitespace,
+/// single and double quotes, backslash escapes). `None` when a quote or an
+/// escape is left open: the words could be anything.
+fn shell_words(s: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let (mut cur, mut in_word) = (String::new(), false);
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => {
+                            let n = chars.next()?;
+                            if !matches!(n, '"' | '\\' | '$' | '`' | '\n') {
+                                cur.push('\\');
+                            }
+                            cur.push(n);
+                        }
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.push(chars.next()?);
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
         }
     }
-    None
+    if in_word {
+        out.push(cur);
+    }
+    Some(out)
+}
+
+/// The host (and numeric port) of a URL, if its authority is unambiguous.
+fn url_host(url: &str) -> Option<String> {
+    let url = url.trim();
+    let rest = match url.find("://") {
+        Some(i) => {
+            let scheme = &url[..i];
+            let ok = scheme.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
+            if !ok {
+                return None;
+            }
+            &url[i + 3..]
+        }
+        None => url,
+    };
+    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
+    if rest[end..].contains('@') {
+        return None;
+    }
+    let authority = &rest[..end];
+    let hostport = authority.rsplit('@').next().unwrap_or("");
+    let (host, port) = match hostport.strip_prefix('[') {
+        Some(v6) => {
+            let (h, after) = v6.split_once(']')?;
+            if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+                return None;
+            }
+            let port = if after.is_empty() { "" } else { after.strip_prefix(':')? };
+            (&hostport[..h.len() + 2], port)
+        }
+        None => match hostport.split_once(':') {
+            Some((h, p)) => (h, p),
+            None => (hostport, ""),
+        },
+    };
+    let host_ok = host.starts_with('[')
+        || (plain_name(host, 253)
+            && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_')));
+    let port_ok = port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit());
+    if !host_ok || !port_ok || (hostport.contains(':') && !host.starts_with('[') && port.is_empty()) {
+        return None;
+    }
+    Some(if port.is_empty() { host.to_string() } else { format!("{host}:{port}") })
 }
 
 fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
@@ -155,5 +305,24 @@ mod tests {
             server_from_cursor(None, Some("https://user:s3cret@mcp.example.com:8443/mcp?token=x")).as_deref(),
             Some("mcp.example.com:8443")
         );
+        // Quoted values, tokens with / # ? @ in a userinfo, queries: no piece
+        // of them is kept (found: `API_TOKEN="a b" srv` kept `b"`).
+        let t = |c: Option<&str>, u: Option<&str>| server_from_cursor(c, u);
+        assert_eq!(t(Some(r#"API_TOKEN="a b" /usr/bin/srv --k v"#), None).as_deref(), Some("srv"));
+        assert_eq!(t(Some("API_TOKEN='a b c' srv"), None).as_deref(), Some("srv"));
+        assert_eq!(t(Some(r"API_TOKEN=a\ b srv"), None).as_deref(), Some("srv"));
+        assert_eq!(t(Some("env -i -u HOME -- TOKEN=x node srv.js"), None).as_deref(), Some("node"));
+        assert_eq!(t(Some("API_TOKEN=\"a b srv"), None), None, "unbalanced quote");
+        assert_eq!(t(Some("/opt/tok:en@x/bin/srv.exe"), None).as_deref(), Some("srv"));
+        assert_eq!(t(Some("TOKEN=$(cat s3cret) srv"), None), None);
+        assert_eq!(t(None, Some("https://user:to/ken@mcp.example.com/mcp")), None);
+        assert_eq!(t(None, Some("https://user:12/34@mcp.example.com/mcp")), None);
+        assert_eq!(t(None, Some("https://user:to#ken@mcp.example.com/")), None);
+        assert_eq!(t(None, Some("https://user:to?ken@mcp.example.com/")), None);
+        assert_eq!(t(None, Some("https://u@s:p@ss@mcp.example.com:99/x?t=y#z")).as_deref(), Some("mcp.example.com:99"));
+        assert_eq!(t(None, Some("https://[::1]:8080/mcp")).as_deref(), Some("[::1]:8080"));
+        assert_eq!(t(None, Some("mcp.example.com:80a/x")), None);
+        assert_eq!(t(None, Some("user:pass@localhost:8080")).as_deref(), Some("localhost:8080"));
+        assert_eq!(t(Some("TOKEN=x"), Some("http://localhost/x")).as_deref(), Some("localhost"));
     }
 }

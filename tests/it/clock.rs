@@ -194,3 +194,76 @@ fn hooks_with_a_jumping_clock() {
     assert!(!v.concurrent(T + 60_000));
     assert!(v.live_conversations(T + 60_000).is_empty());
 }
+
+/// The reader's clock behind the hooks' (a few seconds, or up to the minute
+/// the slot tolerates): the hooks' sightings are "from the future" for it,
+/// and must still count, or two live chats look like none and the slot's
+/// last writer gets the stub. Through the real binary.
+#[test]
+fn a_reader_behind_the_hooks_still_sees_both_chats() {
+    let sb = Sandbox::new();
+    for (i, conv) in ["A", "B"].iter().enumerate() {
+        let p = json!({"hook_event_name": "UserPromptSubmit", "session_id": conv});
+        sb.hook("claude", p.to_string()).env("LEAN_CTX_NOW_MS", (T + i as u64 * 100).to_string()).ok();
+    }
+    for lag in [0u64, 1_000, 3_000, 4_999, 5_001, 10_000, 30_000, 59_000] {
+        let o = sb
+            .cmd(["scope", "check", "--delivered", "B", "--json"])
+            .env("LEAN_CTX_NOW_MS", (T - lag).to_string())
+            .run();
+        let v = o.json();
+        assert_eq!(o.code, 1, "reader {lag} ms behind: {v}");
+        assert_eq!(v["decision"]["reason"], "concurrent", "reader {lag} ms behind: {v}");
+        let o = sb.cmd(["status", "--json"]).env("LEAN_CTX_NOW_MS", (T - lag).to_string()).ok();
+        assert_eq!(o.json()["concurrent"], true, "status, reader {lag} ms behind");
+    }
+}
+
+/// `--at` that is not a delivery time of ours: microseconds are refused
+/// (exit 2, saying why); a time ahead of the reader is not trusted, so a
+/// recorded compaction still withholds; and without `--at` any recorded
+/// compaction of the conversation withholds, warm as cold.
+#[test]
+fn delivery_times_that_cannot_be_trusted_still_apply_the_compaction() {
+    let sb = Sandbox::new();
+    let hook = |event: &str, now: u64| {
+        let p = json!({"hook_event_name": event, "session_id": "S"});
+        sb.hook("claude", p.to_string()).env("LEAN_CTX_NOW_MS", now.to_string()).ok();
+    };
+    hook("UserPromptSubmit", T);
+    let check = |at: Option<u64>, cold: bool| {
+        let mut args = vec!["scope".to_string(), "check".into(), "--delivered".into(), "S".into(), "--json".into()];
+        if let Some(at) = at {
+            args.extend(["--at".into(), at.to_string()]);
+        }
+        if cold {
+            args.push("--cold".into());
+        }
+        sb.cmd(&args).env("LEAN_CTX_NOW_MS", (T + 20_000).to_string()).run()
+    };
+    // Before any compaction: allowed with or without a time.
+    for (at, cold) in [(Some(T + 1000), false), (None, false), (None, true)] {
+        let o = check(at, cold);
+        assert_eq!((o.code, o.json()["decision"]["reason"].clone()), (0, json!("same-conversation")), "{at:?} {cold}");
+    }
+    hook("PreCompact", T + 10_000);
+    for (at, cold) in [
+        (Some(T + 1000), false),      // delivered before the compaction
+        (None, false),                // no time: warm as cold
+        (None, true),                 //
+        (Some(T + 3_600_000), false), // ahead of the reader: untrusted
+        (Some(T + 20_000 + 5_001), true),
+    ] {
+        let o = check(at, cold);
+        assert_eq!((o.code, o.json()["decision"]["reason"].clone()), (1, json!("compacted")), "{at:?} {cold}");
+    }
+    // Delivered after the compaction, by the reader's clock: allowed.
+    let o = check(Some(T + 15_000), false);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    // Microseconds (or nanoseconds) for milliseconds: an error, exit 2.
+    for at in [(T + 1000) * 1000, (T + 1000) * 1_000_000] {
+        let o = check(Some(at), false);
+        assert_eq!(o.code, 2, "{at}: {}", o.stdout);
+        assert!(o.stderr.contains("milliseconds"), "{}", o.stderr);
+    }
+}

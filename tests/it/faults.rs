@@ -6,6 +6,14 @@
 //! bounded time with exit 0, nothing half-written is left, and
 //! `leanctx status` names the problem.
 //!
+//! Then the read path on state that exists but cannot be trusted (FIFOs,
+//! symlinks to /dev/null and /dev/zero, a deleted or emptied journal, 0400
+//! and foreign files, a slot that does not parse, a dangling data dir, a
+//! 1 GiB journal, a lock held by another process, a call whose hook could
+//! not record): every answer bounded, every stub withheld
+//! (`state-unavailable`, `unrecorded-call`); and hook command lines with
+//! arguments the hook does not know, which must never exit 2.
+//!
 //! Mounting needs root and a kernel that lets us; where it cannot, the
 //! mount cases are skipped LOUDLY with the reason (set
 //! `LEANCTX_REQUIRE_MOUNTS=1` to make that a failure instead).
@@ -239,6 +247,14 @@ fn read_only_data_dir() {
     // The read path still reads it.
     let o = sb.cmd(["scope", "current", "--json"]).run();
     assert!(matches!(o.code, 0 | 1), "{}", o.stderr);
+    // A Claude call whose hook could not record: its tool-use id names no
+    // record, and the stale slot must not stand in for it.
+    let p = json!({"hook_event_name":"PreToolUse","session_id":"pre-2","tool_name":"mcp__ctx__ctx_read",
+        "tool_input":{"x":1},"tool_use_id":"toolu_ro"});
+    assert!(sb.hook("claude", p.to_string()).ok().stderr.contains("could not record"));
+    let call = json!({"name":"ctx_read","arguments":{"x":1},"_meta":{"claudecode/toolUseId":"toolu_ro"}});
+    let o = sb.cmd(["scope", "check", "--delivered", "pre-2", "--json", "--call", "-"]).stdin(call.to_string()).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some("unrecorded-call")), "{}", o.stdout);
     println!("faults: read-only: {} hooks, slowest {:?}", st.hooks, st.max);
     drop(m);
 }
@@ -429,4 +445,421 @@ fn journal_lock_held_by_a_frozen_process() {
     sb.hook("claude", r#"{"hook_event_name":"SessionStart","session_id":"after-lock"}"#).ok();
     assert!(sb.journal().contains("after-lock"));
     println!("faults: lock held: {} hooks, slowest {:?}", st.hooks, st.max);
+}
+
+/// Arguments a hook does not know (a typo'd host, an unknown flag, a flag
+/// from a newer config run by an older binary, extra words) never make it
+/// exit 2, which every host takes as "block". With a host it can tell, the
+/// hook answers in that host's dialect, still gates (the user policy's deny
+/// holds) and still records the event; without one, it prints nothing
+/// (no opinion) and says why on stderr.
+#[test]
+fn hook_arguments_it_does_not_know_never_block() {
+    let sb = Sandbox::new();
+    prepare(&sb);
+    let mut answered = 0;
+    for host in ["cursor", "claude", "codex", "codebuddy"] {
+        let payload = if host == "cursor" {
+            json!({"hook_event_name":"beforeMCPExecution","conversation_id":"c-args","tool_name":"MCP:gh:danger_zone","tool_input":"{}"})
+        } else {
+            json!({"hook_event_name":"PreToolUse","session_id":"s-args","tool_name":"mcp__gh__danger_zone","tool_input":{},"tool_use_id":format!("toolu_args_{host}")})
+        };
+        let variants: Vec<Vec<&str>> = vec![
+            vec!["hook", host, "--frobnicate"],
+            vec!["hook", host, "--timeout", "5"],
+            vec!["hook", host, "--timeout=5", "--event"],
+            vec!["hook", host, "extra", "words"],
+            vec!["hook", "--future-flag", host],
+            vec!["--verbose", "hook", host],
+            vec!["hook", host, "--help"],
+            vec!["hook", host, "--version"],
+        ];
+        for argv in variants {
+            let before = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+            let o = sb.cmd(&argv).stdin(payload.to_string()).run();
+            assert_eq!(o.code, 0, "{argv:?}: {}", o.stderr);
+            assert!(o.elapsed < BOUND, "{argv:?}: {:?}", o.elapsed);
+            let v: Value =
+                serde_json::from_str(o.stdout.trim()).unwrap_or_else(|e| panic!("{argv:?}: {e}: {:?}", o.stdout));
+            let decision = v.get("permission").or_else(|| v["hookSpecificOutput"].get("permissionDecision"));
+            assert_eq!(decision.and_then(Value::as_str), Some("deny"), "{argv:?}: the gate still applies: {v}");
+            assert!(o.stderr.contains("ignoring arguments"), "{argv:?}: says why: {}", o.stderr);
+            let after = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+            assert_eq!(after, before + 1, "{argv:?}: the call is still recorded");
+            answered += 1;
+        }
+    }
+    // No host it can tell: no answer (no opinion), a reason, exit 0, and
+    // nothing recorded.
+    let before = sb.journal();
+    for argv in [
+        &["hook"][..],
+        &["hook", "cursr"],
+        &["hook", "cursor-agent", "--event", "beforeMCPExecution"],
+        &["hook", "--frobnicate"],
+        &["hook", "claude_code"],
+        &["--verbose", "hook"],
+    ] {
+        let o = sb.cmd(argv).stdin(r#"{"hook_event_name":"PreToolUse","session_id":"s-nohost"}"#).run();
+        assert_eq!(o.code, 0, "{argv:?}: {}", o.stderr);
+        assert_eq!(o.stdout, "", "{argv:?}");
+        assert!(o.stderr.contains("no host"), "{argv:?}: {}", o.stderr);
+        answered += 1;
+    }
+    assert_eq!(sb.journal(), before, "nothing recorded without a host");
+    // A bare `hook --help` is still help (exit 0).
+    let o = sb.cmd(["hook", "--help"]).run();
+    assert_eq!(o.code, 0);
+    assert!(o.stdout.contains("Usage"), "{}", o.stdout);
+    println!("faults: {answered} hooks with arguments they do not know, all answered with exit 0");
+}
+
+/// Two live chats, A then B (so the slot names B), recorded by real hooks.
+/// Sanity: a slot-based stub for B is withheld as `concurrent`.
+fn two_chats(sb: &Sandbox) {
+    prepare(sb);
+    for conv in ["A", "B"] {
+        let p = json!({"hook_event_name":"UserPromptSubmit","session_id":conv});
+        sb.hook("claude", p.to_string()).ok();
+    }
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
+    assert_eq!(o.json()["decision"]["reason"], "concurrent", "{}", o.stdout);
+}
+
+/// The read path on faulted state: each command answers in bounded time
+/// (a hang is a failure, not a 30 s wait), `scope check` withholds with
+/// `reason`, `status` says the state is unavailable and names `words`.
+fn assert_reads_withhold(sb: &Sandbox, case: &str, reason: &str, words: &[&str]) {
+    let t0 = std::time::Instant::now();
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).timeout(BOUND).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some(reason)), "{case}: {}", o.stdout);
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--cold", "--json"]).timeout(BOUND).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some(reason)), "{case} cold: {}", o.stdout);
+    let o = sb.cmd(["scope", "current", "--json"]).timeout(BOUND).run();
+    assert!(matches!(o.code, 0 | 1), "{case}: scope current: {}", o.stderr);
+    let o = sb.cmd(["status", "--json"]).timeout(BOUND).ok();
+    let v = o.json();
+    assert_eq!(v["state_available"], json!(reason != "state-unavailable"), "{case}: {v}");
+    let problems: Vec<String> =
+        v["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+    assert!(
+        problems.iter().any(|p| words.iter().all(|w| p.contains(w))),
+        "{case}: status does not name it ({words:?}): {problems:?}"
+    );
+    assert!(t0.elapsed() < BOUND, "{case}: reads took {:?}", t0.elapsed());
+}
+
+/// A hook on the faulted state: exit 0 within the bound, the policy's
+/// deny still holds.
+fn assert_hook_answers(sb: &Sandbox, case: &str) {
+    let p = json!({"hook_event_name":"PreToolUse","session_id":"B","tool_name":"mcp__gh__danger_zone","tool_input":{}});
+    let o = sb.hook("claude", p.to_string()).timeout(BOUND).run();
+    assert_eq!(o.code, 0, "{case}: {}", o.stderr);
+    assert!(o.stdout.contains("\"deny\""), "{case}: {}", o.stdout);
+}
+
+fn mkfifo(p: &Path) {
+    let _ = std::fs::remove_file(p);
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+/// State files that exist but cannot be trusted: FIFOs (which hung every
+/// reader, and a hung reader holding the shared lock cost every hook its
+/// record), symlinks to /dev/null and /dev/zero, a slot that does not
+/// parse, a journal deleted or emptied after two chats were seen, 0400
+/// files, another user's file, a journal larger than a reader reads. Each
+/// made `scope check` allow a stub (or hang) before; now every read
+/// answers in bounded time and withholds `state-unavailable`, `status`
+/// names the fault, and hooks still answer.
+#[test]
+fn untrusted_state_files_withhold_in_bounded_time() {
+    type Fault = fn(&Path);
+    let cases: Vec<(&str, Fault, &[&str])> = vec![
+        ("journal is a FIFO", |d| mkfifo(&d.join("journal")), &["journal", "FIFO"]),
+        ("journal.lock is a FIFO", |d| mkfifo(&d.join("journal.lock")), &["journal.lock", "FIFO"]),
+        ("slot is a FIFO", |d| mkfifo(&d.join("active_transcript.json")), &["active_transcript.json", "FIFO"]),
+        (
+            "journal -> /dev/null",
+            |d| {
+                std::fs::remove_file(d.join("journal")).unwrap();
+                std::os::unix::fs::symlink("/dev/null", d.join("journal")).unwrap();
+            },
+            &["journal", "symbolic link"],
+        ),
+        (
+            "journal -> /dev/zero",
+            |d| {
+                std::fs::remove_file(d.join("journal")).unwrap();
+                std::os::unix::fs::symlink("/dev/zero", d.join("journal")).unwrap();
+            },
+            &["journal", "symbolic link"],
+        ),
+        (
+            "slot -> /dev/zero",
+            |d| {
+                std::fs::remove_file(d.join("active_transcript.json")).unwrap();
+                std::os::unix::fs::symlink("/dev/zero", d.join("active_transcript.json")).unwrap();
+            },
+            &["active_transcript.json", "symbolic link"],
+        ),
+        (
+            "slot does not parse",
+            |d| std::fs::write(d.join("active_transcript.json"), "{\"session_id\":").unwrap(),
+            &["active_transcript.json", "does not parse"],
+        ),
+        ("journal deleted", |d| std::fs::remove_file(d.join("journal")).unwrap(), &["journal", "missing"]),
+        (
+            "journal emptied",
+            |d| std::fs::OpenOptions::new().write(true).open(d.join("journal")).unwrap().set_len(0).unwrap(),
+            &["journal", "empty"],
+        ),
+        (
+            "journal and lock deleted, the hooks' slot left",
+            |d| {
+                std::fs::remove_file(d.join("journal")).unwrap();
+                std::fs::remove_file(d.join("journal.lock")).unwrap();
+            },
+            &["state-unavailable"],
+        ),
+        (
+            "journal 0400",
+            |d| std::fs::set_permissions(d.join("journal"), std::fs::Permissions::from_mode(0o400)).unwrap(),
+            &["journal", "mode 400"],
+        ),
+        (
+            "slot 0400",
+            |d| {
+                std::fs::set_permissions(d.join("active_transcript.json"), std::fs::Permissions::from_mode(0o400))
+                    .unwrap()
+            },
+            &["active_transcript.json", "mode 400"],
+        ),
+        (
+            "journal owned by another user",
+            |d| std::os::unix::fs::chown(d.join("journal"), Some(4242), None).unwrap(),
+            &["journal", "uid 4242"],
+        ),
+        (
+            "journal of 64 MiB",
+            |d| std::fs::OpenOptions::new().write(true).open(d.join("journal")).unwrap().set_len(64 << 20).unwrap(),
+            &["journal", "more than"],
+        ),
+    ];
+    let n = cases.len();
+    for (case, fault, words) in cases {
+        let sb = Sandbox::new();
+        two_chats(&sb);
+        fault(&sb.data);
+        assert_reads_withhold(&sb, case, "state-unavailable", words);
+        assert_hook_answers(&sb, case);
+    }
+    println!("faults: {n} untrusted-state cases, every read bounded and withheld");
+}
+
+/// The data dir a dangling symlink: not "no hook ever ran" (which keeps the
+/// legacy single-conversation allow) but state that cannot be read.
+#[test]
+fn a_dangling_data_dir_symlink_withholds() {
+    let sb = Sandbox::new();
+    std::os::unix::fs::symlink(sb.tmp.path().join("gone"), &sb.data).unwrap();
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).timeout(BOUND).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some("state-unavailable")), "{}", o.stdout);
+    assert_eq!(sb.cmd(["status", "--json"]).ok().json()["state_available"], false);
+    // Truly empty (no data dir; an empty one; one with only lean-ctx's own
+    // slot) keeps the legacy rules.
+    let sb = Sandbox::new();
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (0, Some("single-conversation")), "{}", o.stdout);
+    std::fs::create_dir(&sb.data).unwrap();
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (0, Some("single-conversation")), "{}", o.stdout);
+    let now = leanctx::clock::now_ms() / 1000;
+    std::fs::write(
+        sb.data.join("active_transcript.json"),
+        json!({"transcript_path":"","session_id":"B","updated_at":now}).to_string(),
+    )
+    .unwrap();
+    std::fs::set_permissions(sb.data.join("active_transcript.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (0, Some("same-conversation")), "{}", o.stdout);
+    assert_eq!(sb.cmd(["status", "--json"]).ok().json()["state_available"], true);
+}
+
+/// A child process holds the journal lock (flock(1), as a frozen hook
+/// would): the read path gives up within its one bound for the whole answer
+/// (it could wait 0.8 s per read, up to three times: 1.6-2.4 s measured)
+/// and withholds; a hook that could not record meanwhile leaves its call id
+/// unrecorded, and once the lock is free a call with that id withholds
+/// `unrecorded-call` instead of being re-identified from the slot.
+#[test]
+fn a_process_holding_the_lock_bounds_the_read_path() {
+    let sb = Sandbox::new();
+    two_chats(&sb);
+    // `-o`: the lock stays with flock itself (not its child); it lets go
+    // when `cat` ends, at the end of its stdin.
+    let mut holder = Command::new("flock")
+        .args(["-x", "-o"])
+        .arg(sb.data.join("journal.lock"))
+        .arg("cat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("flock(1)");
+    // Wait until it holds the lock.
+    let probe = std::fs::File::open(sb.data.join("journal.lock")).unwrap();
+    let t0 = std::time::Instant::now();
+    while probe.try_lock_shared().is_ok() {
+        let _ = probe.unlock();
+        assert!(t0.elapsed() < BOUND, "flock never took the lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The hook of a Claude call cannot record its call id.
+    let p = json!({"hook_event_name":"PreToolUse","session_id":"B","tool_name":"mcp__ctx__ctx_read",
+        "tool_input":{"path":"a"},"tool_use_id":"toolu_lost"});
+    let o = sb.hook("claude", p.to_string()).timeout(BOUND).run();
+    assert_eq!(o.code, 0);
+    assert!(o.stderr.contains("lock busy"), "{}", o.stderr);
+    let call = sb.tmp.path().join("call.json");
+    std::fs::write(
+        &call,
+        json!({"name":"ctx_read","arguments":{"path":"a"},"_meta":{"claudecode/toolUseId":"toolu_lost"}}).to_string(),
+    )
+    .unwrap();
+    let mut slowest = Duration::ZERO;
+    for args in [
+        vec!["scope", "check", "--delivered", "B", "--json"],
+        vec!["scope", "check", "--delivered", "B", "--cold", "--json"],
+        vec!["scope", "check", "--delivered", "B", "--json", "--call", call.to_str().unwrap()],
+        vec!["scope", "current", "--json", "--call", call.to_str().unwrap()],
+    ] {
+        let o = sb.cmd(&args).timeout(BOUND).run();
+        slowest = slowest.max(o.elapsed);
+        assert!(o.elapsed < Duration::from_millis(1500), "{args:?} took {:?}", o.elapsed);
+        if args[1] == "check" {
+            assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some("state-unavailable")), "{args:?}");
+        }
+    }
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success());
+    // The lock is free again: the call whose hook could not record has no
+    // caller; the chain does not go on to the slot (here B, concurrent).
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json", "--call", call.to_str().unwrap()]).run();
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some("unrecorded-call")), "{}", o.stdout);
+    let o = sb.cmd(["scope", "current", "--call", call.to_str().unwrap()]).run();
+    assert_eq!(o.code, 1, "an unrecorded call has no caller: {}", o.stdout);
+    println!("faults: lock held by a process: slowest read {slowest:?}");
+}
+
+/// A per-call id that names no record, with a single live chat whose slot
+/// the old fall-through would have used: withheld, `unrecorded-call`, on
+/// every way of asking. A recorded id still resolves.
+#[test]
+fn an_exact_call_id_without_a_record_withholds() {
+    let sb = Sandbox::new();
+    let now = leanctx::clock::now_ms();
+    let p = json!({"hook_event_name":"PreToolUse","session_id":"solo","tool_name":"mcp__ctx__ctx_read",
+        "tool_input":{"path":"a"},"tool_use_id":"toolu_seen"});
+    sb.hook("claude", p.to_string()).env("LEAN_CTX_NOW_MS", now.to_string()).ok();
+    let ask = |id: &str, cold: bool| {
+        let call = json!({"name":"ctx_read","arguments":{"path":"a"},"_meta":{"claudecode/toolUseId":id}});
+        let mut args = vec!["scope", "check", "--delivered", "solo", "--json", "--call", "-"];
+        if cold {
+            args.push("--cold");
+        }
+        let o = sb.cmd(&args).stdin(call.to_string()).env("LEAN_CTX_NOW_MS", (now + 2000).to_string()).run();
+        (o.code, o.json()["decision"]["reason"].as_str().unwrap().to_string())
+    };
+    // Without a call the slot names "solo", the only live chat: allowed.
+    let o = sb.cmd(["scope", "check", "--delivered", "solo"]).env("LEAN_CTX_NOW_MS", (now + 2000).to_string()).run();
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert_eq!(ask("toolu_seen", false), (0, "same-conversation".into()));
+    assert_eq!(ask("toolu_never_recorded", false), (1, "unrecorded-call".into()));
+    assert_eq!(ask("toolu_never_recorded", true), (1, "unrecorded-call".into()));
+}
+
+/// A 1 GiB journal (sparse): a reader reads none of it and withholds; 8
+/// hooks at once all answer quickly in little memory and all record (one
+/// of them trims it from its last 4 MiB, with a floor at now); readers then
+/// trust the small journal again.
+#[test]
+fn a_huge_journal_is_bounded_for_hooks_and_readers() {
+    let sb = Sandbox::new();
+    two_chats(&sb);
+    let f = std::fs::OpenOptions::new().write(true).open(sb.data.join("journal")).unwrap();
+    f.set_len(1 << 30).unwrap();
+    drop(f);
+    let (o, rss) = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).timeout(BOUND).run_rusage();
+    assert_eq!(o.json()["decision"]["reason"], "state-unavailable", "{}", o.stdout);
+    assert!(rss < 32 * 1024, "a reader used {rss} KiB");
+    let kids: Vec<_> = (0..8)
+        .map(|i| {
+            let p = json!({"hook_event_name":"UserPromptSubmit","session_id":format!("big-{i}")});
+            std::thread::spawn({
+                let run = sb.hook("claude", p.to_string()).timeout(BOUND);
+                move || run.run_rusage()
+            })
+        })
+        .collect();
+    let mut worst = (Duration::ZERO, 0);
+    for k in kids {
+        let (o, rss) = k.join().unwrap();
+        assert_eq!(o.code, 0);
+        assert!(o.stderr.is_empty(), "a hook did not record: {}", o.stderr);
+        worst = (worst.0.max(o.elapsed), worst.1.max(rss));
+    }
+    assert!(worst.0 < Duration::from_secs(2), "slowest hook {:?}", worst.0);
+    assert!(worst.1 < 64 * 1024, "a hook used {} KiB", worst.1);
+    let text = sb.journal();
+    assert!(text.len() < 1 << 20, "trimmed: {} bytes", text.len());
+    for i in 0..8 {
+        assert!(text.contains(&format!("big-{i}")), "big-{i} lost:\n{text}");
+    }
+    assert!(text.lines().any(|l| l.starts_with("F\t")), "a floor for what the cut head held:\n{text}");
+    let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
+    assert_eq!(o.json()["decision"]["reason"], "concurrent", "{}", o.stdout);
+    println!("faults: 1 GiB journal: 8 hooks, slowest {:?}, peak RSS {} KiB", worst.0, worst.1);
+}
+
+/// One live chat and a slot that is there but cannot be read: not "no
+/// caller" (whose legacy single-conversation allow let the stub through),
+/// but state-unavailable, warm and cold.
+#[test]
+fn a_slot_that_cannot_be_read_is_not_no_caller() {
+    type Fault = fn(&Path);
+    let cases: Vec<(&str, Fault)> = vec![
+        ("does not parse", |p| std::fs::write(p, "{\"session_id\":").unwrap()),
+        ("not UTF-8", |p| std::fs::write(p, b"{\"session_id\":\"\xff\"}").unwrap()),
+        ("a FIFO", mkfifo),
+        ("-> /dev/zero", |p| {
+            std::fs::remove_file(p).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap();
+        }),
+        ("-> a slot elsewhere", |p| {
+            let elsewhere = p.with_file_name("elsewhere.json");
+            std::fs::rename(p, &elsewhere).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, p).unwrap();
+        }),
+        ("0400", |p| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o400)).unwrap()),
+        ("of 1 MiB", |p| {
+            std::fs::write(p, format!("{{\"session_id\":\"A\",\"x\":\"{}\"}}", "x".repeat(1 << 20))).unwrap()
+        }),
+    ];
+    for (case, fault) in cases {
+        let sb = Sandbox::new();
+        sb.hook("claude", r#"{"hook_event_name":"UserPromptSubmit","session_id":"A"}"#).ok();
+        fault(&sb.data.join("active_transcript.json"));
+        for cold in [false, true] {
+            let mut args = vec!["scope", "check", "--delivered", "A", "--json"];
+            if cold {
+                args.push("--cold");
+            }
+            let o = sb.cmd(&args).timeout(BOUND).run();
+            let v = o.json();
+            assert_eq!((o.code, v["decision"]["reason"].as_str()), (1, Some("state-unavailable")), "slot {case}: {v}");
+        }
+        assert_eq!(sb.cmd(["status", "--json"]).timeout(BOUND).ok().json()["state_available"], false, "slot {case}");
+    }
 }

@@ -107,7 +107,9 @@ fn project_policy_and_strictest_wins() {
         assert!(out.contains("project says no"), "{host}: {out}");
         assert!(out.contains("deny"), "{host}: {out}");
     }
-    // First matching rule in a file decides.
+    // First matching rule in a file decides: here the project's allow,
+    // which (the workspace not trusted by the user) counts as no opinion,
+    // not as its later deny; the user's allow decides.
     project_policy(&sb.project, r#"{"rules":[{"tool":"ctx_read","action":"allow"},{"server":"ctx","action":"deny"}]}"#);
     let claude: Value = serde_json::from_str(&answer(&sb, "claude").0).unwrap();
     assert_eq!(claude["hookSpecificOutput"]["permissionDecision"], "allow");

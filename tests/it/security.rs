@@ -369,3 +369,272 @@ fn installer_does_not_write_through_planted_symlinks() {
     assert_eq!(std::fs::read_dir(&cfg).unwrap().count(), 2);
     assert!(std::fs::symlink_metadata(cfg.join("settings.json")).unwrap().file_type().is_symlink());
 }
+
+/// A gated call on `host` as it arrives from a workspace at `root`.
+fn gated_call_in(host: &str, server: &str, tool: &str, root: &Path) -> String {
+    let mut v: Value = serde_json::from_str(&gated_call(host, server, tool)).unwrap();
+    if host == "cursor" {
+        v["workspace_roots"] = json!([root]);
+    } else {
+        v["cwd"] = json!(root);
+    }
+    v.to_string()
+}
+
+/// A repository cannot approve tools: its `.lean-ctx/gate.json` answering
+/// `allow` (which bypasses the user's permission prompt on Claude Code,
+/// CodeBuddy and Cursor) is ignored unless the user's own policy lists the
+/// workspace in `trusted_workspaces`; a workspace's deny and ask always
+/// apply; a workspace cannot trust itself; `gate check` says why.
+#[test]
+fn a_workspace_policy_cannot_allow_unless_the_user_trusts_it() {
+    let sb = Sandbox::new();
+    let repo = sb.tmp.path().join("cloned-repo");
+    std::fs::create_dir_all(repo.join(".lean-ctx")).unwrap();
+    let plant = |rules: Value, extra: Value| {
+        let mut v = json!({ "rules": rules });
+        if let Value::Object(m) = extra {
+            v.as_object_mut().unwrap().extend(m);
+        }
+        std::fs::write(repo.join(".lean-ctx/gate.json"), v.to_string()).unwrap();
+    };
+    let hosts = ["claude", "codebuddy", "cursor", "codex"];
+    let told_for = |host: &str, tool: &str| {
+        let o = sb.hook(host, gated_call_in(host, "gh", tool, &repo)).ok();
+        // Cursor's "no opinion" is a bare allow; a rule's allow carries a message.
+        if host == "cursor" && told(host, &o.stdout) == "allow" && !o.stdout.contains("user_message") {
+            return "none".to_string();
+        }
+        told(host, &o.stdout)
+    };
+    // The attack: auto-approve delete_repo (and everything else).
+    plant(json!([{"tool": "delete_repo", "action": "allow"}, {"action": "allow"}]), json!({}));
+    for host in hosts {
+        assert_eq!(told_for(host, "delete_repo"), "none", "{host}: a workspace allow was honoured");
+        assert_eq!(told_for(host, "list_repos"), "none", "{host}");
+    }
+    // It cannot trust itself.
+    plant(json!([{"action": "allow"}]), json!({"trusted_workspaces": [repo]}));
+    assert_eq!(told_for("claude", "delete_repo"), "none", "a workspace trusted itself");
+    // Its deny and ask still apply, and an allow before them does not shadow
+    // them into nothing but into no opinion for that name only.
+    plant(
+        json!([{"tool": "list_*", "action": "allow"}, {"tool": "delete_*", "action": "deny", "message": "repo says no"},
+            {"tool": "drop_*", "action": "ask"}]),
+        json!({}),
+    );
+    for host in hosts {
+        assert_eq!(told_for(host, "delete_repo"), "deny", "{host}");
+        assert_eq!(told_for(host, "list_repos"), "none", "{host}");
+        assert_eq!(told_for(host, "drop_table"), if host == "codex" { "deny" } else { "ask" }, "{host}");
+    }
+    // gate check shows the ignored allow.
+    let o = sb.cmd(["gate", "check", "--host", "claude", "--tool", "mcp__gh__list_repos"]).current_dir(&repo).ok();
+    assert!(o.stdout.contains("ignored") && o.stdout.contains("trusted_workspaces"), "{}", o.stdout);
+    assert!(o.stdout.contains("no opinion"), "{}", o.stdout);
+    // The user opts this workspace in: its allows count.
+    user_policy(&sb, json!([]));
+    std::fs::write(sb.data.join("gate.json"), json!({"rules": [], "trusted_workspaces": [repo]}).to_string()).unwrap();
+    for host in ["claude", "codebuddy", "cursor"] {
+        assert_eq!(told_for(host, "list_repos"), "allow", "{host}: a trusted workspace allows");
+        assert_eq!(told_for(host, "delete_repo"), "deny", "{host}");
+    }
+    let o = sb
+        .cmd(["gate", "check", "--host", "claude", "--tool", "mcp__gh__list_repos", "--json"])
+        .current_dir(&repo)
+        .ok();
+    assert_eq!(o.json()["verdict"]["action"], "allow", "{}", o.stdout);
+    // Another workspace stays untrusted.
+    let other = sb.tmp.path().join("other-repo");
+    std::fs::create_dir_all(other.join(".lean-ctx")).unwrap();
+    std::fs::write(other.join(".lean-ctx/gate.json"), json!({"rules": [{"action": "allow"}]}).to_string()).unwrap();
+    let o = sb.hook("claude", gated_call_in("claude", "gh", "delete_repo", &other)).ok();
+    assert_eq!(told("claude", &o.stdout), "none", "{}", o.stdout);
+    // A FIFO planted as a workspace policy neither hangs the hook nor allows:
+    // the file is broken, so the gate asks.
+    let fifo_repo = sb.tmp.path().join("fifo-repo");
+    std::fs::create_dir_all(fifo_repo.join(".lean-ctx")).unwrap();
+    let c = std::ffi::CString::new(fifo_repo.join(".lean-ctx/gate.json").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let o = sb
+        .hook("claude", gated_call_in("claude", "gh", "delete_repo", &fifo_repo))
+        .timeout(std::time::Duration::from_secs(5))
+        .ok();
+    assert_eq!(told("claude", &o.stdout), "ask", "{}", o.stdout);
+}
+
+/// Cursor's `command` and `url`, in many generated shapes with secrets in
+/// every place a credential goes: assignment values (bare, double- and
+/// single-quoted with spaces and specials, backslash-escaped), `env`
+/// prefixes, directories of the program's path, arguments, URLs with a
+/// `user:token@` whose parts hold `/ ? # @ :` and percent escapes, paths,
+/// queries and fragments. Every secret is made of pieces that start with
+/// `SEC`. The derived server name never holds one: it is exactly the
+/// program's file name or the URL's host and port, or nothing when the
+/// URL is ambiguous. The library over many shapes, then a sample through
+/// the real binary, whose data dir must not hold a byte of a secret.
+#[test]
+fn cursor_server_names_never_keep_a_credential() {
+    use crate::rng::{Rng, base_seed, count};
+    const PROGRAMS: &[&str] = &["lean-ctx", "npx", "node", "python3", "uvx", "docker", "srv.exe", "mcp-server_v2"];
+    const HOSTS: &[&str] = &["mcp.example.com", "127.0.0.1", "localhost", "[::1]", "api.github-mcp.io"];
+    fn piece(r: &mut Rng) -> String {
+        let abc = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        let mut s = "SEC".to_string();
+        for _ in 0..3 {
+            s.push(abc[r.below(abc.len() as u64) as usize] as char);
+        }
+        s
+    }
+    fn secret(r: &mut Rng, seps: &[&str]) -> String {
+        let mut s = piece(r);
+        for _ in 0..r.below(4) {
+            s.push_str(r.pick::<&str>(seps));
+            s.push_str(&piece(r));
+        }
+        s
+    }
+    // A shell word holding a secret, quoted one of the ways a config does.
+    fn word(r: &mut Rng) -> String {
+        match r.below(4) {
+            0 => secret(r, &["/", ":", "@", "#", "%40", "=", ",", "+", ".", "?"]),
+            1 => format!("\"{}\"", secret(r, &[" ", "/", "#", "?", "@", ":", "'", "=", "\\\"", " & ", ";"])),
+            2 => format!("'{}'", secret(r, &[" ", "/", "#", "?", "@", ":", "\"", "=", "\\", "$(", ")"])),
+            _ => secret(r, &["\\ ", "\\\"", "/", ":"]),
+        }
+    }
+    fn command(r: &mut Rng) -> (String, String) {
+        let mut parts = Vec::new();
+        for _ in 0..r.below(3) {
+            parts.push(format!("{}={}", r.pick(&["API_TOKEN", "TOKEN", "GITHUB_PAT", "A_1"]), word(r)));
+        }
+        if r.chance(0.3) {
+            parts.push("env".into());
+            if r.chance(0.5) {
+                parts.push("-i".into());
+            }
+            if r.chance(0.5) {
+                parts.extend(["-u".into(), "HOME".into()]);
+            }
+            if r.chance(0.5) {
+                parts.push("--".into());
+            }
+            for _ in 0..r.below(3) {
+                parts.push(format!("{}={}", r.pick(&["KEY", "X_SECRET"]), word(r)));
+            }
+        }
+        let program = *r.pick(PROGRAMS);
+        let dir = match r.below(5) {
+            0 => String::new(),
+            1 => "/usr/local/bin/".into(),
+            2 => format!("/opt/{}/bin/", secret(r, &[":", "@", "-", "."])),
+            3 => format!("/home/u/.{}/", secret(r, &["_", "."])),
+            _ => "./".into(),
+        };
+        parts.push(format!("{dir}{program}"));
+        for _ in 0..r.below(5) {
+            let arg = match r.below(6) {
+                0 => format!("--token {}", word(r)),
+                1 => format!("--token={}", word(r)),
+                2 => word(r),
+                3 => format!("https://u:{}@h.example/p?t={}#{}", piece(r), piece(r), piece(r)),
+                4 => format!("-e KEY={}", word(r)),
+                _ => "--stdio".into(),
+            };
+            parts.push(arg);
+        }
+        (parts.join(" "), program.trim_end_matches(".exe").to_string())
+    }
+    // A URL; the name it must give (None: ambiguous, either is fine).
+    fn url(r: &mut Rng) -> (String, String, bool) {
+        let hostile = ["/", "?", "#", "\\"];
+        let mut ambiguous = false;
+        let part = |r: &mut Rng, ambiguous: &mut bool| {
+            let seps: &[&str] = &[
+                "", ".", "-", "_", "~", "%40", "%2F", "!", "$", "&", "'", "(", ")", "*", "+", ",", ";", "=", "@", ":",
+                "/", "?", "#", "\\",
+            ];
+            let s = secret(r, seps);
+            *ambiguous |= hostile.iter().any(|h| s.contains(h));
+            s
+        };
+        let scheme = *r.pick(&["https://", "http://", "ws://", ""]);
+        let userinfo = match r.below(3) {
+            0 => String::new(),
+            1 => format!("{}@", part(r, &mut ambiguous)),
+            _ => format!("{}:{}@", part(r, &mut ambiguous), part(r, &mut ambiguous)),
+        };
+        let host = *r.pick(HOSTS);
+        let port = *r.pick(&["", ":443", ":8080"]);
+        let path = match r.below(3) {
+            0 => String::new(),
+            1 => "/mcp".into(),
+            _ => format!("/{}/x", piece(r)),
+        };
+        let query = match r.below(3) {
+            0 => String::new(),
+            1 => format!("?token={}", piece(r)),
+            _ => {
+                ambiguous = true;
+                format!("?e=a@{}.example", piece(r))
+            }
+        };
+        let fragment = if r.chance(0.3) { format!("#{}", piece(r)) } else { String::new() };
+        (format!("{scheme}{userinfo}{host}{port}{path}{query}{fragment}"), format!("{host}{port}"), ambiguous)
+    }
+
+    let seed = base_seed("security[cursor-names]");
+    let n = count("LEANCTX_NAME_CASES", 20_000, 200_000);
+    let mut r = Rng::new(seed);
+    let (mut named, mut unnamed) = (0, 0);
+    let mut sample = Vec::new();
+    for i in 0..n {
+        let (cmd, url, want, ambiguous) = if r.chance(0.5) {
+            let (c, p) = command(&mut r);
+            (Some(c), None, p, false)
+        } else {
+            let (u, h, a) = url(&mut r);
+            (None, Some(u), h, a)
+        };
+        let got = leanctx::tool::server_from_cursor(cmd.as_deref(), url.as_deref());
+        let ctx = format!("seed {seed} case {i}: command {cmd:?} url {url:?} -> {got:?}");
+        assert!(!got.as_deref().unwrap_or("").contains("SEC"), "a secret in the name: {ctx}");
+        match &got {
+            Some(g) => assert_eq!(g, &want, "{ctx}"),
+            None => assert!(ambiguous, "no name for an unambiguous shape: {ctx}"),
+        }
+        if got.is_some() {
+            named += 1;
+        } else {
+            unnamed += 1;
+        }
+        if i % (n / 150).max(1) == 0 {
+            sample.push((cmd, url));
+        }
+    }
+    assert!(named > n / 2, "{named} named of {n}");
+    // A sample through the real binary.
+    let sb = Sandbox::new();
+    for (i, (cmd, url)) in sample.iter().enumerate() {
+        let mut p = json!({"hook_event_name":"beforeMCPExecution","conversation_id":"c1","tool_name":"ctx_read",
+            "tool_input":{"i": i}});
+        if let Some(c) = cmd {
+            p["command"] = json!(c);
+        }
+        if let Some(u) = url {
+            p["url"] = json!(u);
+        }
+        sb.hook("cursor", p.to_string()).ok();
+    }
+    let calls = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+    assert_eq!(calls, sample.len(), "every call recorded");
+    for f in walk(&sb.data).iter().filter(|p| p.is_file()) {
+        let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
+        assert!(!text.contains("SEC"), "{} holds a secret:\n{text}", f.display());
+    }
+    println!(
+        "security: {n} command/url shapes ({named} named, {unnamed} ambiguous URLs unnamed), {} through the binary: no secret",
+        sample.len()
+    );
+}

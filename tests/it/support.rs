@@ -119,6 +119,57 @@ impl Run {
         self
     }
 
+    /// Give up (panic) after `d` instead of the default 30 s.
+    pub fn timeout(mut self, d: Duration) -> Run {
+        self.timeout = d;
+        self
+    }
+
+    /// Run, and also return the child's peak RSS in KiB (`wait4`'s
+    /// `ru_maxrss`, of this child alone).
+    #[allow(clippy::zombie_processes)] // reaped by wait4, which std cannot see
+    pub fn run_rusage(self) -> (Out, u64) {
+        use std::io::Read;
+        let timeout = self.timeout;
+        let start = Instant::now();
+        let mut child = self.spawn();
+        let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let t_out = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = so.read_to_end(&mut b);
+            b
+        });
+        let t_err = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = se.read_to_end(&mut b);
+            b
+        });
+        let pid = child.id() as libc::pid_t;
+        let (status, rss) = loop {
+            let mut status = 0;
+            // SAFETY: a zeroed rusage out-struct and a child of ours.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+            if r == pid {
+                break (status, ru.ru_maxrss as u64);
+            }
+            assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+            if start.elapsed() > timeout {
+                let _ = child.kill();
+                panic!("leanctx did not finish within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+        let out = Out {
+            code,
+            stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
+            stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
+            elapsed: start.elapsed(),
+        };
+        (out, rss)
+    }
+
     /// Spawn with all three streams piped and stdin left to the caller (a
     /// stdin that stays open, a write that races the reader).
     pub fn spawn_open(mut self) -> std::process::Child {
