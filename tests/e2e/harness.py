@@ -267,14 +267,15 @@ class Sandbox:
     Note that Codex starts it with a filtered environment (HOME, LANG, PATH, SHELL, TERM, TMPDIR,
     USER), so pass what it needs as arguments.
     `codex_features`: overrides of CODEX_FEATURES; `codex_config_extra`: TOML appended to
-    config.toml (start it with a [table] header); `project_files`: {relpath: text} added to the
+    config.toml (start it with a [table] header); `codex_config_top`: top-level keys (e.g.
+    `tool_output_token_limit = 50000`) written before the first table; `project_files`: {relpath: text} added to the
     project; `claude_settings_extra`: keys merged into ~/.claude/settings.json.
     Reopen an existing sandbox directory with Sandbox(root=DIR) (no hooks argument).
     """
 
     def __init__(self, hooks=None, root=None, name="e2e", keep=None, mock=None, project_files=None,
                  codex_config_extra="", codex_features=None, claude_settings_extra=None,
-                 mock_dump=False, mcp_argv=None):
+                 mock_dump=False, mcp_argv=None, codex_config_top=""):
         self.keep = (os.environ.get("E2E_KEEP") == "1") if keep is None else keep
         if root is None:
             base = os.environ.get("E2E_SANDBOX_BASE") or None
@@ -296,6 +297,7 @@ class Sandbox:
         self.mock_log = os.path.join(self.logs, "mock.jsonl")
         self.claude_mcp_config = os.path.join(self.root, "claude-mcp.json")
         self.codex_config_extra = codex_config_extra
+        self.codex_config_top = codex_config_top
         self.codex_features = dict(CODEX_FEATURES, **(codex_features or {}))
         self.mcp_argv = list(mcp_argv or [PYTHON, MCP_SERVER, "--log", self.mcp_log])
         self._own_mock = mock is None
@@ -309,12 +311,14 @@ class Sandbox:
             with open(meta_path) as f:
                 meta = json.load(f)
             self.codex_config_extra = codex_config_extra or meta.get("codex_config_extra", "")
+            self.codex_config_top = codex_config_top or meta.get("codex_config_top", "")
             self.codex_features = dict(meta.get("codex_features") or CODEX_FEATURES, **(codex_features or {}))
             self.mcp_argv = list(mcp_argv or meta.get("mcp_argv") or self.mcp_argv)
         else:
             self._layout(hooks, project_files, claude_settings_extra)
             with open(meta_path, "w") as f:
                 json.dump({"codex_config_extra": self.codex_config_extra, "mcp_argv": self.mcp_argv,
+                           "codex_config_top": self.codex_config_top,
                            "codex_features": self.codex_features, "created": time.time()}, f)
         if os.path.isdir(self.runs_dir):
             self._run_no = len([n for n in os.listdir(self.runs_dir) if n.endswith(".json")])
@@ -369,7 +373,7 @@ model_provider = "mock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-
+%(top)s
 [model_providers.mock]
 name = "mock"
 base_url = "%(url)s/v1"
@@ -393,7 +397,7 @@ enabled = false
 
 [projects.%(proj)s]
 trust_level = "trusted"
-""" % {"url": self.mock.url, "mcp_cmd": _toml_str(self.mcp_argv[0]),
+""" % {"url": self.mock.url, "top": self.codex_config_top, "mcp_cmd": _toml_str(self.mcp_argv[0]),
        "mcp_args": ", ".join(_toml_str(x) for x in self.mcp_argv[1:]), "proj": _toml_str(self.project),
        "features": "\n".join("%s = %s" % (k, "true" if v else "false")
                               for k, v in sorted(self.codex_features.items()))}

@@ -5,14 +5,24 @@
     python3 tests/e2e/leanctx_e2e.py --leanctx target/debug/leanctx [--host claude|codex|both]
                                      [--only baseline,gate,...] [--keep] [-v]
 
-Everything the assertions look at is leanctx's own state (the slot, the journal, `status --json`)
-and the MCP server's log (what leanctx answered for each tools/call, what the model was served).
-Prints one PASS/FAIL line per check and a closing "N passed, M failed" line; exits 1 on failure.
+Two families of scenarios:
+- baseline, gate, concurrent, subagent, compact: the MCP server asks `leanctx scope check` (and
+  keeps its own delivery memory). They look at leanctx's own state (the slot, the journal,
+  `status --json`) and the MCP server's log (what leanctx answered, what was served).
+- ledger-*: the MCP server asks `leanctx stub ... --result` (the delivery ledger) and keeps no
+  memory of its own. The oracle is what the model received: the mock model logs, for every
+  request, each tool result's text, which big-<N> fixtures it holds whole, whether it is an
+  `[unchanged]` stub, and which fixtures are whole anywhere in the request's context. Every stub
+  the model got must stand next to a whole copy of that file in its context.
+
+Prints one PASS/FAIL line per check and a closing "N passed, M failed" line; exits 1 on failure
+(3 with a SKIP line when a host binary is missing).
 Runs in a loopback-only network namespace when possible (see harness.isolate_network).
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -38,15 +48,29 @@ def check(name, ok, detail=""):
     return bool(ok)
 
 
-class World:
-    """A harness sandbox whose hooks are leanctx's, installed by `leanctx hooks install`."""
+# The hook that acknowledges deliveries, per host: Claude's PostToolBatch shows what the model got,
+# Codex's PostToolUse names the call (its size rule decides whether it arrived whole).
+ACK_EVENT = {"claude-code": "PostToolBatch", "codex": "PostToolUse"}
+ACK_CHECKED = set()
 
-    def __init__(self, name):
+
+class World:
+    """A harness sandbox whose hooks are leanctx's, installed by `leanctx hooks install`.
+
+    mode "scope": the MCP server asks `scope check`; "ledger": it asks `stub --result`.
+    max_result_chars: the MCP tool declares anthropic/maxResultSizeChars. drop_hooks: {host:
+    [events]} removed from the installed config. codex_config_top: top-level config.toml keys."""
+
+    def __init__(self, name, mode="scope", max_result_chars=None, drop_hooks=None, codex_config_top=""):
         root = tempfile.mkdtemp(prefix="leanctx-e2e-%s-" % name, dir=os.environ.get("E2E_SANDBOX_BASE"))
         self.cache = os.path.join(root, "mcp-cache.json")
         mcp_argv = [H.PYTHON, H.MCP_SERVER, "--log", os.path.join(root, "logs", "mcp.jsonl"),
-                    "--leanctx", LEANCTX, "--cache", self.cache]
-        self.sb = H.Sandbox(hooks=None, root=root, name=name, keep=KEEP, mcp_argv=mcp_argv)
+                    "--leanctx", LEANCTX]
+        mcp_argv += ["--cache", self.cache] if mode == "scope" else ["--mode", "ledger"]
+        if max_result_chars:
+            mcp_argv += ["--max-result-chars", str(max_result_chars)]
+        self.sb = H.Sandbox(hooks=None, root=root, name=name, keep=KEEP, mcp_argv=mcp_argv,
+                            codex_config_top=codex_config_top)
         # Data dir as leanctx resolves it from the sandbox HOME (XDG_DATA_HOME for the hooks,
         # $HOME/.local/share for Codex's MCP server, whose env Codex filters: the same dir).
         self.data = os.path.join(self.sb.home, ".local", "share", "lean-ctx")
@@ -54,6 +78,45 @@ class World:
             out = self.leanctx(["hooks", "install", host])
             check("%s: leanctx hooks install %s" % (name, host), out.returncode == 0,
                   out.stdout + out.stderr)
+        if mode == "ledger":
+            for host in ("claude-code", "codex"):
+                self.ensure_ack_hook(host)
+        for host, events in (drop_hooks or {}).items():
+            self.edit_hooks(host, lambda hooks: [hooks.pop(e, None) for e in events])
+
+    def hooks_file(self, host):
+        if host == "claude-code":
+            return os.path.join(self.sb.claude_dir, "settings.json")
+        return os.path.join(self.sb.codex_home, "hooks.json")
+
+    def edit_hooks(self, host, fn):
+        path = self.hooks_file(host)
+        with open(path) as f:
+            doc = json.load(f)
+        fn(doc.setdefault("hooks", {}))
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+        return doc["hooks"]
+
+    def ensure_ack_hook(self, host):
+        """The ledger needs the host's acknowledging hook. `leanctx hooks install` must put it
+        there (checked once per host); when it did not, the same command is added by hand so the
+        ledger itself can still be tested."""
+        event = ACK_EVENT[host]
+        with open(self.hooks_file(host)) as f:
+            hooks = json.load(f).get("hooks", {})
+        ours = [h.get("command", "") for g in hooks.get(event, []) for h in g.get("hooks", [])
+                if "hook %s" % host in h.get("command", "")]
+        if host not in ACK_CHECKED:
+            ACK_CHECKED.add(host)
+            check("ledger: `leanctx hooks install %s` installs the %s hook that acknowledges deliveries"
+                  % (host, event), ours, "installed events: %s" % sorted(hooks))
+        if not ours:
+            pre = [h["command"] for g in hooks.get("PreToolUse", []) for h in g.get("hooks", [])
+                   if "hook %s" % host in h.get("command", "")]
+            cmd = pre[0] if pre else "%s hook %s" % (LEANCTX, host)
+            self.edit_hooks(host, lambda hk: hk.setdefault(event, []).append(
+                {"hooks": [{"type": "command", "command": cmd, "timeout": 5}]}))
 
     def env(self):
         e = {k: v for k, v in self.sb.env("codex").items() if k not in ("MOCK_API_KEY",)}
@@ -277,8 +340,276 @@ def sc_compact(host):
         w.close()
 
 
+# ---------------------------------------------------------------------------------------------
+# The delivery ledger. The oracle is the mock model's log: what the model received.
+
+CTX_TOOLS = ("mcp__ctx__ctx_read", "ctx_read")
+STUB_RE = re.compile(r"\[unchanged\] (\S+)")
+
+
+def lc(call):
+    return call.get("leanctx") or {}
+
+
+def reason(call):
+    return ((lc(call).get("answer") or {}).get("decision") or {}).get("reason")
+
+
+def confirmation(call):
+    return ((lc(call).get("answer") or {}).get("delivery") or {}).get("confirmation")
+
+
+def summary(calls):
+    return json.dumps([(c.get("arguments", {}).get("path"), lc(c).get("exit"), reason(c), confirmation(c),
+                        (c.get("_meta") or {}).get("windowId")) for c in calls])
+
+
+def main_requests(w, session=None):
+    return [q for q in w.sb.mock_requests()
+            if q.get("kind") == "main" and (session is None or q.get("session") == session)]
+
+
+def model_results(w, session=None):
+    """ctx_read results the model received, in order, each with the request that carried it."""
+    return [dict(tr, _context=q.get("context_whole") or [], _session=q.get("session"))
+            for q in main_requests(w, session) for tr in q.get("tool_results", []) if tr.get("tool") in CTX_TOOLS]
+
+
+def is_stub(tr, name):
+    return not tr.get("whole") and "[unchanged] %s" % name in tr.get("text", "")
+
+
+def desc(results):
+    return json.dumps([{"chars": t.get("chars"), "whole": t.get("whole"), "unchanged": t.get("unchanged"),
+                        "markers": len(t.get("markers") or []), "head": (t.get("text") or "")[:80]}
+                       for t in results])
+
+
+def check_stubs_truthful(tag, w):
+    """Every `[unchanged] P` the model received came in a request whose context holds P whole."""
+    res = model_results(w)
+    stubs = [(STUB_RE.search(t.get("text", "")).group(1).rsplit("/", 1)[-1], t["_context"])
+             for t in res if t.get("unchanged") and STUB_RE.search(t.get("text", ""))]
+    bad = [(name, ctx) for name, ctx in stubs if name not in ctx]
+    return check("%s: oracle: each of the %d stubs the model got stands next to the whole file in its context"
+                 % (tag, len(stubs)), not bad, "unbacked: %s" % bad)
+
+
+def check_each_read_asked(tag, w, n):
+    mcp = w.mcp()
+    return check("%s: %d ctx_read calls, each asked `leanctx stub --result`" % (tag, n),
+                 len(mcp) == n and all(lc(c).get("mode") == "ledger" and lc(c).get("exit") in (0, 1) for c in mcp),
+                 summary(mcp) + " " + json.dumps([lc(c).get("stderr") for c in mcp]))
+
+
+def check_first_delivery(tag, call):
+    rec = (lc(call).get("answer") or {}).get("recorded") or {}
+    return check("%s: first read: content, its delivery recorded (not-delivered)" % tag,
+                 lc(call).get("exit") == 1 and reason(call) == "not-delivered" and rec.get("recorded") is True,
+                 json.dumps(lc(call).get("answer"))[:600])
+
+
+def ledger_reread(host, scen, path, stubbed, first, world_kw=None, want_reason=None, want_conf=None):
+    """One session reads `path` twice. `stubbed`: the second read must be a stub. `first`: what the
+    model must have received the first time: "whole", "preview" (Claude) or "cut" (Codex)."""
+    tag = "%s/%s" % (host, scen)
+    w = World("%s-%s" % (host, scen), mode="ledger", **(world_kw or {}))
+    try:
+        r = w.run(host, "[reads=%s,%s]" % (path, path))
+        ok_run(tag, r)
+        check_each_read_asked(tag, w, 2)
+        mcp = w.mcp()
+        if len(mcp) == 2:
+            check_first_delivery(tag, mcp[0])
+            if stubbed:
+                check("%s: second read: leanctx says stub (confirmed-delivery)" % tag,
+                      lc(mcp[1]).get("exit") == 0 and reason(mcp[1]) == "confirmed-delivery", summary(mcp))
+            else:
+                check("%s: second read: leanctx withholds the stub (%s, %s)" % (tag, want_reason, want_conf),
+                      lc(mcp[1]).get("exit") == 1 and reason(mcp[1]) == want_reason
+                      and confirmation(mcp[1]) == want_conf, summary(mcp))
+        res = model_results(w, r.session_id)
+        check("%s: oracle: the model received two ctx_read results" % tag, len(res) == 2, desc(res))
+        if len(res) == 2:
+            a, b = res
+            if first == "whole":
+                ok = path in a.get("whole", [])
+            elif first == "preview":
+                ok = not a.get("whole") and "<persisted-output>" in a.get("text", "") and a.get("chars", 0) < 5000
+            else:  # Codex's middle cut: start and end kept, the middle gone
+                ok = (not a.get("whole") and "MARK-START" in a.get("markers", []) and "MARK-END" in a.get("markers", [])
+                      and "MARK-MID-5" not in a.get("markers", []))
+            check("%s: oracle: first result reached the model %s (%d of %d chars)"
+                  % (tag, first, a.get("chars", 0), len(H_text(path))), ok, desc(res))
+            if stubbed:
+                check("%s: oracle: the model's second result is `[unchanged] %s`" % (tag, path), is_stub(b, path),
+                      desc(res))
+            else:
+                check("%s: oracle: the model's second result is the content again, not a stub" % tag,
+                      not b.get("unchanged") and "MARK-START" in b.get("markers", []), desc(res))
+                check("%s: oracle: the model never had %s whole (a stub would have lied)" % (tag, path),
+                      path not in b["_context"], desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
+def H_text(path):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fixture_text
+    return fixture_text.text_for(path)
+
+
+def sc_ledger_reread(host):
+    """A 10 KB file read twice in one session: the second read is a stub (on Codex 10,240 bytes is
+    exactly the largest result the default budget of 2,500 tokens counts as whole)."""
+    ledger_reread(host, "ledger-reread", "big-10240", stubbed=True, first="whole")
+
+
+def sc_ledger_large(host):
+    """A 60 KB file: Claude shows the model a 2 KB preview, Codex cuts the middle out (default
+    budget): no stub on the re-read."""
+    if host == "claude":
+        ledger_reread(host, "ledger-large", "big-61440", stubbed=False, first="preview",
+                      want_reason="unconfirmed", want_conf="different-content")
+    else:
+        ledger_reread(host, "ledger-large", "big-61440", stubbed=False, first="cut",
+                      want_reason="unconfirmed", want_conf="cut")
+
+
+def sc_ledger_declared(host):
+    """The 60 KB file arrives whole when the tool declares anthropic/maxResultSizeChars 500000
+    (Claude) or config.toml sets tool_output_token_limit = 50000 (Codex): then it is stubbed."""
+    if host == "claude":
+        ledger_reread(host, "ledger-declared", "big-61440", stubbed=True, first="whole",
+                      world_kw={"max_result_chars": 500000})
+    else:
+        ledger_reread(host, "ledger-declared", "big-61440", stubbed=True, first="whole",
+                      world_kw={"codex_config_top": "tool_output_token_limit = 50000"})
+
+
+def sc_ledger_concurrent(host):
+    """Two sessions at once read the same file twice each. B starts reading only after A's delivery
+    was confirmed: B's first read must still be content (A's delivery is not B's), and each
+    session's re-read is a stub backed by its own delivery."""
+    tag = "%s/ledger-concurrent" % host
+    path = "big-10240"
+    w = World("%s-ledger-concurrent" % host, mode="ledger")
+    try:
+        ra, rb = H.run_concurrently([lambda: w.run(host, "[slow=3] [reads=%s,%s]" % (path, path)),
+                                     lambda: w.run(host, "[slow=8] [reads=%s,%s]" % (path, path))])
+        if isinstance(ra, BaseException) or isinstance(rb, BaseException):
+            check("%s: both sessions ran" % tag, False, "%r %r" % (ra, rb))
+            return
+        ok_run(tag + " A", ra)
+        ok_run(tag + " B", rb)
+        check("%s: the runs overlapped (>2 s)" % tag, H.overlap(ra, rb) > 2.0, "%.2f" % H.overlap(ra, rb))
+        check_each_read_asked(tag, w, 4)
+        mcp = w.mcp()
+        sids = {"A": ra.session_id, "B": rb.session_id}
+        by_sess = {k: [c for c in mcp if ((lc(c).get("answer") or {}).get("caller") or {}).get("scope") == sid]
+                   for k, sid in sids.items()}
+        check("%s: every call resolved to its own session, two each" % tag,
+              sids["A"] != sids["B"] and all(len(v) == 2 for v in by_sess.values()), summary(mcp))
+        order = [c.get("ts") for c in mcp]
+        a_done = by_sess["A"][1]["ts"] if len(by_sess["A"]) == 2 else None
+        b_first = by_sess["B"][0]["ts"] if by_sess["B"] else None
+        check("%s: B's first read came after A's confirmed re-read (A's delivery existed)" % tag,
+              a_done is not None and b_first is not None and b_first > a_done, order)
+        for k in ("A", "B"):
+            calls = by_sess[k]
+            if len(calls) != 2:
+                continue
+            check_first_delivery("%s %s" % (tag, k), calls[0])
+            own = ((lc(calls[1]).get("answer") or {}).get("delivery") or {}).get("scope")
+            check("%s %s: re-read stubbed on the session's own delivery" % (tag, k),
+                  lc(calls[1]).get("exit") == 0 and reason(calls[1]) == "confirmed-delivery" and own == sids[k],
+                  summary(calls) + " delivery scope %s" % own)
+            res = model_results(w, sids[k])
+            check("%s %s: oracle: the model got the file whole, then `[unchanged]`" % (tag, k),
+                  len(res) == 2 and path in res[0].get("whole", []) and is_stub(res[1], path), desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
+def sc_ledger_compact(host):
+    """Claude: read; resume and read again (stub: the result is in the resumed history); /compact;
+    read again: withheld (compacted), the model gets the content.
+    Codex: the same with auto-compaction (in a turn of its own), and with the compaction hooks REMOVED from the hooks
+    config (PreCompact, PostCompact, and SessionStart, whose source=compact also records one): the
+    journal never hears of the compaction; `_meta.windowId` alone withholds the stub."""
+    tag = "%s/ledger-compact" % host
+    path = "big-10240"
+    drop = {"codex": ["PreCompact", "PostCompact", "SessionStart"]} if host == "codex" else None
+    w = World("%s-ledger-compact" % host, mode="ledger", drop_hooks=drop)
+    try:
+        r1 = w.run(host, "read %s via ctx_read" % path)
+        ok_run(tag + " first", r1)
+        sid = r1.session_id
+        resume = {"resume": sid} if host == "claude" else {"resume_last": True}
+        r2 = w.run(host, "read %s via ctx_read again" % path, **resume)
+        ok_run(tag + " resume", r2)
+        mcp = w.mcp()
+        check("%s: after a plain resume the re-read is stubbed (confirmed-delivery)" % tag,
+              len(mcp) == 2 and lc(mcp[0]).get("exit") == 1 and lc(mcp[1]).get("exit") == 0
+              and reason(mcp[1]) == "confirmed-delivery", summary(mcp))
+        if host == "claude":
+            r3 = w.run(host, "/compact", resume=sid)
+            ok_run(tag + " /compact", r3)
+            r4 = w.run(host, "read %s via ctx_read once more" % path, resume=sid)
+        else:
+            # A turn with no read, compacted before it starts (the mock reports 62 tokens used).
+            # A read in the compacting turn itself would compact again after each 10 KB result.
+            r3 = w.run(host, "say ok", resume_last=True, config=["model_auto_compact_token_limit=60"])
+            ok_run(tag + " compacting turn", r3)
+            r4 = w.run(host, "read %s via ctx_read once more" % path, resume_last=True)
+        ok_run(tag + " after compaction", r4)
+        compactions = [q for q in w.sb.mock_requests() if q.get("kind") == "compact"]
+        check("%s: the host compacted (the model was asked for a summary)" % tag, len(compactions) >= 1,
+              len(compactions))
+        mcp = w.mcp()
+        last = mcp[-1] if mcp else {}
+        if host == "claude":
+            check("%s: compaction journaled" % tag, len(records(w, "P", sid)) >= 1, records(w, "P"))
+            check("%s: after the compaction leanctx withholds the stub (compacted)" % tag,
+                  len(mcp) == 3 and lc(last).get("exit") == 1 and reason(last) == "compacted", summary(mcp))
+        else:
+            hooks = json.load(open(w.hooks_file("codex"))).get("hooks", {})
+            check("%s: no compaction hook is configured" % tag,
+                  not any(e in hooks for e in drop["codex"]) and "PostToolUse" in hooks, sorted(hooks))
+            check("%s: no compaction record in the journal" % tag, records(w, "P") == [], records(w, "P"))
+            wins = [(c.get("_meta") or {}).get("windowId") for c in mcp]
+            check("%s: windowId: same window across the resume, the next one after the compaction" % tag,
+                  len(wins) == 3 and wins[0] == wins[1] == "%s:0" % sid and wins[2] == "%s:1" % sid, wins)
+            check("%s: after the compaction leanctx withholds the stub by windowId alone (window-changed)" % tag,
+                  len(mcp) == 3 and lc(last).get("exit") == 1 and reason(last) == "window-changed", summary(mcp))
+        res = model_results(w)
+        check("%s: oracle: the model got whole, `[unchanged]`, whole" % tag,
+              len(res) == 3 and path in res[0].get("whole", []) and is_stub(res[1], path)
+              and path in res[2].get("whole", []), desc(res))
+        check("%s: oracle: the compaction took the file out of the model's context" % tag,
+              context_lost(w, path), json.dumps([q.get("context_whole") for q in main_requests(w)]))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
+def context_lost(w, path):
+    """Between the last two ctx_read results, some main request had no whole copy of `path` in its
+    context (the compaction's summary replaced the history)."""
+    qs = main_requests(w)
+    idx = [i for i, q in enumerate(qs) if any(t.get("tool") in CTX_TOOLS for t in q.get("tool_results", []))]
+    if len(idx) < 2:
+        return False
+    return any(path not in (q.get("context_whole") or []) for q in qs[idx[-2] + 1:idx[-1] + 1])
+
+
 SCENARIOS = [("baseline", sc_baseline), ("gate", sc_gate), ("concurrent", sc_concurrent),
-             ("subagent", sc_subagent), ("compact", sc_compact)]
+             ("subagent", sc_subagent), ("compact", sc_compact),
+             ("ledger-reread", sc_ledger_reread), ("ledger-large", sc_ledger_large),
+             ("ledger-declared", sc_ledger_declared), ("ledger-concurrent", sc_ledger_concurrent),
+             ("ledger-compact", sc_ledger_compact)]
 
 
 def main():

@@ -38,8 +38,12 @@ Final text after tool results: "MOCK_DONE: <tool>(<args>) -> <result text>; ..."
 Request log (--log, JSON lines, one per request, no bodies):
   ts, api, path, model, session (X-Claude-Code-Session-Id / session-id header), stream,
   kind (main | compact | side | other), n_input, prompt (first 200 chars of the current prompt),
-  tool_results: [{tool, tool_use_id, is_error, text (first 2000 chars)}]  (only those in the last
-  message, i.e. what the host just sent back), reply (short description), delay, status.
+  tool_results: [{tool, tool_use_id, input, is_error, text (first 2000 chars), chars, sha256,
+  markers, whole, unchanged}]  (only those in the last message, i.e. what the host just sent
+  back; `whole` names each big-<N> fixture whose complete text is in the result, `unchanged` says
+  it holds an `[unchanged]` stub), context_whole (the big-<N> fixtures whose complete text is in
+  any tool result of the whole request, i.e. in the model's context), reply (short description),
+  delay, status.
 --dump-dir writes every full request body to DIR/NNNN-<api>.json (debugging only).
 """
 import argparse
@@ -52,6 +56,9 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_text  # noqa: E402
 
 MCP_TOOL_CLAUDE = "mcp__ctx__ctx_read"
 MCP_NS_CODEX = "mcp__ctx"
@@ -99,6 +106,23 @@ def log_request(rec):
     with _log_lock:
         with open(ARGS.log, "a") as f:
             f.write(line)
+
+
+def logged_result(r):
+    """A tool result the host sent, as logged: its text (first 2000 chars) and what it holds in
+    full: chars, sha256, the size markers present, `whole` (the big-<N> fixtures whose complete
+    text it contains) and `unchanged` (it contains an `[unchanged]` stub)."""
+    t = r["text"] or ""
+    return {"tool": r["tool"], "tool_use_id": r["tool_use_id"], "input": r.get("input"),
+            "is_error": r["is_error"], "text": short(t, 2000), "chars": len(t),
+            "sha256": fixture_text.sha256(t), "markers": fixture_text.markers(t),
+            "whole": fixture_text.whole_copies(t), "unchanged": "[unchanged]" in t}
+
+
+def context_whole(texts):
+    """The big-<N> fixtures whose complete text is in some tool result of the request's input: what
+    the model has in its context at this request (a compaction replaces history by a summary)."""
+    return sorted({name for t in texts for name in fixture_text.whole_copies(t or "")})
 
 
 def dump_body(api, body):
@@ -229,7 +253,10 @@ def claude_analyse(body):
     last_text = "\n".join(b.get("text", "") for b in blocks_of(last.get("content")) if b.get("type") == "text")
     is_compact = bool(COMPACT_RE.search(last_text or "")) or (
         bool(COMPACT_RE.search(system or "")) and not tools)
+    context = [text_of_tool_result(b) for m in msgs if m.get("role") == "user"
+               for b in blocks_of(m.get("content")) if b.get("type") == "tool_result"]
     return {"msgs": msgs, "tools": tools, "prompt": prompt, "results_since": results_since,
+            "context_results": context,
             "last_results": last_results, "is_compact": is_compact,
             # the model has not answered the prompt yet (Claude may put a role "system" message
             # after the prompt, so "prompt is the last message" is not the test)
@@ -399,7 +426,10 @@ def codex_analyse(body):
     if not summarized:
         summarized = any(SUMMARY_MSG_RE.match(codex_item_text(it).strip()) for it in items
                          if it.get("type", "message") == "message" and it.get("role") == "user")
+    context = [codex_output_text(it.get("output")) for it in items
+               if it.get("type") in ("function_call_output", "custom_tool_call_output")]
     return {"items": items, "tools": codex_tools(body), "prompt": prompt, "summarized": summarized,
+            "context_results": context,
             "results_since": results_since, "last_results": last_results, "is_compact": is_compact,
             "prompt_is_last": prompt_idx >= 0 and last_model < prompt_idx}
 
@@ -580,15 +610,9 @@ class Handler(BaseHTTPRequestHandler):
                "session": self.headers.get("X-Claude-Code-Session-Id"),
                "stream": bool(body.get("stream")), "kind": kind, "n_input": len(a["msgs"]),
                "n_tools": len(a["tools"]), "prompt": short(a["prompt"]),
-               "tool_results": [{"tool": r["tool"], "tool_use_id": r["tool_use_id"],
-                                 "is_error": r["is_error"], "text": short(r["text"], 2000)}
-                                for r in a["last_results"]],
+               "tool_results": [logged_result(r) for r in a["last_results"]],
+               "context_whole": context_whole(a["context_results"]),
                "reply": describe(action), "delay": delay, "t_start": now()}
-        if over_limit(rec["session"]):
-            action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
-                      % (ARGS.max_requests_per_session, rec["session"]))
-            rec["reply"] = describe(action)
-            delay = 0
         if over_limit(rec["session"]):
             action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
                       % (ARGS.max_requests_per_session, rec["session"]))
@@ -620,9 +644,8 @@ class Handler(BaseHTTPRequestHandler):
                "thread": self.headers.get("thread-id"),
                "stream": bool(body.get("stream", True)), "kind": kind, "n_input": len(a["items"]),
                "n_tools": len(a["tools"]), "prompt": short(a["prompt"]),
-               "tool_results": [{"tool": r["tool"], "tool_use_id": r["tool_use_id"],
-                                 "is_error": r["is_error"], "text": short(r["text"], 2000)}
-                                for r in a["last_results"]],
+               "tool_results": [logged_result(r) for r in a["last_results"]],
+               "context_whole": context_whole(a["context_results"]),
                "reply": describe(action), "delay": delay, "t_start": now()}
         if over_limit(rec["session"]):
             action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
