@@ -59,9 +59,11 @@ class World:
 
     mode "scope": the MCP server asks `scope check`; "ledger": it asks `stub --result`.
     max_result_chars: the MCP tool declares anthropic/maxResultSizeChars. drop_hooks: {host:
-    [events]} removed from the installed config. codex_config_top: top-level config.toml keys."""
+    [events]} removed from the installed config. codex_config_top: top-level config.toml keys.
+    serve_files: ctx_read serves the project's real files (else fixture text only)."""
 
-    def __init__(self, name, mode="scope", max_result_chars=None, drop_hooks=None, codex_config_top=""):
+    def __init__(self, name, mode="scope", max_result_chars=None, drop_hooks=None, codex_config_top="",
+                 serve_files=False):
         root = tempfile.mkdtemp(prefix="leanctx-e2e-%s-" % name, dir=os.environ.get("E2E_SANDBOX_BASE"))
         self.cache = os.path.join(root, "mcp-cache.json")
         mcp_argv = [H.PYTHON, H.MCP_SERVER, "--log", os.path.join(root, "logs", "mcp.jsonl"),
@@ -69,6 +71,8 @@ class World:
         mcp_argv += ["--cache", self.cache] if mode == "scope" else ["--mode", "ledger"]
         if max_result_chars:
             mcp_argv += ["--max-result-chars", str(max_result_chars)]
+        if serve_files:  # ctx_read reads the project's files as they are at each call
+            mcp_argv += ["--root", os.path.join(root, "home", "project")]
         self.sb = H.Sandbox(hooks=None, root=root, name=name, keep=KEEP, mcp_argv=mcp_argv,
                             codex_config_top=codex_config_top)
         # Data dir as leanctx resolves it from the sandbox HOME (XDG_DATA_HOME for the hooks,
@@ -390,8 +394,9 @@ def check_stubs_truthful(tag, w):
     res = model_results(w)
     stubs = [(STUB_RE.search(t.get("text", "")).group(1).rsplit("/", 1)[-1], t["_context"])
              for t in res if t.get("unchanged") and STUB_RE.search(t.get("text", ""))]
+    stubs = [(name, ctx) for name, ctx in stubs if re.match(r"big-\d+$", name)]
     bad = [(name, ctx) for name, ctx in stubs if name not in ctx]
-    return check("%s: oracle: each of the %d stubs the model got stands next to the whole file in its context"
+    return check("%s: oracle: each of the %d stubs of big files the model got stands next to the whole file in its context"
                  % (tag, len(stubs)), not bad, "unbacked: %s" % bad)
 
 
@@ -595,6 +600,82 @@ def sc_ledger_compact(host):
         w.close()
 
 
+def sc_ledger_subagent(host):
+    """A subagent reads the file twice (its re-read is a stub: its own confirmed delivery); then the
+    parent reads it: the subagent's delivery is not the parent's (the parent only got the
+    subagent's final text), so the parent gets the content."""
+    tag = "%s/ledger-subagent" % host
+    path = "big-10240"
+    w = World("%s-ledger-subagent" % host, mode="ledger")
+    try:
+        r1 = w.run(host, "[subagent] [reads=%s,%s]" % (path, path))
+        ok_run(tag + " subagent", r1)
+        sid = r1.session_id
+        resume = {"resume": sid} if host == "claude" else {"resume_last": True}
+        r2 = w.run(host, "read %s via ctx_read" % path, **resume)
+        ok_run(tag + " parent", r2)
+        mcp = w.mcp()
+        callers = [((lc(c).get("answer") or {}).get("caller") or {}).get("scope") for c in mcp]
+        check("%s: the subagent's reads resolved to agent:<id>, the parent's to the session" % tag,
+              len(mcp) == 3 and (callers[0] or "").startswith("agent:") and callers[1] == callers[0]
+              and callers[2] == sid, callers)
+        if len(mcp) == 3:
+            check_first_delivery(tag + " subagent", mcp[0])
+            check("%s: the subagent's re-read is stubbed (confirmed-delivery)" % tag,
+                  lc(mcp[1]).get("exit") == 0 and reason(mcp[1]) == "confirmed-delivery", summary(mcp))
+            check("%s: the parent's read is not stubbed on the subagent's delivery (not-delivered)" % tag,
+                  lc(mcp[2]).get("exit") == 1 and reason(mcp[2]) == "not-delivered", summary(mcp))
+        res = model_results(w)
+        check("%s: oracle: the subagent's model got the file whole, then `[unchanged]`" % tag,
+              len(res) == 3 and path in res[0].get("whole", []) and is_stub(res[1], path), desc(res))
+        later = [q for q in main_requests(w) if q.get("t_start", 0) >= r2.t_start]
+        res = [t for q in later for t in q.get("tool_results", []) if t.get("tool") in CTX_TOOLS]
+        check("%s: oracle: the parent's context did not hold the file before its read" % tag,
+              later and path not in (later[0].get("context_whole") or []),
+              json.dumps([q.get("context_whole") for q in later]))
+        check("%s: oracle: the parent's model got the file whole" % tag,
+              len(res) == 1 and path in res[0].get("whole", []), desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
+def sc_ledger_version(host):
+    """A file is read, then changed, then read again in the same session (resumed): the new
+    version is delivered (version-changed), and the read after that is a stub of the new one."""
+    tag = "%s/ledger-version" % host
+    path = "notes.txt"
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fixture_text
+    v1, v2 = fixture_text.big_text("notes-v1", 3000), fixture_text.big_text("notes-v2", 3000)
+    w = World("%s-ledger-version" % host, mode="ledger", serve_files=True)
+    try:
+        with open(os.path.join(w.sb.project, path), "w") as f:
+            f.write(v1)
+        r1 = w.run(host, "read %s via ctx_read" % path)
+        ok_run(tag + " v1", r1)
+        sid = r1.session_id
+        resume = {"resume": sid} if host == "claude" else {"resume_last": True}
+        with open(os.path.join(w.sb.project, path), "w") as f:
+            f.write(v2)
+        r2 = w.run(host, "read %s via ctx_read again" % path, **resume)
+        ok_run(tag + " v2", r2)
+        r3 = w.run(host, "read %s via ctx_read once more" % path, **resume)
+        ok_run(tag + " v2 again", r3)
+        mcp = w.mcp()
+        check("%s: leanctx: not-delivered, then version-changed, then confirmed-delivery" % tag,
+              [(lc(c).get("exit"), reason(c)) for c in mcp]
+              == [(1, "not-delivered"), (1, "version-changed"), (0, "confirmed-delivery")], summary(mcp))
+        res = model_results(w)
+        check("%s: oracle: the model got v1 whole, v2 whole, then `[unchanged] %s`" % (tag, path),
+              len(res) == 3 and "notes-v1" in res[0].get("whole", []) and "notes-v2" in res[1].get("whole", [])
+              and is_stub(res[2], path), desc(res))
+        check("%s: oracle: the stub came with v2 whole in the model's context" % tag,
+              len(res) == 3 and "notes-v2" in res[2]["_context"], desc(res))
+    finally:
+        w.close()
+
+
 def context_lost(w, path):
     """Between the last two ctx_read results, some main request had no whole copy of `path` in its
     context (the compaction's summary replaced the history)."""
@@ -609,7 +690,8 @@ SCENARIOS = [("baseline", sc_baseline), ("gate", sc_gate), ("concurrent", sc_con
              ("subagent", sc_subagent), ("compact", sc_compact),
              ("ledger-reread", sc_ledger_reread), ("ledger-large", sc_ledger_large),
              ("ledger-declared", sc_ledger_declared), ("ledger-concurrent", sc_ledger_concurrent),
-             ("ledger-compact", sc_ledger_compact)]
+             ("ledger-compact", sc_ledger_compact), ("ledger-subagent", sc_ledger_subagent),
+             ("ledger-version", sc_ledger_version)]
 
 
 def main():
@@ -629,6 +711,9 @@ def main():
             sys.exit(3)
     hosts = ["claude", "codex"] if a.host == "both" else [a.host]
     only = set(filter(None, a.only.split(",")))
+    unknown = only - {name for name, _ in SCENARIOS}
+    if unknown:
+        ap.error("unknown scenario(s) in --only: %s" % ", ".join(sorted(unknown)))
     for host in hosts:
         for name, fn in SCENARIOS:
             if only and name not in only:

@@ -5,9 +5,10 @@ Configured in the hosts as server `ctx`; it offers one tool, `ctx_read` ({"path"
 is read: `big-<N>` (in any directory) returns exactly N bytes of numbered lines with markers
 (`MARK-START`, `MARK-MID-1..9` at every 10 %, `MARK-END`; fixture_text.py, byte-identical to the
 captures in tests/fixtures/payloads/*/size-*), every other path the text `fixture content of <path>`.
+With `--root DIR`, a regular file DIR/<path> is read instead, as it is at the time of the call.
 
 Usage:  mcp_server.py [--log FILE] [LOGFILE] [--leanctx BIN [--mode scope|ledger] [--cache FILE]]
-                      [--max-result-chars N]
+                      [--max-result-chars N] [--root DIR]
 The log path comes from --log / the first positional argument, else from $E2E_MCP_LOG (Codex
 filters the MCP server's environment down to HOME, LANG, PATH, SHELL, TERM, TMPDIR, USER, so pass
 it on the command line there). Every `tools/call` appends one JSON line:
@@ -101,6 +102,18 @@ MODE = parse_opt(sys.argv[1:], "--mode") or "scope"
 if MODE not in ("scope", "ledger"):
     sys.exit("mcp_server.py: --mode must be scope or ledger, not %r" % MODE)
 MAX_RESULT_CHARS = parse_opt(sys.argv[1:], "--max-result-chars")
+ROOT = parse_opt(sys.argv[1:], "--root")
+
+
+def content_of(path):
+    """The text ctx_read returns: with --root, a regular file at ROOT/<path> (relative, no ..) is
+    read as it is now (so a test can change it between reads); otherwise fixture_text."""
+    if ROOT and path and not os.path.isabs(path) and ".." not in path.split("/"):
+        full = os.path.join(ROOT, path)
+        if os.path.isfile(full):
+            with open(full, encoding="utf-8", errors="replace") as f:
+                return f.read()
+    return fixture_text.text_for(path)
 if MAX_RESULT_CHARS is not None:
     TOOL = dict(TOOL, _meta={"anthropic/maxResultSizeChars": int(MAX_RESULT_CHARS)})
 
@@ -246,7 +259,7 @@ def handle(msg):
         args = params.get("arguments") or {}
         path = str(args.get("path", ""))
         failing = "E2E-TOOL-ERROR" in path
-        text = fixture_text.text_for(path)
+        text = content_of(path)
         content = {"content": [{"type": "text", "text": text}], "isError": False}
         stub, extra = False, None
         if LEANCTX and name == "ctx_read" and MODE == "ledger" and not failing:

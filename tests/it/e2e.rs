@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-const SCENARIOS: [&str; 10] = [
+const SCENARIOS: [&str; 12] = [
     "baseline",
     "gate",
     "concurrent",
@@ -26,6 +26,8 @@ const SCENARIOS: [&str; 10] = [
     "ledger-declared",
     "ledger-concurrent",
     "ledger-compact",
+    "ledger-subagent",
+    "ledger-version",
 ];
 
 /// The end-to-end tests cannot run here: fail when they are required, else
