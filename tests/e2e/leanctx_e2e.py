@@ -441,6 +441,8 @@ def ledger_reread(host, scen, path, stubbed, first, world_kw=None, want_reason=N
                 ok = path in a.get("whole", [])
             elif first == "preview":
                 ok = not a.get("whole") and "<persisted-output>" in a.get("text", "") and a.get("chars", 0) < 5000
+            elif first == "error":
+                ok = not a.get("whole") and "exceeds maximum allowed tokens" in a.get("text", "")
             else:  # Codex's middle cut: start and end kept, the middle gone
                 ok = (not a.get("whole") and "MARK-START" in a.get("markers", []) and "MARK-END" in a.get("markers", [])
                       and "MARK-MID-5" not in a.get("markers", []))
@@ -450,8 +452,10 @@ def ledger_reread(host, scen, path, stubbed, first, world_kw=None, want_reason=N
                 check("%s: oracle: the model's second result is `[unchanged] %s`" % (tag, path), is_stub(b, path),
                       desc(res))
             else:
-                check("%s: oracle: the model's second result is the content again, not a stub" % tag,
-                      not b.get("unchanged") and "MARK-START" in b.get("markers", []), desc(res))
+                again = ("exceeds maximum allowed tokens" in b.get("text", "") if first == "error"
+                         else "MARK-START" in b.get("markers", []))
+                check("%s: oracle: the model's second result is the content again (as the host shows it), not a stub"
+                      % tag, not b.get("unchanged") and again, desc(res))
                 check("%s: oracle: the model never had %s whole (a stub would have lied)" % (tag, path),
                       path not in b["_context"], desc(res))
         check_stubs_truthful(tag, w)
@@ -676,6 +680,50 @@ def sc_ledger_version(host):
         w.close()
 
 
+def sc_ledger_huge(host):
+    """Claude: a 150 KB result is over the token limit; the model gets only an error string
+    ("exceeds maximum allowed tokens"), so the re-read is not stubbed."""
+    ledger_reread(host, "ledger-huge", "big-153600", stubbed=False, first="error",
+                  want_reason="unconfirmed", want_conf="different-content")
+
+
+def sc_ledger_midturn(host):
+    """Codex: a compaction right after a call swallows its result (it goes only into the
+    compaction request; DELIVERY.md §3) although PostToolUse acknowledged it whole. The model
+    then asks again: the re-read must not be a stub, and it is not, by windowId."""
+    tag = "%s/ledger-midturn" % host
+    path = "big-400"
+    w = World("%s-ledger-midturn" % host, mode="ledger")
+    try:
+        # ~100 tokens of result on top of the 62 the mock reports: over 140, so Codex compacts
+        # right after the read; after it the mock reports 17, and 17 + 100 stays under.
+        r = w.run(host, "read %s via ctx_read" % path, config=["model_auto_compact_token_limit=140"])
+        ok_run(tag, r)
+        sid = r.session_id
+        mcp = w.mcp()
+        wins = [(c.get("_meta") or {}).get("windowId") for c in mcp]
+        check("%s: read, compaction, read again: windowId :0 then :1" % tag,
+              wins == ["%s:0" % sid, "%s:1" % sid], wins)
+        if len(mcp) == 2:
+            check_first_delivery(tag, mcp[0])
+            check("%s: the swallowed delivery was acknowledged whole, and still backs no stub (window-changed)"
+                  % tag, lc(mcp[1]).get("exit") == 1 and reason(mcp[1]) == "window-changed"
+                  and confirmation(mcp[1]) == "whole", summary(mcp))
+        qs = w.sb.mock_requests()
+        kinds = [q.get("kind") for q in qs]
+        ci = kinds.index("compact") if "compact" in kinds else -1
+        check("%s: oracle: the first result went into the compaction request only" % tag,
+              ci > 0 and path in (qs[ci].get("context_whole") or [])
+              and ci + 1 < len(qs) and path not in (qs[ci + 1].get("context_whole") or []),
+              json.dumps([(q.get("kind"), q.get("context_whole")) for q in qs]))
+        res = model_results(w)
+        check("%s: oracle: the model's only ctx_read result is the re-read, whole" % tag,
+              len(res) == 1 and path in res[0].get("whole", []), desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
 def context_lost(w, path):
     """Between the last two ctx_read results, some main request had no whole copy of `path` in its
     context (the compaction's summary replaced the history)."""
@@ -686,12 +734,14 @@ def context_lost(w, path):
     return any(path not in (q.get("context_whole") or []) for q in qs[idx[-2] + 1:idx[-1] + 1])
 
 
-SCENARIOS = [("baseline", sc_baseline), ("gate", sc_gate), ("concurrent", sc_concurrent),
-             ("subagent", sc_subagent), ("compact", sc_compact),
-             ("ledger-reread", sc_ledger_reread), ("ledger-large", sc_ledger_large),
-             ("ledger-declared", sc_ledger_declared), ("ledger-concurrent", sc_ledger_concurrent),
-             ("ledger-compact", sc_ledger_compact), ("ledger-subagent", sc_ledger_subagent),
-             ("ledger-version", sc_ledger_version)]
+BOTH = ("claude", "codex")
+SCENARIOS = [("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurrent", sc_concurrent, BOTH),
+             ("subagent", sc_subagent, BOTH), ("compact", sc_compact, BOTH),
+             ("ledger-reread", sc_ledger_reread, BOTH), ("ledger-large", sc_ledger_large, BOTH),
+             ("ledger-huge", sc_ledger_huge, ("claude",)),
+             ("ledger-declared", sc_ledger_declared, BOTH), ("ledger-concurrent", sc_ledger_concurrent, BOTH),
+             ("ledger-compact", sc_ledger_compact, BOTH), ("ledger-midturn", sc_ledger_midturn, ("codex",)),
+             ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH)]
 
 
 def main():
@@ -711,12 +761,12 @@ def main():
             sys.exit(3)
     hosts = ["claude", "codex"] if a.host == "both" else [a.host]
     only = set(filter(None, a.only.split(",")))
-    unknown = only - {name for name, _ in SCENARIOS}
+    unknown = only - {name for name, _, _ in SCENARIOS}
     if unknown:
         ap.error("unknown scenario(s) in --only: %s" % ", ".join(sorted(unknown)))
     for host in hosts:
-        for name, fn in SCENARIOS:
-            if only and name not in only:
+        for name, fn, on in SCENARIOS:
+            if (only and name not in only) or host not in on:
                 continue
             try:
                 fn(host)

@@ -589,9 +589,13 @@ class Handler(BaseHTTPRequestHandler):
             log_request({"api": "other", "path": self.path, "status": 400, "error": str(e)})
             return
         if path.endswith("/messages/count_tokens"):
-            self._json(200, {"input_tokens": USAGE_IN})
+            # About 4 characters a token, like a real tokenizer on this text: Claude Code counts a
+            # large MCP result this way and refuses one over its token limit (150 KB: an error
+            # string reaches the model instead of a preview).
+            n = max(USAGE_IN, len(json.dumps(body.get("messages") or [])) // 4)
+            self._json(200, {"input_tokens": n})
             log_request({"api": "anthropic", "path": self.path, "kind": "other", "status": 200,
-                         "model": body.get("model")})
+                         "model": body.get("model"), "input_tokens": n})
             return
         if path.endswith("/messages"):
             return self.handle_claude(body)
