@@ -558,6 +558,7 @@ class Result:
         self.duration = t_end - t_start
         self.timed_out = timed_out
         self.out_base = out_base
+        self.interrupted_at = None
 
     @property
     def session_id(self):
@@ -597,15 +598,38 @@ def _kill_group(pgid, sig):
         return False
 
 
-def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=None):
+def _interrupter(p, when, fired):
+    """SIGINT to the host process itself (not its group) once when() is true, like a user's
+    Ctrl-C reaching the CLI; records the time in fired[0]."""
+    while p.poll() is None:
+        try:
+            ready = when()
+        except Exception:
+            ready = False
+        if ready:
+            fired.append(time.time())
+            try:
+                os.kill(p.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            return
+        time.sleep(0.05)
+
+
+def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=None, interrupt_when=None):
     """Run argv in its own process group with a hard timeout; afterwards kill whatever is left in
-    that group (MCP servers, hooks). Output goes to files under sb.runs_dir."""
+    that group (MCP servers, hooks). Output goes to files under sb.runs_dir.
+    interrupt_when: a zero-argument callable polled every 50 ms while the host runs; once it is
+    true the host gets SIGINT (Result.interrupted_at says when)."""
     base = base or sb._next_run(host)
     t0 = time.time()
     timed_out = False
+    fired = []
     with open(base + ".stdout", "wb") as out, open(base + ".stderr", "wb") as err:
         p = subprocess.Popen(argv, cwd=cwd or sb.project, env=env, stdin=subprocess.DEVNULL,
                              stdout=out, stderr=err, start_new_session=True)
+        if interrupt_when is not None:
+            threading.Thread(target=_interrupter, args=(p, interrupt_when, fired), daemon=True).start()
         try:
             rc = p.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -630,12 +654,13 @@ def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=Non
     if timed_out:
         se += "\n[harness] TIMEOUT after %.0fs: process group killed\n" % timeout
     r = Result(host, argv, rc, so, se, t0, t1, timed_out, base)
+    r.interrupted_at = fired[0] if fired else None
     _write_json(base + ".json", r.as_dict())
     return r
 
 
 def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume=None,
-               allowed_tools=("mcp__ctx__ctx_read",), debug_file=True):
+               allowed_tools=("mcp__ctx__ctx_read",), debug_file=True, interrupt_when=None):
     """claude -p PROMPT --mcp-config ... --strict-mcp-config --allowedTools mcp__ctx__ctx_read
     --output-format stream-json --verbose [--resume ID] EXTRA_ARGS"""
     argv = [claude_bin(), "-p", prompt, "--mcp-config", sb.claude_mcp_config, "--strict-mcp-config",
@@ -648,11 +673,12 @@ def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, res
     if debug_file:
         argv += ["--debug-file", base + ".debug.log"]
     argv += list(extra_args)
-    return run_process(sb, "claude", argv, sb.env("claude", env), timeout, base=base)
+    return run_process(sb, "claude", argv, sb.env("claude", env), timeout, base=base,
+                       interrupt_when=interrupt_when)
 
 
 def run_codex(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume_last=False,
-              resume=None, config=()):
+              resume=None, config=(), interrupt_when=None):
     """codex exec --skip-git-repo-check --dangerously-bypass-hook-trust [-c K=V ...]
     [resume --last | resume ID] EXTRA_ARGS PROMPT"""
     sb._write_codex_config()
@@ -662,7 +688,7 @@ def run_codex(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resu
     if resume_last or resume:
         argv += ["resume"] + (["--last"] if resume_last else [resume])
     argv += list(extra_args) + [prompt]
-    return run_process(sb, "codex", argv, sb.env("codex", env), timeout)
+    return run_process(sb, "codex", argv, sb.env("codex", env), timeout, interrupt_when=interrupt_when)
 
 
 def run_concurrently(calls, timeout=DEFAULT_TIMEOUT + 30):

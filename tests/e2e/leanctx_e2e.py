@@ -29,6 +29,7 @@ import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_text  # noqa: E402
 import harness as H  # noqa: E402
 
 RESULTS = []
@@ -447,7 +448,7 @@ def ledger_reread(host, scen, path, stubbed, first, world_kw=None, want_reason=N
                 ok = (not a.get("whole") and "MARK-START" in a.get("markers", []) and "MARK-END" in a.get("markers", [])
                       and "MARK-MID-5" not in a.get("markers", []))
             check("%s: oracle: first result reached the model %s (%d of %d chars)"
-                  % (tag, first, a.get("chars", 0), len(H_text(path))), ok, desc(res))
+                  % (tag, first, a.get("chars", 0), len(fixture_text.text_for(path))), ok, desc(res))
             if stubbed:
                 check("%s: oracle: the model's second result is `[unchanged] %s`" % (tag, path), is_stub(b, path),
                       desc(res))
@@ -461,12 +462,6 @@ def ledger_reread(host, scen, path, stubbed, first, world_kw=None, want_reason=N
         check_stubs_truthful(tag, w)
     finally:
         w.close()
-
-
-def H_text(path):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import fixture_text
-    return fixture_text.text_for(path)
 
 
 def sc_ledger_reread(host):
@@ -649,8 +644,6 @@ def sc_ledger_version(host):
     version is delivered (version-changed), and the read after that is a stub of the new one."""
     tag = "%s/ledger-version" % host
     path = "notes.txt"
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import fixture_text
     v1, v2 = fixture_text.big_text("notes-v1", 3000), fixture_text.big_text("notes-v2", 3000)
     w = World("%s-ledger-version" % host, mode="ledger", serve_files=True)
     try:
@@ -724,6 +717,45 @@ def sc_ledger_midturn(host):
         w.close()
 
 
+def sc_ledger_interrupt(host):
+    """The user interrupts (SIGINT) while the MCP server is still working: the delivery was
+    recorded, but the model never got the result and no hook acknowledged it. After a resume the
+    re-read is content (unconfirmed, no acknowledgement); the read after that is a stub."""
+    tag = "%s/ledger-interrupt" % host
+    path = "E2E-SLOW-3/big-10240"  # the server answers after 3 s
+    name = "big-10240"
+    w = World("%s-ledger-interrupt" % host, mode="ledger")
+    try:
+        fn = H.run_claude if host == "claude" else H.run_codex
+        r1 = fn(w.sb, "read %s via ctx_read" % path, interrupt_when=lambda: len(w.sb.mcp_calls()) >= 1)
+        check("%s: the host was interrupted while the server worked, and ended" % tag,
+              r1.interrupted_at is not None and not r1.timed_out and r1.t_end - r1.interrupted_at < 10,
+              "%r interrupted_at=%s" % (r1, r1.interrupted_at))
+        sid = r1.session_id
+        resume = {"resume": sid} if host == "claude" else {"resume_last": True}
+        r2 = w.run(host, "read %s via ctx_read again" % path, **resume)
+        ok_run(tag + " resume", r2)
+        r3 = w.run(host, "read %s via ctx_read once more" % path, **resume)
+        ok_run(tag + " resume again", r3)
+        mcp = w.mcp()
+        if len(mcp) >= 1:
+            check_first_delivery(tag, mcp[0])
+        check("%s: leanctx: the unacknowledged delivery backs no stub (unconfirmed, none); the next one does"
+              % tag, [(lc(c).get("exit"), reason(c), confirmation(c)) for c in mcp]
+              == [(1, "not-delivered", None), (1, "unconfirmed", "none"), (0, "confirmed-delivery", "whole")],
+              summary(mcp))
+        res = model_results(w)
+        first = [q for q in main_requests(w) if q.get("t_start", 0) >= r2.t_start]
+        check("%s: oracle: the interrupted result never reached the model" % tag,
+              len(res) == 2 and first and name not in (first[0].get("context_whole") or []),
+              json.dumps([q.get("context_whole") for q in main_requests(w)]) + desc(res))
+        check("%s: oracle: the model got the re-read whole, then `[unchanged]`" % tag,
+              len(res) == 2 and name in res[0].get("whole", []) and is_stub(res[1], path), desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
 def context_lost(w, path):
     """Between the last two ctx_read results, some main request had no whole copy of `path` in its
     context (the compaction's summary replaced the history)."""
@@ -741,7 +773,8 @@ SCENARIOS = [("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurr
              ("ledger-huge", sc_ledger_huge, ("claude",)),
              ("ledger-declared", sc_ledger_declared, BOTH), ("ledger-concurrent", sc_ledger_concurrent, BOTH),
              ("ledger-compact", sc_ledger_compact, BOTH), ("ledger-midturn", sc_ledger_midturn, ("codex",)),
-             ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH)]
+             ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH),
+             ("ledger-interrupt", sc_ledger_interrupt, BOTH)]
 
 
 def main():

@@ -32,6 +32,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-midturn", &["codex"]),
     ("ledger-subagent", BOTH),
     ("ledger-version", BOTH),
+    ("ledger-interrupt", BOTH),
 ];
 
 /// The end-to-end tests cannot run here: fail when they are required, else
