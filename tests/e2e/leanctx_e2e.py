@@ -756,6 +756,43 @@ def sc_ledger_interrupt(host):
         w.close()
 
 
+def sc_ledger_budget_elsewhere(host):
+    """Codex: the output budget lowered where leanctx does not look (it reads only
+    $CODEX_HOME/config.toml and its [profiles.*] tables): on the command line (`-c`), in the
+    project's .codex/config.toml, in a profile file `$CODEX_HOME/<name>.config.toml` chosen with
+    `--profile` (Codex 0.169 refuses the legacy [profiles.x] table with --profile). With 1,000
+    tokens the model gets 4.8 KB of a 10 KB file: a re-read must not be a stub."""
+    path = "big-10240"
+    cases = [
+        ("-c", {"config": ["tool_output_token_limit=1000"]}, None),
+        ("project .codex/config.toml", {}, "project"),
+        ("--profile small", {"extra_args": ["--profile", "small"]}, "profile"),
+    ]
+    for label, run_kw, where in cases:
+        tag = "%s/ledger-budget-elsewhere (%s)" % (host, label)
+        w = World("%s-ledger-budget" % host, mode="ledger")
+        try:
+            if where == "project":
+                os.makedirs(os.path.join(w.sb.project, ".codex"), exist_ok=True)
+                with open(os.path.join(w.sb.project, ".codex", "config.toml"), "w") as f:
+                    f.write("tool_output_token_limit = 1000\n")
+            elif where == "profile":
+                with open(os.path.join(w.sb.codex_home, "small.config.toml"), "w") as f:
+                    f.write("tool_output_token_limit = 1000\n")
+            r = H.run_codex(w.sb, "[reads=%s,%s]" % (path, path), **run_kw)
+            ok_run(tag, r)
+            res = model_results(w)
+            mcp = w.mcp()
+            check("%s: oracle: the budget applied: the model got a cut copy the first time" % tag,
+                  len(res) == 2 and not res[0].get("whole") and "MARK-END" in res[0].get("markers", []),
+                  desc(res))
+            check("%s: the re-read is not a stub (PRODUCT BUG while failing: leanctx assumes the default budget)"
+                  % tag, len(res) == 2 and not res[1].get("unchanged") and len(mcp) == 2
+                  and lc(mcp[1]).get("exit") == 1, summary(mcp) + " " + desc(res))
+        finally:
+            w.close()
+
+
 def context_lost(w, path):
     """Between the last two ctx_read results, some main request had no whole copy of `path` in its
     context (the compaction's summary replaced the history)."""
@@ -774,7 +811,8 @@ SCENARIOS = [("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurr
              ("ledger-declared", sc_ledger_declared, BOTH), ("ledger-concurrent", sc_ledger_concurrent, BOTH),
              ("ledger-compact", sc_ledger_compact, BOTH), ("ledger-midturn", sc_ledger_midturn, ("codex",)),
              ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH),
-             ("ledger-interrupt", sc_ledger_interrupt, BOTH)]
+             ("ledger-interrupt", sc_ledger_interrupt, BOTH),
+             ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",))]
 
 
 def main():
