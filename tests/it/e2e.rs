@@ -33,6 +33,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-subagent", BOTH),
     ("ledger-version", BOTH),
     ("ledger-interrupt", BOTH),
+    ("ledger-parallel", BOTH),
     ("ledger-budget-elsewhere", &["codex"]),
 ];
 
