@@ -840,6 +840,35 @@ def sc_ledger_parallel(host):
         w.close()
 
 
+def sc_ledger_autocompact(host):
+    """Claude auto-compaction: the mock reports 995,000 input tokens with the first turn's answer
+    ([usage=...]), so Claude Code compacts on its own before the next turn; that turn's read is
+    withheld (compacted) and the model gets the content."""
+    tag = "%s/ledger-autocompact" % host
+    path = "big-10240"
+    w = World("%s-ledger-autocompact" % host, mode="ledger")
+    try:
+        r1 = w.run(host, "[usage=995000] read %s via ctx_read" % path)
+        ok_run(tag + " first", r1)
+        r2 = w.run(host, "read %s via ctx_read again" % path, resume=r1.session_id)
+        ok_run(tag + " next turn", r2)
+        qs = w.sb.mock_requests()
+        check("%s: Claude compacted on its own before the next turn" % tag,
+              [q.get("kind") for q in qs if q.get("t_start", 0) >= r2.t_start][:1] == ["compact"],
+              [(q.get("kind"), (q.get("prompt") or "")[:30]) for q in qs])
+        check("%s: compaction journaled" % tag, len(records(w, "P", r1.session_id)) >= 1, records(w, "P"))
+        mcp = w.mcp()
+        check("%s: leanctx: content, then withheld (compacted)" % tag,
+              [(lc(c).get("exit"), reason(c)) for c in mcp] == [(1, "not-delivered"), (1, "compacted")], summary(mcp))
+        res = model_results(w)
+        check("%s: oracle: the model got the file whole both times, and the compaction had taken it out of "
+              "its context" % tag, len(res) == 2 and all(path in t.get("whole", []) for t in res)
+              and path not in (res[1].get("whole_before") or []) and context_lost(w, path), desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
+
 def context_lost(w, path):
     """Between the last two ctx_read results, some main request had no whole copy of `path` in its
     context (the compaction's summary replaced the history)."""
@@ -857,6 +886,7 @@ SCENARIOS = [("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurr
              ("ledger-huge", sc_ledger_huge, ("claude",)),
              ("ledger-declared", sc_ledger_declared, BOTH), ("ledger-concurrent", sc_ledger_concurrent, BOTH),
              ("ledger-compact", sc_ledger_compact, BOTH), ("ledger-midturn", sc_ledger_midturn, ("codex",)),
+             ("ledger-autocompact", sc_ledger_autocompact, ("claude",)),
              ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH),
              ("ledger-interrupt", sc_ledger_interrupt, BOTH), ("ledger-parallel", sc_ledger_parallel, BOTH),
              ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",))]

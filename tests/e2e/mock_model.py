@@ -27,6 +27,9 @@ not a tool result). Markers (may be combined):
   [slow=N]                   sleep N seconds (max 120) before answering the first request of the
                              turn (the request whose last message is the prompt itself).
   [error]                    answer the prompt's request with HTTP 400.
+  [usage=N]                  report N input tokens (Claude) with the turn's final answer, until the
+                             conversation is compacted (N = 995000 makes Claude Code auto-compact
+                             before the next turn).
   anything else              plain text "MOCK_DONE: ok".
 
 Claude defers MCP tools behind `ToolSearch`: when `mcp__ctx__ctx_read` is not (yet) in `tools`,
@@ -84,6 +87,7 @@ READ_RE = re.compile(r"\bread\s+(\S+)\s+via\s+ctx_read", re.I)
 READS_RE = re.compile(r"\[reads=([^\]]+)\]")
 PARALLEL_RE = re.compile(r"\[parallel=([^\]]+)\]")
 SLOW_RE = re.compile(r"\[slow=(\d+(?:\.\d+)?)\]")
+USAGE_RE = re.compile(r"\[usage=(\d+)\]")
 HOST_TAG_RE = re.compile(r"^<[a-z][a-z_-]*>")
 SYSREM_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 
@@ -278,12 +282,25 @@ def claude_analyse(body):
         bool(COMPACT_RE.search(system or "")) and not tools)
     context = [text_of_tool_result(b) for m in msgs if m.get("role") == "user"
                for b in blocks_of(m.get("content")) if b.get("type") == "tool_result"]
+    summarized = any(m.get("role") == "user" and any(
+        SUMMARY_MSG_RE.match(SYSREM_RE.sub("", b.get("text", "")).strip()) or "MOCK_SUMMARY" in b.get("text", "")
+        for b in blocks_of(m.get("content")) if b.get("type") == "text") for m in msgs)
     return {"msgs": msgs, "tools": tools, "prompt": prompt, "results_since": results_since,
-            "context_results": context,
+            "context_results": context, "summarized": summarized,
             "last_results": last_results, "is_compact": is_compact,
             # the model has not answered the prompt yet (Claude may put a role "system" message
             # after the prompt, so "prompt is the last message" is not the test)
             "prompt_is_last": prompt_idx >= 0 and last_asst < prompt_idx}
+
+
+def claude_usage(a):
+    """Input tokens to report with the turn's final answer: `[usage=N]` in the prompt reports N
+    until the conversation was compacted (its history then starts with the host's summary
+    message), else the default."""
+    m = USAGE_RE.search(a["prompt"] or "")
+    if not m or a.get("summarized"):
+        return USAGE_IN
+    return int(m.group(1))
 
 
 def claude_decide(a):
@@ -329,7 +346,7 @@ def sse(event, data):
     return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
 
 
-def claude_message(model, action):
+def claude_message(model, action, usage_in=USAGE_IN):
     mid = "msg_mock_" + uuid.uuid4().hex[:16]
     if action[0] == "text":
         content = [{"type": "text", "text": action[1]}]
@@ -341,7 +358,7 @@ def claude_message(model, action):
         stop = "tool_use"
     return {"id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT,
+            "usage": {"input_tokens": usage_in, "output_tokens": USAGE_OUT,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
 
 
@@ -669,7 +686,7 @@ class Handler(BaseHTTPRequestHandler):
             log_request(rec)
             return self._json(action[1], {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": action[2]}})
-        msg = claude_message(model, action)
+        msg = claude_message(model, action, claude_usage(a) if kind == "main" and action[0] == "text" else USAGE_IN)
         rec["status"] = 200
         log_request(rec)
         if body.get("stream"):

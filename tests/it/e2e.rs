@@ -30,6 +30,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-concurrent", BOTH),
     ("ledger-compact", BOTH),
     ("ledger-midturn", &["codex"]),
+    ("ledger-autocompact", &["claude"]),
     ("ledger-subagent", BOTH),
     ("ledger-version", BOTH),
     ("ledger-interrupt", BOTH),
