@@ -267,14 +267,15 @@ class Sandbox:
     Note that Codex starts it with a filtered environment (HOME, LANG, PATH, SHELL, TERM, TMPDIR,
     USER), so pass what it needs as arguments.
     `codex_features`: overrides of CODEX_FEATURES; `codex_config_extra`: TOML appended to
-    config.toml (start it with a [table] header); `project_files`: {relpath: text} added to the
+    config.toml (start it with a [table] header); `codex_config_top`: top-level keys (e.g.
+    `tool_output_token_limit = 50000`) written before the first table; `project_files`: {relpath: text} added to the
     project; `claude_settings_extra`: keys merged into ~/.claude/settings.json.
     Reopen an existing sandbox directory with Sandbox(root=DIR) (no hooks argument).
     """
 
     def __init__(self, hooks=None, root=None, name="e2e", keep=None, mock=None, project_files=None,
                  codex_config_extra="", codex_features=None, claude_settings_extra=None,
-                 mock_dump=False, mcp_argv=None):
+                 mock_dump=False, mcp_argv=None, codex_config_top=""):
         self.keep = (os.environ.get("E2E_KEEP") == "1") if keep is None else keep
         if root is None:
             base = os.environ.get("E2E_SANDBOX_BASE") or None
@@ -296,6 +297,7 @@ class Sandbox:
         self.mock_log = os.path.join(self.logs, "mock.jsonl")
         self.claude_mcp_config = os.path.join(self.root, "claude-mcp.json")
         self.codex_config_extra = codex_config_extra
+        self.codex_config_top = codex_config_top
         self.codex_features = dict(CODEX_FEATURES, **(codex_features or {}))
         self.mcp_argv = list(mcp_argv or [PYTHON, MCP_SERVER, "--log", self.mcp_log])
         self._own_mock = mock is None
@@ -309,12 +311,14 @@ class Sandbox:
             with open(meta_path) as f:
                 meta = json.load(f)
             self.codex_config_extra = codex_config_extra or meta.get("codex_config_extra", "")
+            self.codex_config_top = codex_config_top or meta.get("codex_config_top", "")
             self.codex_features = dict(meta.get("codex_features") or CODEX_FEATURES, **(codex_features or {}))
             self.mcp_argv = list(mcp_argv or meta.get("mcp_argv") or self.mcp_argv)
         else:
             self._layout(hooks, project_files, claude_settings_extra)
             with open(meta_path, "w") as f:
                 json.dump({"codex_config_extra": self.codex_config_extra, "mcp_argv": self.mcp_argv,
+                           "codex_config_top": self.codex_config_top,
                            "codex_features": self.codex_features, "created": time.time()}, f)
         if os.path.isdir(self.runs_dir):
             self._run_no = len([n for n in os.listdir(self.runs_dir) if n.endswith(".json")])
@@ -369,7 +373,7 @@ model_provider = "mock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-
+%(top)s
 [model_providers.mock]
 name = "mock"
 base_url = "%(url)s/v1"
@@ -393,7 +397,7 @@ enabled = false
 
 [projects.%(proj)s]
 trust_level = "trusted"
-""" % {"url": self.mock.url, "mcp_cmd": _toml_str(self.mcp_argv[0]),
+""" % {"url": self.mock.url, "top": self.codex_config_top, "mcp_cmd": _toml_str(self.mcp_argv[0]),
        "mcp_args": ", ".join(_toml_str(x) for x in self.mcp_argv[1:]), "proj": _toml_str(self.project),
        "features": "\n".join("%s = %s" % (k, "true" if v else "false")
                               for k, v in sorted(self.codex_features.items()))}
@@ -554,6 +558,7 @@ class Result:
         self.duration = t_end - t_start
         self.timed_out = timed_out
         self.out_base = out_base
+        self.interrupted_at = None
 
     @property
     def session_id(self):
@@ -593,15 +598,38 @@ def _kill_group(pgid, sig):
         return False
 
 
-def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=None):
+def _interrupter(p, when, fired):
+    """SIGINT to the host process itself (not its group) once when() is true, like a user's
+    Ctrl-C reaching the CLI; records the time in fired[0]."""
+    while p.poll() is None:
+        try:
+            ready = when()
+        except Exception:
+            ready = False
+        if ready:
+            fired.append(time.time())
+            try:
+                os.kill(p.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            return
+        time.sleep(0.05)
+
+
+def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=None, interrupt_when=None):
     """Run argv in its own process group with a hard timeout; afterwards kill whatever is left in
-    that group (MCP servers, hooks). Output goes to files under sb.runs_dir."""
+    that group (MCP servers, hooks). Output goes to files under sb.runs_dir.
+    interrupt_when: a zero-argument callable polled every 50 ms while the host runs; once it is
+    true the host gets SIGINT (Result.interrupted_at says when)."""
     base = base or sb._next_run(host)
     t0 = time.time()
     timed_out = False
+    fired = []
     with open(base + ".stdout", "wb") as out, open(base + ".stderr", "wb") as err:
         p = subprocess.Popen(argv, cwd=cwd or sb.project, env=env, stdin=subprocess.DEVNULL,
                              stdout=out, stderr=err, start_new_session=True)
+        if interrupt_when is not None:
+            threading.Thread(target=_interrupter, args=(p, interrupt_when, fired), daemon=True).start()
         try:
             rc = p.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -626,12 +654,13 @@ def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=Non
     if timed_out:
         se += "\n[harness] TIMEOUT after %.0fs: process group killed\n" % timeout
     r = Result(host, argv, rc, so, se, t0, t1, timed_out, base)
+    r.interrupted_at = fired[0] if fired else None
     _write_json(base + ".json", r.as_dict())
     return r
 
 
 def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume=None,
-               allowed_tools=("mcp__ctx__ctx_read",), debug_file=True):
+               allowed_tools=("mcp__ctx__ctx_read",), debug_file=True, interrupt_when=None):
     """claude -p PROMPT --mcp-config ... --strict-mcp-config --allowedTools mcp__ctx__ctx_read
     --output-format stream-json --verbose [--resume ID] EXTRA_ARGS"""
     argv = [claude_bin(), "-p", prompt, "--mcp-config", sb.claude_mcp_config, "--strict-mcp-config",
@@ -644,11 +673,12 @@ def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, res
     if debug_file:
         argv += ["--debug-file", base + ".debug.log"]
     argv += list(extra_args)
-    return run_process(sb, "claude", argv, sb.env("claude", env), timeout, base=base)
+    return run_process(sb, "claude", argv, sb.env("claude", env), timeout, base=base,
+                       interrupt_when=interrupt_when)
 
 
 def run_codex(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume_last=False,
-              resume=None, config=()):
+              resume=None, config=(), interrupt_when=None):
     """codex exec --skip-git-repo-check --dangerously-bypass-hook-trust [-c K=V ...]
     [resume --last | resume ID] EXTRA_ARGS PROMPT"""
     sb._write_codex_config()
@@ -658,7 +688,7 @@ def run_codex(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resu
     if resume_last or resume:
         argv += ["resume"] + (["--last"] if resume_last else [resume])
     argv += list(extra_args) + [prompt]
-    return run_process(sb, "codex", argv, sb.env("codex", env), timeout)
+    return run_process(sb, "codex", argv, sb.env("codex", env), timeout, interrupt_when=interrupt_when)
 
 
 def run_concurrently(calls, timeout=DEFAULT_TIMEOUT + 30):

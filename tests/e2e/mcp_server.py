@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """One-tool MCP stdio server for the leanctx e2e harness (python3 stdlib only).
 
-Configured in the hosts as server `ctx`; it offers one tool, `ctx_read` ({"path": string}), which
-returns the fixed text `fixture content of <path>` (no file is read).
+Configured in the hosts as server `ctx`; it offers one tool, `ctx_read` ({"path": string}). No file
+is read: `big-<N>` (in any directory) returns exactly N bytes of numbered lines with markers
+(`MARK-START`, `MARK-MID-1..9` at every 10 %, `MARK-END`; fixture_text.py, byte-identical to the
+captures in tests/fixtures/payloads/*/size-*), every other path the text `fixture content of <path>`.
+With `--root DIR`, a regular file DIR/<path> is read instead, as it is at the time of the call.
 
-Usage:  mcp_server.py [--log FILE] [LOGFILE]
+Usage:  mcp_server.py [--log FILE] [LOGFILE] [--leanctx BIN [--mode scope|ledger] [--cache FILE]]
+                      [--max-result-chars N] [--root DIR]
 The log path comes from --log / the first positional argument, else from $E2E_MCP_LOG (Codex
 filters the MCP server's environment down to HOME, LANG, PATH, SHELL, TERM, TMPDIR, USER, so pass
 it on the command line there). Every `tools/call` appends one JSON line:
@@ -12,17 +16,28 @@ it on the command line there). Every `tools/call` appends one JSON line:
    "CLAUDE_CODE_SESSION_ID": <env value or null>, "HOME": <env value or null>}
 Nothing else from the environment is recorded.
 
+`--max-result-chars N` declares `_meta: {"anthropic/maxResultSizeChars": N}` on the tool in
+`tools/list` (Claude Code then hands results up to N characters to the model whole).
+
 Protocol: newline-delimited JSON-RPC 2.0 on stdin/stdout. Answers `initialize`, `tools/list`,
 `tools/call`, `ping`; ignores notifications; every other request with an id gets -32601
 "Method not found" (Claude Code first sends `server/discover`).
 
-leanctx mode (what a context-saving server does): with `--leanctx BIN`, every tools/call first
-asks `BIN scope check --json --call -` (the JSON-RPC request on stdin; `--delivered SCOPE --at MS`
-when this path was delivered before, `--cold` when that delivery came from the persisted cache).
-When leanctx allows it the answer is `[unchanged] <path>`; otherwise the content, and the path is
-remembered as delivered to the scope leanctx vouches for (`delivery_scope`). `--cache FILE` persists those deliveries
-so a later server process (a resumed session) starts with them, as cold entries. The answer and
-the inputs are logged under "leanctx" in the tools/call line.
+leanctx, `--mode ledger` (the delivery ledger: what a context-saving server does): for every
+`ctx_read` the server builds the result it would return, its version (`sha256:<hex>` of the text),
+and asks `BIN stub --call - --key <path> --version <ver> --result <tmpfile> --json` (the JSON-RPC
+request on stdin, the result in a temp file). Exit 0: it answers `[unchanged] <path>`; exit 1: the
+content (leanctx recorded the delivery); anything else (error, timeout, no binary): the content
+(fail open). The server keeps no delivery memory of its own. Logged under "leanctx" in the
+tools/call line: mode, key, version, sent_chars, exit, answer (leanctx's JSON), stub.
+
+leanctx, `--mode scope` (the default; the older per-scope check): every tools/call first asks
+`BIN scope check --json --call -` (`--delivered SCOPE --at MS` when this path was delivered
+before, `--cold` when that delivery came from the persisted cache). When leanctx allows it the
+answer is `[unchanged] <path>`; otherwise the content, and the path is remembered as delivered to
+the scope leanctx vouches for (`delivery_scope`). `--cache FILE` persists those deliveries so a
+later server process (a resumed session) starts with them, as cold entries. The answer and the
+inputs are logged under "leanctx" in the tools/call line.
 
 Fixture switches (by argument value, for tests that need them):
   path containing "E2E-TOOL-ERROR"  -> result with isError: true ("ctx_read fixture error: no such file")
@@ -31,8 +46,13 @@ Fixture switches (by argument value, for tests that need them):
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_text  # noqa: E402
 
 SERVER_NAME = "ctx"
 TOOL = {
@@ -78,6 +98,24 @@ def parse_opt(argv, name):
 
 LEANCTX = parse_opt(sys.argv[1:], "--leanctx")
 CACHE_PATH = parse_opt(sys.argv[1:], "--cache")
+MODE = parse_opt(sys.argv[1:], "--mode") or "scope"
+if MODE not in ("scope", "ledger"):
+    sys.exit("mcp_server.py: --mode must be scope or ledger, not %r" % MODE)
+MAX_RESULT_CHARS = parse_opt(sys.argv[1:], "--max-result-chars")
+ROOT = parse_opt(sys.argv[1:], "--root")
+
+
+def content_of(path):
+    """The text ctx_read returns: with --root, a regular file at ROOT/<path> (relative, no ..) is
+    read as it is now (so a test can change it between reads); otherwise fixture_text."""
+    if ROOT and path and not os.path.isabs(path) and ".." not in path.split("/"):
+        full = os.path.join(ROOT, path)
+        if os.path.isfile(full):
+            with open(full, encoding="utf-8", errors="replace") as f:
+                return f.read()
+    return fixture_text.text_for(path)
+if MAX_RESULT_CHARS is not None:
+    TOOL = dict(TOOL, _meta={"anthropic/maxResultSizeChars": int(MAX_RESULT_CHARS)})
 
 
 def load_cache():
@@ -104,9 +142,38 @@ def save_cache():
     os.replace(tmp, CACHE_PATH)
 
 
+def ask_ledger(mid, params, path, result_obj, text):
+    """The ledger's stub question for this call: (stub?, record for the log). The result the server
+    returns otherwise goes with the question, so leanctx records its delivery."""
+    version = "sha256:" + fixture_text.sha256(text)
+    req = json.dumps({"jsonrpc": "2.0", "id": mid, "method": "tools/call", "params": params})
+    rec = {"mode": "ledger", "key": path, "version": version, "sent_chars": len(text)}
+    fd, tmp = tempfile.mkstemp(prefix="ctx-result-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(result_obj, f)
+        argv = [LEANCTX, "stub", "--call", "-", "--key", path, "--version", version, "--result", tmp, "--json"]
+        p = subprocess.run(argv, input=req.encode(), capture_output=True, timeout=10)
+        rc = p.returncode
+        try:
+            answer = json.loads(p.stdout.decode() or "null")
+        except ValueError:
+            answer = {"unparsed": p.stdout.decode(errors="replace")[:500]}
+        if p.stderr:
+            rec["stderr"] = p.stderr.decode(errors="replace")[:500]
+    except Exception as e:  # a broken leanctx must not break the server: serve content
+        answer, rc = {"error": str(e)}, None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    rec.update({"exit": rc, "answer": answer, "stub": rc == 0})
+    return rc == 0, rec
+
+
 def ask_leanctx(mid, params, path):
     """The stub question for this call: returns (allowed, record for the log)."""
-    import subprocess
     prev = CACHE.get(path)
     argv = [LEANCTX, "scope", "check", "--json", "--call", "-"]
     if prev and prev.get("scope"):
@@ -191,8 +258,14 @@ def handle(msg):
         name = params.get("name")
         args = params.get("arguments") or {}
         path = str(args.get("path", ""))
+        failing = "E2E-TOOL-ERROR" in path
+        text = content_of(path)
+        content = {"content": [{"type": "text", "text": text}], "isError": False}
         stub, extra = False, None
-        if LEANCTX and name == "ctx_read":
+        if LEANCTX and name == "ctx_read" and MODE == "ledger" and not failing:
+            stub, lc = ask_ledger(mid, params, path, content, text)
+            extra = {"leanctx": lc}
+        elif LEANCTX and name == "ctx_read" and MODE == "scope":
             stub, lc = ask_leanctx(mid, params, path)
             extra = {"leanctx": lc}
         log_call(params, extra)
@@ -202,12 +275,14 @@ def handle(msg):
         m = re.search(r"E2E-SLOW-(\d+)", path)
         if m:
             time.sleep(min(int(m.group(1)), 60))
-        if "E2E-TOOL-ERROR" in path:
+        if failing:
             result(mid, {"content": [{"type": "text", "text": "ctx_read fixture error: no such file"}],
                          "isError": True})
             return
-        text = "[unchanged] %s" % path if stub else "fixture content of %s" % path
-        result(mid, {"content": [{"type": "text", "text": text}], "isError": False})
+        if stub:
+            result(mid, {"content": [{"type": "text", "text": "[unchanged] %s" % path}], "isError": False})
+        else:
+            result(mid, content)
     else:
         error(mid, -32601, "Method not found: %s" % method)
 

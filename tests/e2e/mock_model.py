@@ -18,6 +18,8 @@ not a tool result). Markers (may be combined):
   read <PATH> via ctx_read   call the MCP tool ctx_read {"path": PATH} ("README" -> "README.md"),
                              then answer with final text that quotes the tool result text.
   [reads=A,B,...]            call ctx_read once per path, in order (one call per model request).
+  [parallel=A,B,...]         call ctx_read once per path, all in ONE model response (parallel tool
+                             calls: one Claude tool batch, several Codex function_call items).
   [subagent]                 main agent delegates the prompt (marker removed) to a subagent:
                              Claude: tool `Agent` {subagent_type: general-purpose, ...};
                              Codex: `spawn_agent` {message}, then `wait_agent` {targets}.
@@ -25,6 +27,9 @@ not a tool result). Markers (may be combined):
   [slow=N]                   sleep N seconds (max 120) before answering the first request of the
                              turn (the request whose last message is the prompt itself).
   [error]                    answer the prompt's request with HTTP 400.
+  [usage=N]                  report N input tokens (Claude) with the turn's final answer, until the
+                             conversation is compacted (N = 995000 makes Claude Code auto-compact
+                             before the next turn).
   anything else              plain text "MOCK_DONE: ok".
 
 Claude defers MCP tools behind `ToolSearch`: when `mcp__ctx__ctx_read` is not (yet) in `tools`,
@@ -38,8 +43,13 @@ Final text after tool results: "MOCK_DONE: <tool>(<args>) -> <result text>; ..."
 Request log (--log, JSON lines, one per request, no bodies):
   ts, api, path, model, session (X-Claude-Code-Session-Id / session-id header), stream,
   kind (main | compact | side | other), n_input, prompt (first 200 chars of the current prompt),
-  tool_results: [{tool, tool_use_id, is_error, text (first 2000 chars)}]  (only those in the last
-  message, i.e. what the host just sent back), reply (short description), delay, status.
+  tool_results: [{tool, tool_use_id, input, is_error, text (first 2000 chars), chars, sha256,
+  markers, whole, unchanged}]  (only those in the last message, i.e. what the host just sent
+  back; `whole` names each big-<N> fixture whose complete text is in the result, `unchanged` says
+  it holds an `[unchanged]` stub; whole_before: the fixtures whole in a tool result before it in
+  the request), context_whole (the big-<N> fixtures whose complete text is in
+  any tool result of the whole request, i.e. in the model's context), reply (short description),
+  delay, status.
 --dump-dir writes every full request body to DIR/NNNN-<api>.json (debugging only).
 """
 import argparse
@@ -52,6 +62,9 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_text  # noqa: E402
 
 MCP_TOOL_CLAUDE = "mcp__ctx__ctx_read"
 MCP_NS_CODEX = "mcp__ctx"
@@ -72,7 +85,9 @@ COMPACT_RE = re.compile(
     r"Your task is to create a detailed summary)", re.I)
 READ_RE = re.compile(r"\bread\s+(\S+)\s+via\s+ctx_read", re.I)
 READS_RE = re.compile(r"\[reads=([^\]]+)\]")
+PARALLEL_RE = re.compile(r"\[parallel=([^\]]+)\]")
 SLOW_RE = re.compile(r"\[slow=(\d+(?:\.\d+)?)\]")
+USAGE_RE = re.compile(r"\[usage=(\d+)\]")
 HOST_TAG_RE = re.compile(r"^<[a-z][a-z_-]*>")
 SYSREM_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 
@@ -101,6 +116,37 @@ def log_request(rec):
             f.write(line)
 
 
+def logged_result(r, before=()):
+    """A tool result the host sent, as logged: its text (first 2000 chars) and what it holds in
+    full: chars, sha256, the size markers present, `whole` (the big-<N> fixtures whose complete
+    text it contains), `unchanged` (it contains an `[unchanged]` stub) and `whole_before` (the
+    fixtures whole in some tool result before it in the request: what the model has read by the
+    time it reads this one)."""
+    t = r["text"] or ""
+    return {"tool": r["tool"], "tool_use_id": r["tool_use_id"], "input": r.get("input"),
+            "is_error": r["is_error"], "text": short(t, 2000), "chars": len(t),
+            "sha256": fixture_text.sha256(t), "markers": fixture_text.markers(t),
+            "whole": fixture_text.whole_copies(t), "unchanged": "[unchanged]" in t,
+            "whole_before": sorted(before)}
+
+
+def logged_results(a):
+    """logged_result for each of the request's new tool results (the last ones of its context)."""
+    wholes = [fixture_text.whole_copies(t or "") for t in a["context_results"]]
+    n, last = len(wholes), a["last_results"]
+    out = []
+    for k, r in enumerate(last):
+        idx = n - len(last) + k
+        out.append(logged_result(r, {x for w in wholes[:max(idx, 0)] for x in w}))
+    return out
+
+
+def context_whole(texts):
+    """The big-<N> fixtures whose complete text is in some tool result of the request's input: what
+    the model has in its context at this request (a compaction replaces history by a summary)."""
+    return sorted({name for t in texts for name in fixture_text.whole_copies(t or "")})
+
+
 def dump_body(api, body):
     if not ARGS.dump_dir:
         return
@@ -125,6 +171,11 @@ def plan_reads(prompt):
         p = m.group(1).strip("`'\".,;:")
         return ["README.md" if p == "README" else p]
     return []
+
+
+def plan_parallel(prompt):
+    m = PARALLEL_RE.search(prompt)
+    return [p.strip() for p in m.group(1).split(",") if p.strip()] if m else []
 
 
 def prompt_delay(prompt):
@@ -229,11 +280,27 @@ def claude_analyse(body):
     last_text = "\n".join(b.get("text", "") for b in blocks_of(last.get("content")) if b.get("type") == "text")
     is_compact = bool(COMPACT_RE.search(last_text or "")) or (
         bool(COMPACT_RE.search(system or "")) and not tools)
+    context = [text_of_tool_result(b) for m in msgs if m.get("role") == "user"
+               for b in blocks_of(m.get("content")) if b.get("type") == "tool_result"]
+    summarized = any(m.get("role") == "user" and any(
+        SUMMARY_MSG_RE.match(SYSREM_RE.sub("", b.get("text", "")).strip()) or "MOCK_SUMMARY" in b.get("text", "")
+        for b in blocks_of(m.get("content")) if b.get("type") == "text") for m in msgs)
     return {"msgs": msgs, "tools": tools, "prompt": prompt, "results_since": results_since,
+            "context_results": context, "summarized": summarized,
             "last_results": last_results, "is_compact": is_compact,
             # the model has not answered the prompt yet (Claude may put a role "system" message
             # after the prompt, so "prompt is the last message" is not the test)
             "prompt_is_last": prompt_idx >= 0 and last_asst < prompt_idx}
+
+
+def claude_usage(a):
+    """Input tokens to report with the turn's final answer: `[usage=N]` in the prompt reports N
+    until the conversation was compacted (its history then starts with the host's summary
+    message), else the default."""
+    m = USAGE_RE.search(a["prompt"] or "")
+    if not m or a.get("summarized"):
+        return USAGE_IN
+    return int(m.group(1))
 
 
 def claude_decide(a):
@@ -259,15 +326,18 @@ def claude_decide(a):
                 inp["run_in_background"] = False
             return "main", ("tool", "Agent", inp)
     reads = plan_reads(prompt)
+    par = plan_parallel(prompt)
     done = [r for r in a["results_since"] if r["tool"] == MCP_TOOL_CLAUDE]
-    if len(done) < len(reads):
-        path = reads[len(done)]
+    if (par and not done) or len(done) < len(reads):
+        path = (par or reads)[len(done)]
         mcp = tools.get(MCP_TOOL_CLAUDE)
         searched = any(r["tool"] == "ToolSearch" for r in a["results_since"])
         if (mcp is None or (mcp.get("defer_loading") and not searched)) and "ToolSearch" in tools and not searched:
             return "main", ("tool", "ToolSearch", {"query": "select:" + MCP_TOOL_CLAUDE, "max_results": 5})
         if mcp is None and not searched:
             return "main", ("text", "MOCK_DONE: tool %s is not available" % MCP_TOOL_CLAUDE)
+        if par:
+            return "main", ("tools", [(MCP_TOOL_CLAUDE, {"path": p}) for p in par])
         return "main", ("tool", MCP_TOOL_CLAUDE, {"path": path})
     return "main", ("text", final_text([r for r in a["results_since"] if r["tool"] != "ToolSearch"]))
 
@@ -276,18 +346,19 @@ def sse(event, data):
     return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
 
 
-def claude_message(model, action):
+def claude_message(model, action, usage_in=USAGE_IN):
     mid = "msg_mock_" + uuid.uuid4().hex[:16]
     if action[0] == "text":
         content = [{"type": "text", "text": action[1]}]
         stop = "end_turn"
     else:
-        content = [{"type": "tool_use", "id": "toolu_mock_" + uuid.uuid4().hex[:16],
-                    "name": action[1], "input": action[2]}]
+        uses = action[1] if action[0] == "tools" else [(action[1], action[2])]
+        content = [{"type": "tool_use", "id": "toolu_mock_" + uuid.uuid4().hex[:16], "name": name, "input": inp}
+                   for name, inp in uses]
         stop = "tool_use"
     return {"id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT,
+            "usage": {"input_tokens": usage_in, "output_tokens": USAGE_OUT,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
 
 
@@ -399,7 +470,10 @@ def codex_analyse(body):
     if not summarized:
         summarized = any(SUMMARY_MSG_RE.match(codex_item_text(it).strip()) for it in items
                          if it.get("type", "message") == "message" and it.get("role") == "user")
+    context = [codex_output_text(it.get("output")) for it in items
+               if it.get("type") in ("function_call_output", "custom_tool_call_output")]
     return {"items": items, "tools": codex_tools(body), "prompt": prompt, "summarized": summarized,
+            "context_results": context,
             "results_since": results_since, "last_results": last_results, "is_compact": is_compact,
             "prompt_is_last": prompt_idx >= 0 and last_model < prompt_idx}
 
@@ -431,10 +505,13 @@ def codex_decide(a):
         if waited:
             return "main", ("text", final_text(waited, "MOCK_DONE (via subagent)"))
     reads = plan_reads(prompt)
+    par = plan_parallel(prompt)
     done = [r for r in rs if r["tool"] == MCP_NAME_CODEX]
-    if len(done) < len(reads):
+    if (par and not done) or len(done) < len(reads):
         if MCP_NAME_CODEX not in tools:
             return "main", ("text", "MOCK_DONE: tool %s is not available" % MCP_NAME_CODEX)
+        if par:
+            return "main", ("calls", tools[MCP_NAME_CODEX], MCP_NAME_CODEX, [{"path": p} for p in par])
         return "main", ("call", tools[MCP_NAME_CODEX], MCP_NAME_CODEX, {"path": reads[len(done)]})
     if not tools and not prompt:
         return "side", ("text", "MOCK_DONE: ok")
@@ -456,18 +533,23 @@ def codex_stream(model, action, usage_in=USAGE_IN):
         yield sse("response.output_text.delta", {"type": "response.output_text.delta",
                                                  "item_id": item["id"], "output_index": 0,
                                                  "content_index": 0, "delta": action[1]})
+        items = [item]
     else:
         _, ns, name, args = action
-        item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:16],
-                "call_id": "call_" + uuid.uuid4().hex[:16], "name": name,
-                "arguments": json.dumps(args), "status": "completed"}
-        if ns:
-            item["namespace"] = ns
-        yield sse("response.output_item.added", {"type": "response.output_item.added",
-                                                 "output_index": 0, "item": item})
-    yield sse("response.output_item.done", {"type": "response.output_item.done",
-                                            "output_index": 0, "item": item})
-    done = dict(base, status="completed", output=[item],
+        items = []
+        for i, one in enumerate(args if action[0] == "calls" else [args]):
+            item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:16],
+                    "call_id": "call_" + uuid.uuid4().hex[:16], "name": name,
+                    "arguments": json.dumps(one), "status": "completed"}
+            if ns:
+                item["namespace"] = ns
+            items.append(item)
+            yield sse("response.output_item.added", {"type": "response.output_item.added",
+                                                     "output_index": i, "item": item})
+    for i, item in enumerate(items):
+        yield sse("response.output_item.done", {"type": "response.output_item.done",
+                                                "output_index": i, "item": item})
+    done = dict(base, status="completed", output=items,
                 usage={"input_tokens": usage_in, "input_tokens_details": {"cached_tokens": 0},
                        "output_tokens": USAGE_OUT, "output_tokens_details": {"reasoning_tokens": 0},
                        "total_tokens": usage_in + USAGE_OUT})
@@ -483,8 +565,13 @@ def describe(action):
         return "text: " + short(action[1], 120)
     if action[0] == "tool":
         return "tool_use %s %s" % (action[1], short(action[2], 120))
+    if action[0] == "tools":
+        return "tool_use x%d %s" % (len(action[1]), short(action[1], 160))
     if action[0] == "call":
         return "function_call %s%s %s" % ((action[1] + "/") if action[1] else "", action[2], short(action[3], 120))
+    if action[0] == "calls":
+        return "function_call x%d %s%s %s" % (len(action[3]), (action[1] + "/") if action[1] else "", action[2],
+                                              short(action[3], 160))
     return "error %s" % action[1]
 
 
@@ -559,9 +646,13 @@ class Handler(BaseHTTPRequestHandler):
             log_request({"api": "other", "path": self.path, "status": 400, "error": str(e)})
             return
         if path.endswith("/messages/count_tokens"):
-            self._json(200, {"input_tokens": USAGE_IN})
+            # About 4 characters a token, like a real tokenizer on this text: Claude Code counts a
+            # large MCP result this way and refuses one over its token limit (150 KB: an error
+            # string reaches the model instead of a preview).
+            n = max(USAGE_IN, len(json.dumps(body.get("messages") or [])) // 4)
+            self._json(200, {"input_tokens": n})
             log_request({"api": "anthropic", "path": self.path, "kind": "other", "status": 200,
-                         "model": body.get("model")})
+                         "model": body.get("model"), "input_tokens": n})
             return
         if path.endswith("/messages"):
             return self.handle_claude(body)
@@ -580,15 +671,9 @@ class Handler(BaseHTTPRequestHandler):
                "session": self.headers.get("X-Claude-Code-Session-Id"),
                "stream": bool(body.get("stream")), "kind": kind, "n_input": len(a["msgs"]),
                "n_tools": len(a["tools"]), "prompt": short(a["prompt"]),
-               "tool_results": [{"tool": r["tool"], "tool_use_id": r["tool_use_id"],
-                                 "is_error": r["is_error"], "text": short(r["text"], 2000)}
-                                for r in a["last_results"]],
+               "tool_results": logged_results(a),
+               "context_whole": context_whole(a["context_results"]),
                "reply": describe(action), "delay": delay, "t_start": now()}
-        if over_limit(rec["session"]):
-            action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
-                      % (ARGS.max_requests_per_session, rec["session"]))
-            rec["reply"] = describe(action)
-            delay = 0
         if over_limit(rec["session"]):
             action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
                       % (ARGS.max_requests_per_session, rec["session"]))
@@ -601,7 +686,7 @@ class Handler(BaseHTTPRequestHandler):
             log_request(rec)
             return self._json(action[1], {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": action[2]}})
-        msg = claude_message(model, action)
+        msg = claude_message(model, action, claude_usage(a) if kind == "main" and action[0] == "text" else USAGE_IN)
         rec["status"] = 200
         log_request(rec)
         if body.get("stream"):
@@ -620,9 +705,8 @@ class Handler(BaseHTTPRequestHandler):
                "thread": self.headers.get("thread-id"),
                "stream": bool(body.get("stream", True)), "kind": kind, "n_input": len(a["items"]),
                "n_tools": len(a["tools"]), "prompt": short(a["prompt"]),
-               "tool_results": [{"tool": r["tool"], "tool_use_id": r["tool_use_id"],
-                                 "is_error": r["is_error"], "text": short(r["text"], 2000)}
-                                for r in a["last_results"]],
+               "tool_results": logged_results(a),
+               "context_whole": context_whole(a["context_results"]),
                "reply": describe(action), "delay": delay, "t_start": now()}
         if over_limit(rec["session"]):
             action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
