@@ -224,7 +224,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     // Ledger acknowledgements: Codex's rule needs its budget from the user's
     // config, read only when a Codex MCP result is being acknowledged.
     let budget = if ev.acks.iter().any(|a| a.rule == crate::ledger::SizeRule::CodexBudget) {
-        hosts::codex::budget_tokens(env.codex_home.as_deref())
+        hosts::codex::budget_tokens(env.codex_home.as_deref(), ev.roots.first().map(String::as_str))
     } else {
         crate::ledger::CODEX_DEFAULT_BUDGET_TOKENS
     };

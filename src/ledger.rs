@@ -387,6 +387,46 @@ pub fn codex_budget_from_config(text: &str) -> Option<u64> {
     }
 }
 
+/// Codex's `-c tool_output_token_limit=N` (or `--config …`, `-c=…`) on its
+/// command line, the smallest if several.
+pub fn codex_budget_from_argv(argv: &[String]) -> Option<u64> {
+    let mut found: Option<u64> = None;
+    let mut it = argv.iter().peekable();
+    while let Some(a) = it.next() {
+        let value = match a.as_str() {
+            "-c" | "--config" => it.next().map(String::as_str),
+            _ => a.strip_prefix("--config=").or_else(|| a.strip_prefix("-c")),
+        };
+        let Some((k, v)) = value.and_then(|v| v.split_once('=')) else { continue };
+        if k.trim().trim_matches('"') != "tool_output_token_limit" {
+            continue;
+        }
+        if let Ok(n) = v.trim().trim_matches('"').replace('_', "").parse::<u64>() {
+            found = Some(found.map_or(n, |f| f.min(n)));
+        }
+    }
+    found
+}
+
+/// The budget a Codex result is judged by: the smallest of every place the
+/// user may have set it — the user's `config.toml` (its top level, or the
+/// default when it sets none, and every `[profiles.*]`), every profile file
+/// (`<CODEX_HOME>/<name>.config.toml`), the project's `.codex/config.toml`,
+/// and Codex's own command line. Which of them applies to this session is
+/// not known to a hook; the smallest only withholds more.
+pub fn codex_budget(user_config: Option<&str>, other_configs: &[String], argv: &[String]) -> u64 {
+    let mut budget = user_config.and_then(codex_budget_from_config).unwrap_or(CODEX_DEFAULT_BUDGET_TOKENS);
+    for text in other_configs {
+        if let Some(b) = codex_budget_from_config(text) {
+            budget = budget.min(b);
+        }
+    }
+    if let Some(b) = codex_budget_from_argv(argv) {
+        budget = budget.min(b);
+    }
+    budget
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,6 +594,35 @@ mod tests {
         assert_eq!(MAX_KEY_BYTES, 4096);
         assert_eq!(DELIVERY_KEEP_MS, 86_400_000);
         assert_eq!((MAX_DELIVERIES, UNVERIFIED_HOST_CAP_BYTES), (512, 10_000));
+    }
+
+    #[test]
+    fn codex_budget_from_every_place_the_smallest() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            codex_budget_from_argv(&argv(&["codex", "exec", "-c", "tool_output_token_limit=1000", "hi"])),
+            Some(1000)
+        );
+        assert_eq!(
+            codex_budget_from_argv(&argv(&["codex", "--config", "tool_output_token_limit = 2_000"])),
+            Some(2000)
+        );
+        assert_eq!(codex_budget_from_argv(&argv(&["codex", "--config=tool_output_token_limit=300"])), Some(300));
+        assert_eq!(
+            codex_budget_from_argv(&argv(&["codex", "-ctool_output_token_limit=400", "-c", "model=x"])),
+            Some(400)
+        );
+        assert_eq!(codex_budget_from_argv(&argv(&["codex", "-c", "model=x", "tool_output_token_limit=5"])), None);
+        let small = "tool_output_token_limit = 1000\n".to_string();
+        let big = "tool_output_token_limit = 90000\n".to_string();
+        assert_eq!(codex_budget(None, &[], &[]), CODEX_DEFAULT_BUDGET_TOKENS);
+        assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), &[], &[]), 50_000);
+        assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), &[small.clone()], &[]), 1_000);
+        assert_eq!(codex_budget(None, &[big.clone()], &[]), CODEX_DEFAULT_BUDGET_TOKENS);
+        assert_eq!(
+            codex_budget(Some(&big), &[big.clone()], &argv(&["codex", "-c", "tool_output_token_limit=700"])),
+            700
+        );
     }
 
     #[test]

@@ -28,23 +28,50 @@ fn nonempty(message: &str) -> &str {
 
 /// Largest `config.toml` read for the output budget.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// At most this many profile files are read.
+const MAX_PROFILE_FILES: usize = 32;
 
-/// The output budget (tokens) Codex applies to tool results: the user's
-/// `tool_output_token_limit` when `config.toml` sets one (see
-/// [`crate::ledger::codex_budget_from_config`]), else the conservative
-/// default. A budget set only on Codex's command line (`-c`) is not seen.
-pub fn budget_tokens(codex_home: Option<&std::path::Path>) -> u64 {
+fn read_config(path: &std::path::Path) -> Option<String> {
     use std::io::Read;
-    let text = codex_home.and_then(|h| {
-        let f = std::fs::File::open(h.join("config.toml")).ok()?;
-        if !f.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut s = String::new();
-        f.take(MAX_CONFIG_BYTES).read_to_string(&mut s).ok()?;
-        Some(s)
-    });
-    text.as_deref()
-        .and_then(crate::ledger::codex_budget_from_config)
-        .unwrap_or(crate::ledger::CODEX_DEFAULT_BUDGET_TOKENS)
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut s = String::new();
+    f.take(MAX_CONFIG_BYTES).read_to_string(&mut s).ok()?;
+    Some(s)
+}
+
+/// The output budget (tokens) Codex applies to tool results, read from every
+/// place a user may set it (see [`crate::ledger::codex_budget`]): the user's
+/// `config.toml`, profile files beside it, the project's
+/// `<cwd>/.codex/config.toml`, and the command line of the Codex process that
+/// runs this hook (its parent: Codex starts hooks with `bash -c`, which execs).
+pub fn budget_tokens(codex_home: Option<&std::path::Path>, cwd: Option<&str>) -> u64 {
+    let user = codex_home.and_then(|h| read_config(&h.join("config.toml")));
+    let mut others = Vec::new();
+    if let Some(home) = codex_home
+        && let Ok(rd) = std::fs::read_dir(home)
+    {
+        let profiles = rd
+            .flatten()
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".config.toml")))
+            .take(MAX_PROFILE_FILES);
+        others.extend(profiles.filter_map(|e| read_config(&e.path())));
+    }
+    if let Some(cwd) = cwd {
+        others.extend(read_config(&std::path::Path::new(cwd).join(".codex/config.toml")));
+    }
+    crate::ledger::codex_budget(user.as_deref(), &others, &parent_argv())
+}
+
+/// The parent process's command line (Linux `/proc`; empty elsewhere).
+fn parent_argv() -> Vec<String> {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let ppid = unsafe { libc::getppid() };
+    std::fs::read(format!("/proc/{ppid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+        })
+        .unwrap_or_default()
 }

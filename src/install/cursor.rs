@@ -122,7 +122,7 @@ mod tests {
     fn install_adds_version_first_and_keeps_foreign_entries() {
         let mut doc = json!({"hooks": {"stop": [{"command": "say done", "loop_limit": 3}]}, "x": 1});
         let ch = upsert(&mut doc, &spec()).unwrap();
-        assert_eq!(ch.added.len(), 8);
+        assert_eq!(ch.added.len(), 9);
         assert_eq!(doc.as_object().unwrap().keys().collect::<Vec<_>>(), ["version", "hooks", "x"]);
         assert_eq!(doc["hooks"]["stop"][0], json!({"command": "say done", "loop_limit": 3}));
         assert_eq!(doc["hooks"]["stop"][1], json!({"command": "/n/leanctx hook cursor", "timeout": 5}));
@@ -151,7 +151,7 @@ mod tests {
         let before = json!({"version": 1, "hooks": {"stop": [{"command": "a"}], "preToolUse": []}});
         let mut doc = before.clone();
         upsert(&mut doc, &spec()).unwrap();
-        assert_eq!(remove(&mut doc).unwrap().removed.len(), 8);
+        assert_eq!(remove(&mut doc).unwrap().removed.len(), 9);
         assert_eq!(doc, before);
         let mut doc = json!({});
         upsert(&mut doc, &spec()).unwrap();

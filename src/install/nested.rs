@@ -218,7 +218,7 @@ mod tests {
     fn install_into_nothing_adds_every_event() {
         let mut doc = json!({});
         let ch = upsert(&mut doc, &spec()).unwrap();
-        assert_eq!(ch.added.len(), 9);
+        assert_eq!(ch.added.len(), 10);
         assert_eq!(doc["hooks"]["PreToolUse"][0]["matcher"], "mcp__.*");
         assert_eq!(doc["hooks"]["Stop"][0]["hooks"][0]["command"], "/new/leanctx hook claude-code");
         assert!(doc["hooks"]["Stop"][0].get("matcher").is_none());
@@ -297,7 +297,7 @@ mod tests {
         let mut doc = before.clone();
         upsert(&mut doc, &spec()).unwrap();
         let ch = remove(&mut doc, Host::ClaudeCode).unwrap();
-        assert_eq!(ch.removed.len(), 9);
+        assert_eq!(ch.removed.len(), 10);
         assert_eq!(doc, before);
         assert_eq!(doc.as_object().unwrap().keys().collect::<Vec<_>>(), ["a", "hooks", "z"]);
 

@@ -141,7 +141,14 @@ mod tests {
             let spec = Spec::for_host(host, "leanctx");
             let pre = spec.entry("PreToolUse").unwrap();
             assert_eq!(pre.matcher.as_deref(), Some("mcp__.*"), "{host}");
-            assert!(spec.entries.iter().filter(|e| e.event != "PreToolUse").all(|e| e.matcher.is_none()));
+            // PostToolUse confirms MCP results only (the ledger).
+            if let Some(post) = spec.entry("PostToolUse") {
+                assert_eq!(post.matcher.as_deref(), Some("mcp__.*"), "{host}");
+            }
+            let tool_events = ["PreToolUse", "PostToolUse"];
+            assert!(
+                spec.entries.iter().filter(|e| !tool_events.contains(&e.event.as_str())).all(|e| e.matcher.is_none())
+            );
         }
         let cursor = Spec::for_host(Host::Cursor, "leanctx");
         assert!(cursor.entry("beforeMCPExecution").is_some());
@@ -157,26 +164,32 @@ mod tests {
     #[test]
     fn the_events_are_the_ones_the_design_needs() {
         let names = |h| Spec::for_host(h, "x/leanctx").entries.into_iter().map(|e| e.event).collect::<Vec<_>>();
-        let claude = [
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PreCompact",
-            "PostCompact",
-            "SubagentStart",
-            "SubagentStop",
-            "Stop",
-            "SessionEnd",
-        ];
-        assert_eq!(names(Host::ClaudeCode), claude);
-        assert_eq!(names(Host::Codex), claude);
-        assert_eq!(names(Host::CodeBuddy), claude);
+        let events = |confirm| {
+            vec![
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                confirm,
+                "PreCompact",
+                "PostCompact",
+                "SubagentStart",
+                "SubagentStop",
+                "Stop",
+                "SessionEnd",
+            ]
+        };
+        // The ledger's confirmations: what the model got (Claude Code's
+        // PostToolBatch), the result of the call (the others' PostToolUse).
+        assert_eq!(names(Host::ClaudeCode), events("PostToolBatch"));
+        assert_eq!(names(Host::Codex), events("PostToolUse"));
+        assert_eq!(names(Host::CodeBuddy), events("PostToolUse"));
         assert_eq!(
             names(Host::Cursor),
             [
                 "sessionStart",
                 "beforeSubmitPrompt",
                 "beforeMCPExecution",
+                "afterMCPExecution",
                 "preCompact",
                 "subagentStart",
                 "subagentStop",

@@ -395,7 +395,7 @@ mod tests {
         ] {
             let installed = install(text);
             let v = parse(&installed).unwrap().tree().to_value();
-            assert_eq!(nested::find(&v, Host::Codex).len(), 9, "{installed}");
+            assert_eq!(nested::find(&v, Host::Codex).len(), 10, "{installed}");
             assert_eq!(install(&installed), installed, "idempotent");
             assert_eq!(uninstall(&installed), text, "installed:\n{installed}");
         }

@@ -786,7 +786,7 @@ def sc_ledger_budget_elsewhere(host):
             check("%s: oracle: the budget applied: the model got a cut copy the first time" % tag,
                   len(res) == 2 and not res[0].get("whole") and "MARK-END" in res[0].get("markers", []),
                   desc(res))
-            check("%s: the re-read is not a stub (PRODUCT BUG while failing: leanctx assumes the default budget)"
+            check("%s: the re-read is not a stub (leanctx takes the smallest budget set anywhere Codex reads one)"
                   % tag, len(res) == 2 and not res[1].get("unchanged") and len(mcp) == 2
                   and lc(mcp[1]).get("exit") == 1, summary(mcp) + " " + desc(res))
         finally:

@@ -68,7 +68,7 @@ fn ours(v: &Value, host: &str) -> Vec<String> {
 }
 
 fn expected_entries(host: &str) -> usize {
-    if host == "cursor" { 8 } else { 9 }
+    if host == "cursor" { 9 } else { 10 }
 }
 
 /// A config full of someone else's things, in the host's shape.
@@ -163,7 +163,7 @@ fn an_outdated_entry_is_upgraded_in_place_never_duplicated() {
     assert!(out.stdout.contains("updated") && out.stdout.contains("removed 1 (PostToolUse)"), "{}", out.stdout);
     let v = read_json(&p);
     let ours_now = ours(&v, "claude-code");
-    assert_eq!(ours_now.len(), 9, "{v:#}");
+    assert_eq!(ours_now.len(), 10, "{v:#}");
     assert!(ours_now.iter().all(|c| c.starts_with(&canonical_bin())), "{ours_now:?}");
     let stop = v["hooks"]["Stop"].as_array().unwrap();
     assert_eq!(stop.len(), 2);
@@ -314,7 +314,7 @@ fn a_symlinked_config_is_written_through_to_its_target() {
     assert_eq!(fs::read_link(&link).unwrap(), Path::new("../dotfiles/claude/settings.json"));
     let v = read_json(&real);
     assert_eq!(v["model"], "x");
-    assert_eq!(ours(&v, "claude-code").len(), 9);
+    assert_eq!(ours(&v, "claude-code").len(), 10);
     assert_eq!(fs::metadata(&real).unwrap().permissions().mode() & 0o7777, 0o600);
     assert_eq!(litter(&dotfiles, &["settings.json"]), Vec::<String>::new(), "nothing left in the dotfiles repo");
     assert!(fsio_backup(&link).is_file(), "the backup sits beside the path the user knows");
@@ -360,8 +360,8 @@ fn concurrent_installs_lose_nothing() {
             assert!(o.status.success(), "round {round}: {}", String::from_utf8_lossy(&o.stderr));
         }
         let v = read_json(&p);
-        assert_eq!(ours(&v, "claude-code").len(), 9, "round {round}: {v:#}");
-        assert_eq!(ours(&v, "codebuddy").len(), 9, "round {round}: {v:#}");
+        assert_eq!(ours(&v, "claude-code").len(), 10, "round {round}: {v:#}");
+        assert_eq!(ours(&v, "codebuddy").len(), 10, "round {round}: {v:#}");
         assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "notify-send done");
         assert_eq!(v["alpha"], "last");
         assert_eq!(litter(&shared, &["settings.json", "settings.json.leanctx.bak"]), Vec::<String>::new());
@@ -430,7 +430,7 @@ fn entries_are_recognised_by_program_not_by_substring() {
     let all = commands(&v);
     assert!(all.contains(&"/home/leanctx/bin/tool hook claude-code".to_string()));
     assert!(all.contains(&"lean-ctx hook rewrite".to_string()));
-    assert_eq!(ours(&v, "claude-code").iter().filter(|c| c.starts_with(&canonical_bin())).count(), 9);
+    assert_eq!(ours(&v, "claude-code").iter().filter(|c| c.starts_with(&canonical_bin())).count(), 10);
     sb.cmd(["hooks", "uninstall", "claude-code"]).ok();
     assert_eq!(read_json(&p), before);
 }
@@ -448,16 +448,16 @@ fn a_missing_config_dir_is_created_only_when_asked() {
     assert!(!sb.home.join(".cursor").exists());
 
     sb.cmd(["hooks", "install", "cursor", "--create"]).ok();
-    assert_eq!(ours(&read_json(&config(&sb, "cursor")), "cursor").len(), 8);
+    assert_eq!(ours(&read_json(&config(&sb, "cursor")), "cursor").len(), 9);
 
     // A project is an explicit request: its .claude/ is created.
     let out = sb.cmd(["hooks", "install", "claude-code", "--project", ".", "--local"]).ok();
     let local = sb.project.join(".claude/settings.local.json");
     assert!(out.stdout.contains("project"), "{}", out.stdout);
-    assert_eq!(ours(&read_json(&local), "claude-code").len(), 9);
+    assert_eq!(ours(&read_json(&local), "claude-code").len(), 10);
     assert!(!sb.project.join(".claude/settings.json").exists());
     sb.cmd(["hooks", "install", "codex", "--project", sb.project.to_str().unwrap()]).ok();
-    assert_eq!(ours(&read_json(&sb.project.join(".codex/hooks.json")), "codex").len(), 9);
+    assert_eq!(ours(&read_json(&sb.project.join(".codex/hooks.json")), "codex").len(), 10);
 
     let out = sb.cmd(["hooks", "install", "codex", "--project", "/nonexistent/x"]).run();
     assert_eq!(out.code, 1);
@@ -527,7 +527,7 @@ fn status_reports_installed_never_fired_and_the_last_event() {
     assert_eq!(codex["host"], "codex");
     assert_eq!(codex["installed"], true);
     assert_eq!(codex["files"][0]["state"], "installed");
-    assert_eq!(codex["files"][0]["entries"], 9);
+    assert_eq!(codex["files"][0]["entries"], 10);
     assert_eq!(codex["files"][0]["programs"][0], canonical_bin());
     assert!(codex["last_event"].is_null());
     let warnings = codex["warnings"].to_string();
@@ -651,7 +651,7 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
         for host in ["claude-code", "codex"] {
             let v = read_json(&config(&sb, host));
             let c = ours(&v, host);
-            assert_eq!(c.len(), 9, "{host}");
+            assert_eq!(c.len(), 10, "{host}");
             assert!(c.iter().all(|c| c.starts_with(&want)), "{c:?}");
         }
         assert!(!sb.home.join(".cursor").exists() && !sb.home.join(".codebuddy").exists(), "{out:?}");
@@ -835,7 +835,7 @@ fn codex_hooks_kept_in_config_toml_are_installed_there_and_given_back() {
     let files = st["hosts"][0]["files"].as_array().unwrap().clone();
     let t = files.iter().find(|f| f["path"].as_str().unwrap().ends_with("config.toml")).expect("config.toml shown");
     assert_eq!(t["state"], "installed", "{st:#}");
-    assert_eq!(t["entries"], 9);
+    assert_eq!(t["entries"], 10);
     let again = install(&sb, "codex");
     assert!(again.stdout.contains("already up to date"), "{}", again.stdout);
     assert!(!dir.join("hooks.json").exists());
@@ -853,7 +853,7 @@ fn codex_entries_are_never_in_both_files() {
     fs::write(dir.join("hooks.json"), "{}\n").unwrap();
     install(&sb, "codex");
     assert_eq!(fs::read_to_string(dir.join("config.toml")).unwrap(), CODEX_TOML);
-    assert_eq!(ours(&read_json(&dir.join("hooks.json")), "codex").len(), 9);
+    assert_eq!(ours(&read_json(&dir.join("hooks.json")), "codex").len(), 10);
     // Ours copied into config.toml by hand: install refuses, status warns,
     // uninstall takes them out of both.
     let bin = canonical_bin();
