@@ -101,6 +101,9 @@ pub struct Facts {
     pub unavailable: bool,
     /// The call's exact per-call id names no call record.
     pub unrecorded_call: bool,
+    /// A call was given, and named nobody (no unclaimed record, or two
+    /// chats' records): the caller is unknown, and no legacy allow applies.
+    pub call_unresolved: bool,
 }
 
 /// The scope a server may remember for content it delivers now to
@@ -164,7 +167,7 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
         return Decision::deny(Reason::UnrecordedCall);
     }
     let Some(current) = caller.scope.as_deref() else {
-        return match (cold, facts.concurrent) {
+        return match (cold || facts.call_unresolved, facts.concurrent) {
             (true, _) => Decision::deny(Reason::UnknownCaller),
             (false, true) => Decision::deny(Reason::Concurrent),
             (false, false) => Decision::allow(Reason::SingleConversation),
@@ -211,6 +214,11 @@ mod tests {
         Caller::new(source, scope.map(str::to_string), scope.map(str::to_string), None)
     }
 
+    /// A per-process source proven to serve one conversation.
+    fn proven(source: Source, scope: Option<&str>) -> Caller {
+        Caller { exact: true, ..caller(source, scope) }
+    }
+
     #[test]
     fn warm_table() {
         use Reason::*;
@@ -238,7 +246,13 @@ mod tests {
             (caller(Source::MetaSession, a),          a,         Some(100), Facts { unrecorded_call: true, ..quiet }, false, UnrecordedCall),
             // No floor (0) is not a floor at 0.
             (caller(Source::MetaSession, a),          a,         Some(0),   quiet,     true,  SameConversation),
-            (caller(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),
+            // The server's env is exact only when proven (its host's hooks).
+            (caller(Source::ProcessEnv, a),           a,         Some(100), busy,      false, Concurrent),
+            (proven(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),
+            (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), busy, false, Concurrent),
+            (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), quiet, true, SameConversation),
+            // A call that named nobody: no legacy allow for the unknown caller.
+            (Caller::unknown(),                       a,         Some(100), Facts { call_unresolved: true, ..quiet }, false, UnknownCaller),
             (caller(Source::ProcessEnv, a),           a,         Some(100), sub,       false, SubagentActive),
             (caller(Source::ToolUseId, a),            a,         Some(100), sub,       true,  SameConversation),
             (caller(Source::Slot, a),                 a,         Some(100), quiet,     true,  SameConversation),

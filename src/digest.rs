@@ -310,6 +310,11 @@ impl Digest {
         self.compactions.get(conv).copied()
     }
 
+    /// [`View::latest_compaction_any`].
+    pub fn latest_compaction_any(&self) -> Option<u64> {
+        self.compactions.values().copied().max()
+    }
+
     /// [`View::compaction_floor`].
     pub fn compaction_floor(&self) -> u64 {
         self.floor

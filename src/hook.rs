@@ -198,7 +198,10 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         // id) and after `/resume` back to an earlier one, so the lineage
         // follows both ways (it once moved on `/clear` only, and a resumed
         // first session got the cleared one's stubs).
-        EventKind::SessionStart if matches!(ev.source.as_deref(), Some("clear" | "resume")) => {
+        // Recorded on every SessionStart: it also proves that a server whose
+        // parent is this Claude process serves this session (its
+        // CLAUDE_CODE_SESSION_ID may then be trusted as exact).
+        EventKind::SessionStart => {
             if let Some(pid) = env.claude_pid {
                 recs.push(Record::Lineage { t: now, host, pid, conv });
             }

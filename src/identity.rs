@@ -44,18 +44,16 @@ impl Source {
         }
     }
 
-    /// Sources that name this very caller (per call or per process), as
-    /// opposed to the last writer of a shared slot.
+    /// Sources that name this very call's caller. The server process's
+    /// environment (`LEAN_CTX_SCOPE`, `CURSOR_TASK_ID`,
+    /// `CLAUDE_CODE_SESSION_ID`) names whoever started the server, which is
+    /// the caller only when the server provably serves one conversation: a
+    /// shared daemon or an HTTP server serves many. So those are exact only
+    /// when proven ([`env_after_call`]: a Claude process whose hooks say it
+    /// serves that session started this server), else they count like the
+    /// slot: withheld while another chat is live.
     pub fn is_exact(self) -> bool {
-        matches!(
-            self,
-            Source::Custom
-                | Source::MetaSession
-                | Source::ToolUseId
-                | Source::Fingerprint
-                | Source::TaskEnv
-                | Source::ProcessEnv
-        )
+        matches!(self, Source::MetaSession | Source::ToolUseId | Source::Fingerprint)
     }
 
     /// Sources that cannot tell a conversation from its own subagents (they
@@ -126,21 +124,28 @@ impl ScopeEnv {
     }
 }
 
-/// Steps 1, 2, 4 and 5 of the chain: what the environment alone says.
-/// Returns `None` when the environment names nobody (go on to the slot).
-/// `lineage` is the conversation the parent process moved to after a
-/// `/clear` (from the journal), which overrides a stale
-/// `CLAUDE_CODE_SESSION_ID`.
+/// What the environment alone says (no per-call evidence). Returns `None`
+/// when the environment names nobody (go on to the slot). `lineage` is the
+/// session the server's host process serves now, from its hooks'
+/// `SessionStart` records (moved along by `/clear` and `/resume`).
 pub fn from_env(env: &ScopeEnv, lineage: Option<&str>) -> Option<Caller> {
-    overrides(env).or_else(|| env_after_call(env, lineage))
+    disabled(env).or_else(|| custom(env)).or_else(|| env_after_call(env, lineage))
 }
 
-/// Steps 1 and 2: the explicit overrides, before anything else.
-pub fn overrides(env: &ScopeEnv) -> Option<Caller> {
-    if env.scoping_disabled {
-        return Some(Caller::disabled());
-    }
+/// Step 1: scoping disabled, before anything else.
+pub fn disabled(env: &ScopeEnv) -> Option<Caller> {
+    env.scoping_disabled.then(Caller::disabled)
+}
+
+/// `LEAN_CTX_SCOPE`: after per-call evidence, never over it; not exact (a
+/// server shared by two chats gives both the same custom scope).
+pub fn custom(env: &ScopeEnv) -> Option<Caller> {
     env.custom.as_ref().map(|c| Caller::new(Source::Custom, Some(format!("custom:{c}")), None, None))
+}
+
+/// Kept for callers of the old name: [`disabled`] or [`custom`].
+pub fn overrides(env: &ScopeEnv) -> Option<Caller> {
+    disabled(env).or_else(|| custom(env))
 }
 
 /// Steps 4 and 5 (after per-call identity).
@@ -150,7 +155,11 @@ pub fn env_after_call(env: &ScopeEnv, lineage: Option<&str>) -> Option<Caller> {
     }
     if let Some(s) = &env.claude_session_id {
         let conv = lineage.unwrap_or(s).to_string();
-        return Some(Caller::new(Source::ProcessEnv, Some(conv.clone()), Some(conv), Some(Host::ClaudeCode)));
+        let mut c = Caller::new(Source::ProcessEnv, Some(conv.clone()), Some(conv), Some(Host::ClaudeCode));
+        // Proven: the server's parent is a Claude process whose own hooks
+        // recorded which session it serves.
+        c.exact = lineage.is_some();
+        return Some(c);
     }
     None
 }
@@ -177,14 +186,15 @@ mod tests {
         assert_eq!(from_env(&env, None).unwrap().source, Source::Disabled);
         env.scoping_disabled = false;
         let c = from_env(&env, None).unwrap();
-        assert_eq!((c.source, c.scope.as_deref(), c.exact), (Source::Custom, Some("custom:x"), true));
+        assert_eq!((c.source, c.scope.as_deref(), c.exact), (Source::Custom, Some("custom:x"), false));
         env.custom = None;
         assert_eq!(from_env(&env, None).unwrap().scope.as_deref(), Some("task:t1"));
         env.cursor_task_id = None;
         let c = from_env(&env, None).unwrap();
-        assert_eq!((c.source, c.scope.as_deref()), (Source::ProcessEnv, Some("s1")));
+        assert_eq!((c.source, c.scope.as_deref(), c.exact), (Source::ProcessEnv, Some("s1"), false), "unproven");
         let c = from_env(&env, Some("s2")).unwrap();
         assert_eq!(c.scope.as_deref(), Some("s2"), "a /clear lineage overrides the stale env id");
+        assert!(c.exact, "proven by the host process's own hook record");
         env.claude_session_id = None;
         assert!(from_env(&env, None).is_none());
     }

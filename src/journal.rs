@@ -66,6 +66,10 @@ pub const MAX_CONVERSATIONS: usize = 128;
 pub const MAX_CALLS: usize = 256;
 pub const MAX_SUBAGENT_RECORDS: usize = 512;
 pub const MAX_LINEAGE: usize = 64;
+/// Which session a Claude process serves is kept this long (a session
+/// outlives the slot's 2 h; a forgotten one only makes the server's env
+/// unproven, which withholds more).
+pub const LINEAGE_KEEP_MS: u64 = 24 * 60 * 60 * 1000;
 /// How long a hook or reader waits for the lock before giving up (fail open).
 pub const LOCK_WAIT: Duration = Duration::from_millis(800);
 /// The most of the journal anyone reads (a reader: the whole file or
@@ -449,6 +453,17 @@ impl<'a> View<'a> {
             .max()
     }
 
+    /// The latest compaction of any conversation.
+    pub fn latest_compaction_any(&self) -> Option<u64> {
+        self.records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::Compaction { t, .. } => Some(t),
+                _ => None,
+            })
+            .max()
+    }
+
     /// Compactions at or before this time may have been forgotten.
     pub fn compaction_floor(&self) -> u64 {
         self.records
@@ -562,7 +577,7 @@ impl<'a> View<'a> {
             .iter()
             .filter_map(|r| match *r {
                 Record::Lineage { t, host: h, pid: p, conv }
-                    if h == host && p == pid && in_window(t, now, STATE_TTL_MS) =>
+                    if h == host && p == pid && in_window(t, now, LINEAGE_KEEP_MS) =>
                 {
                     Some((t, conv))
                 }
@@ -750,7 +765,7 @@ pub fn trim<'a>(records: &[Record<'a>], now: u64) -> Vec<Record<'a>> {
         Record::Lineage { t, host, pid, .. } => Some(((host, pid), i, t)),
         _ => None,
     }));
-    keep.extend(lineage.into_iter().filter(|&(_, t)| fresh(t, STATE_TTL_MS)).take(MAX_LINEAGE).map(|x| x.0));
+    keep.extend(lineage.into_iter().filter(|&(_, t)| fresh(t, LINEAGE_KEEP_MS)).take(MAX_LINEAGE).map(|x| x.0));
 
     keep.extend(ledger_kept(records, now));
 

@@ -221,9 +221,12 @@ impl ReadPath {
     }
 
     fn resolve_with(&self, call: Option<&McpCall>, view: &dyn Ask, now: u64, deadline: Instant) -> Resolution {
-        if let Some(c) = identity::overrides(&self.env) {
+        if let Some(c) = identity::disabled(&self.env) {
             return Resolution::new(c, PerCall::NotGiven);
         }
+        // Per-call evidence first: the server's own environment names whoever
+        // started the server, and a shared one serves many (issue: a shared
+        // daemon with CLAUDE_CODE_SESSION_ID gave every caller that session).
         let mut per_call = PerCall::NotGiven;
         if let Some(call) = call {
             match self.per_call(call, view, now, deadline) {
@@ -236,14 +239,17 @@ impl ReadPath {
                 Err(p) => per_call = p,
             }
         }
-        let lineage = self
-            .env
-            .parent_pid
-            .filter(|_| self.env.claude_session_id.is_some())
-            .and_then(|pid| view.lineage_for(Host::ClaudeCode, pid, now))
-            .map(|(_, c)| c);
-        if let Some(c) = identity::env_after_call(&self.env, lineage) {
-            return Resolution::new(c, per_call);
+        let lineage = self.host_lineage(view, now);
+        let env_caller = identity::custom(&self.env).or_else(|| identity::env_after_call(&self.env, lineage));
+        // A call that was given but named nobody (no unclaimed record, two
+        // chats made it, the state failed) may be any live chat's: only a
+        // proven per-process identity may stand in, never a guess (the slot
+        // names the last writer, maybe the other chat).
+        let call_failed = !matches!(per_call, PerCall::NotGiven);
+        match env_caller {
+            Some(c) if c.exact || !call_failed => return Resolution::new(c, per_call),
+            _ if call_failed => return Resolution::new(Caller::unknown(), per_call),
+            _ => {}
         }
         let mut state_problem = None;
         let caller = match self.usable_dir().map(|d| slot::read_slot(d, now)) {
@@ -261,6 +267,16 @@ impl ReadPath {
             _ => Caller::unknown(),
         };
         Resolution { caller, per_call, state_problem }
+    }
+
+    /// The session the server's host process serves now, from that Claude
+    /// process's own SessionStart hooks (`None`: not proven).
+    fn host_lineage<'v>(&self, view: &'v dyn Ask, now: u64) -> Option<&'v str> {
+        self.env
+            .parent_pid
+            .filter(|_| self.env.claude_session_id.is_some())
+            .and_then(|pid| view.lineage_for(Host::ClaudeCode, pid, now))
+            .map(|(_, c)| c)
     }
 
     pub(crate) fn per_call(
@@ -286,9 +302,11 @@ impl ReadPath {
             return view.call_by_id(id).map(|c| mcp_call::caller_from_call(&c)).ok_or(PerCall::NoRecord);
         }
         // Fingerprint matching is for hosts that give the server no per-call
-        // id (Cursor, CodeBuddy). A server that Claude Code started must not
-        // claim their records, whatever its calls look like.
-        if self.env.claude_session_id.is_some() {
+        // id (Cursor, CodeBuddy). A server that Claude Code provably started
+        // (its host's hooks recorded the session) must not claim their
+        // records, whatever its calls look like; a server that merely has
+        // the env (a shared daemon) serves them too.
+        if self.env.claude_session_id.is_some() && self.host_lineage(view, now).is_some() {
             return Err(PerCall::NoMatch);
         }
         // Fingerprint: decide and claim under one exclusive lock, so a call
@@ -305,13 +323,20 @@ impl ReadPath {
 
     fn facts_of(&self, view: &dyn Ask, caller: &Caller, now: u64) -> Facts {
         let conv = caller.conversation.as_deref().or(caller.scope.as_deref());
+        // A scope that names no conversation (`custom:`, `task:` from the
+        // env) may be any chat's: every compaction applies to it.
+        let unbound = caller.conversation.is_none()
+            && caller.scope.as_deref().is_some_and(|s| s.starts_with("custom:") || s.starts_with("task:"));
+        let last_compaction = conv.and_then(|c| view.last_compaction(c));
+        let last_compaction = if unbound { last_compaction.max(view.latest_compaction_any()) } else { last_compaction };
         Facts {
             unavailable: false,
             concurrent: view.concurrent(now),
-            last_compaction: conv.and_then(|c| view.last_compaction(c)),
+            last_compaction,
             compaction_floor: view.compaction_floor(),
             subagent_active: conv.is_some_and(|c| view.subagent_active(c, now)),
             unrecorded_call: false,
+            call_unresolved: false,
         }
     }
 
@@ -361,6 +386,8 @@ impl ReadPath {
         let facts = Facts {
             unavailable: unavailable || res.state_problem.is_some(),
             unrecorded_call: res.per_call == PerCall::NoRecord,
+            call_unresolved: res.caller.scope.is_none()
+                && matches!(res.per_call, PerCall::NoMatch | PerCall::Ambiguous | PerCall::StateError),
             ..self.facts_of(view, &res.caller, now)
         };
         // A delivery time ahead of our clock is not one we gave: untrusted,
@@ -446,6 +473,8 @@ pub(crate) trait Ask {
     fn concurrent(&self, now: u64) -> bool;
     fn last_compaction(&self, conv: &str) -> Option<u64>;
     fn compaction_floor(&self) -> u64;
+    /// The latest compaction of any conversation.
+    fn latest_compaction_any(&self) -> Option<u64>;
     fn subagent_active(&self, conv: &str, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
@@ -470,6 +499,9 @@ impl Ask for Reader {
     }
     fn compaction_floor(&self) -> u64 {
         self.digest().compaction_floor()
+    }
+    fn latest_compaction_any(&self) -> Option<u64> {
+        self.digest().latest_compaction_any()
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !self.digest().active_subagents(conv, now).is_empty()
@@ -504,6 +536,9 @@ impl Ask for View<'_> {
     fn compaction_floor(&self) -> u64 {
         View::compaction_floor(self)
     }
+    fn latest_compaction_any(&self) -> Option<u64> {
+        View::latest_compaction_any(self)
+    }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !View::active_subagents(self, conv, now).is_empty()
     }
@@ -533,6 +568,9 @@ impl Ask for Digest {
     }
     fn compaction_floor(&self) -> u64 {
         Digest::compaction_floor(self)
+    }
+    fn latest_compaction_any(&self) -> Option<u64> {
+        Digest::latest_compaction_any(self)
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !Digest::active_subagents(self, conv, now).is_empty()

@@ -261,7 +261,8 @@ fn cursor_two_chats_fingerprint_claims() {
     });
     assert_eq!(ans.per_call, leanctx::mcp_call::PerCall::Ambiguous);
     assert!(!ans.decision.allow);
-    assert_eq!(ans.decision.reason, Reason::Concurrent);
+    // A call that names nobody is never re-identified from the slot.
+    assert_eq!(ans.decision.reason, Reason::UnknownCaller);
 }
 
 /// Many servers race to claim one record, as real processes: exactly one wins.
@@ -334,8 +335,26 @@ fn concurrency_makes_slot_callers_withhold_but_not_exact_ones() {
     let latest = "f6ab2e21-73a7-4aaa-b76e-ef330b9f0de8";
     let o = sb.cmd(["scope", "check", "--delivered", latest]).run();
     assert_eq!((o.code, o.stdout.trim()), (1, "withhold concurrent"));
+    // The server's env alone is not proof (a shared server has one env for
+    // every chat): withheld like the slot.
     let o = sb.cmd(["scope", "check", "--delivered", latest]).env("CLAUDE_CODE_SESSION_ID", latest).run();
-    assert_eq!((o.code, o.stdout.trim()), (0, "allow same-conversation"));
+    assert_eq!((o.code, o.stdout.trim()), (1, "withhold concurrent"));
+    // Proven: the server (a shell here) was started by the Claude process
+    // (this test) whose SessionStart hook recorded that session.
+    sb.hook("claude", payload("claude/concurrent/04-SessionStart.json"))
+        .env("CLAUDE_PID", std::process::id().to_string())
+        .ok();
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' scope check --delivered {latest}", crate::support::BIN))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sb.home)
+        .env("LEAN_CTX_DATA_DIR", &sb.data)
+        .env("CLAUDE_CODE_SESSION_ID", latest)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "allow same-conversation", "{o:?}");
     let st = sb.cmd(["status", "--json"]).ok().json();
     assert_eq!(st["concurrent"], true);
     assert_eq!(st["live"].as_array().unwrap().len(), 2);
@@ -812,4 +831,73 @@ fn replay_real_cursor_run_with_a_subagent() {
     assert_eq!(call_convs, [root, child, root, root, root]);
     assert!(calls.iter().all(|c| c[5] == "-" && c[6] == "dump"), "`MCP:dump` names no server");
     assert!(!j.contains("call-7e307548"), "the raw subagent id is never stored");
+}
+
+/// The server's own environment is not the caller: a shared server whose
+/// env names a Claude session (or a custom scope) serves other chats too.
+/// Per-call evidence wins; the env counts only when proven, and compactions
+/// apply to every scope kind.
+#[test]
+fn the_servers_environment_is_not_the_caller() {
+    let sb = Sandbox::new();
+    let s = "11111111-1111-4111-8111-111111111111";
+    let c1 = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
+    let c2 = "9f26d535-5d39-4248-a9b2-2faaa07cd364";
+    let at = (leanctx::clock::now_ms() - 60_000).to_string();
+    sb.hook("claude", json!({"hook_event_name":"UserPromptSubmit","session_id":s}).to_string()).ok();
+    sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":c1}).to_string()).ok();
+    sb.hook(
+        "cursor",
+        json!({"hook_event_name":"beforeMCPExecution","conversation_id":c1,"tool_name":"ctx_read",
+            "tool_input":"{\"path\":\"a.rs\"}","mcp_server_name":"ctx"})
+        .to_string(),
+    )
+    .ok();
+    let call = sb.tmp.path().join("call.json");
+    std::fs::write(
+        &call,
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ctx_read","arguments":{"path":"a.rs"}}})
+            .to_string(),
+    )
+    .unwrap();
+    // A shared daemon started from a Claude session: the Cursor call is the
+    // Cursor chat's, by its record, not the env's session.
+    let o = sb
+        .cmd(["scope", "check", "--delivered", s, "--at", &at, "--call", call.to_str().unwrap(), "--json"])
+        .env("CLAUDE_CODE_SESSION_ID", s)
+        .run();
+    let j = o.json();
+    assert_eq!((j["caller"]["scope"].as_str(), j["decision"]["allow"].as_bool()), (Some(c1), Some(false)), "{j}");
+    // With no record to claim (another request), the env (unproven) does not stand in.
+    std::fs::write(
+        &call,
+        json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ctx_read","arguments":{"path":"a.rs"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let o = sb
+        .cmd(["scope", "check", "--delivered", s, "--at", &at, "--call", call.to_str().unwrap()])
+        .env("CLAUDE_CODE_SESSION_ID", s)
+        .run();
+    assert_eq!(o.stdout.trim(), "withhold unknown-caller");
+    // Two chats share a custom scope: not exact, withheld while both are live.
+    sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":c2}).to_string()).ok();
+    let custom = |at: &str| {
+        sb.cmd(["scope", "check", "--delivered", "custom:shared", "--at", at]).env("LEAN_CTX_SCOPE", "shared").run()
+    };
+    assert_eq!(custom(&at).stdout.trim(), "withhold concurrent");
+    // Alone, a custom scope is served; a compaction of any chat ends it.
+    let sb2 = Sandbox::new();
+    sb2.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":c1}).to_string()).ok();
+    let check = || {
+        sb2.cmd(["scope", "check", "--delivered", "custom:shared", "--at", &at])
+            .env("LEAN_CTX_SCOPE", "shared")
+            .run()
+            .stdout
+            .trim()
+            .to_string()
+    };
+    assert_eq!(check(), "allow same-conversation");
+    sb2.hook("cursor", json!({"hook_event_name":"preCompact","conversation_id":c1}).to_string()).ok();
+    assert_eq!(check(), "withhold compacted");
 }
