@@ -196,6 +196,8 @@ struct HostStats {
     lost: BTreeMap<&'static str, u64>,
     recorded: u64,
     not_recorded: u64,
+    /// Calls resolved exactly to another caller than their own.
+    misresolved: u64,
 }
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -212,6 +214,7 @@ struct Stats {
     version_bumps: u64,
     hosts: BTreeMap<H, HostStats>,
     wrong_detail: Vec<String>,
+    misresolved_detail: Vec<String>,
     /// A fold of every decision and oracle verdict, to check replays.
     trace: u64,
 }
@@ -236,6 +239,7 @@ impl Stats {
             m.wrong += s.wrong;
             m.recorded += s.recorded;
             m.not_recorded += s.not_recorded;
+            m.misresolved += s.misresolved;
             for (k, v) in &s.reasons {
                 *m.reasons.entry(k).or_default() += v;
             }
@@ -244,6 +248,7 @@ impl Stats {
             }
         }
         self.wrong_detail.extend(o.wrong_detail.iter().cloned());
+        self.misresolved_detail.extend(o.misresolved_detail.iter().cloned());
         self.trace = self.trace.rotate_left(7) ^ o.trace;
     }
 
@@ -543,7 +548,16 @@ impl World {
         let safe = window.get(file) == Some(&ver);
         let allow = ans.decision.allow;
         let reason = ans.decision.reason.as_str();
+        let misresolved = ans.caller.exact && ans.caller.scope.as_deref() != Some(truth_scope.as_str());
+        if misresolved {
+            let detail = format!(
+                "seed {}: t={now} {host:?} caller {truth_scope} ({file}) resolved exactly as {:?} ({:?} {:?})",
+                self.seed, ans.caller.scope, ans.caller.host, ans.caller.source
+            );
+            self.st.misresolved_detail.push(detail);
+        }
         let hs = self.st.hosts.entry(host).or_default();
+        hs.misresolved += misresolved as u64;
         hs.questions += 1;
         *hs.reasons.entry(reason).or_default() += 1;
         if !allow {
@@ -1020,7 +1034,7 @@ fn report(name: &str, s: &Stats) -> String {
     for (h, hs) in &s.hosts {
         out.push_str(&format!(
             "\n  {}: {} questions, safe stubs allowed {}/{} = {:.1}%, wrong {}; deliveries recorded {} (not {}); \
-             safe withheld for {:?}; all reasons {:?}",
+             {} calls resolved exactly to another caller; safe withheld for {:?}; all reasons {:?}",
             h.name(),
             hs.questions,
             hs.safe_allowed,
@@ -1029,9 +1043,13 @@ fn report(name: &str, s: &Stats) -> String {
             hs.wrong,
             hs.recorded,
             hs.not_recorded,
+            hs.misresolved,
             hs.lost,
             hs.reasons
         ));
+    }
+    for d in s.misresolved_detail.iter().take(5) {
+        out.push_str(&format!("\n  misresolved: {d}"));
     }
     out
 }
@@ -1142,15 +1160,19 @@ fn ledger_simulation_replays_bit_for_bit() {
 }
 
 /// Hosts that name calls by fingerprint, with what the ledger gets wrong
-/// there (both reproduced deterministically below): Cursor and CodeBuddy
-/// calls interrupted, and Cursor task hooks without `CURSOR_TASK_ID`.
+/// there (each reproduced deterministically below): Cursor and CodeBuddy
+/// calls interrupted, Cursor task hooks without `CURSOR_TASK_ID`, and more
+/// hooks that die (a call without its own record claims another host's).
 #[test]
-#[ignore = "bug: a fingerprint acknowledgement confirms another scope's delivery, and a Cursor task hook without \
-            CURSOR_TASK_ID names its parent (see the two regressions below)"]
+#[ignore = "bug: a fingerprint acknowledgement confirms another scope's delivery, a Cursor task hook without \
+            CURSOR_TASK_ID names its parent, a call without its record claims another host's (regressions below)"]
 fn ledger_simulation_fingerprint_hosts_with_interrupts_and_task_hooks_without_env() {
-    let (s, _) =
-        run_many("fingerprint-faults", Knobs { interrupt_fingerprint: 0.05, cursor_no_task_env: 0.1, ..KNOBS });
+    let (s, _) = run_many(
+        "fingerprint-faults",
+        Knobs { interrupt_fingerprint: 0.05, cursor_no_task_env: 0.1, fail_hook: 0.05, ..KNOBS },
+    );
     assert_eq!(s.wrong(), 0);
+    assert!(s.misresolved_detail.is_empty(), "{}", s.misresolved_detail.join("\n"));
 }
 
 // Deterministic regressions for what this simulation found.
@@ -1269,4 +1291,58 @@ fn a_cursor_task_without_its_env_hands_its_delivery_to_the_parent() {
     at(&sb, "cursor", t + 5_000, ev("beforeMCPExecution"), None);
     let b = server_read(&sb, t + 5_001, 2, path, &text);
     assert!(!b.decision.allow, "a stub of content the parent never got: {}", serde_json::to_string(&b).unwrap());
+}
+
+/// A Cursor call whose `beforeMCPExecution` hook died (killed, disk full,
+/// lock busy: it fails open) reaches the server with no record of its own.
+/// Fingerprint claims take every host's records, so it claims the record of
+/// a Claude Code chat that just read the same path (Claude's server
+/// resolves by tool-use id and never claims it): the Cursor call resolves
+/// *exactly* to the Claude session, whose delivery of the file is
+/// confirmed, and the Cursor chat gets a stub of a file it never read.
+/// (Seen in the 200-seed run as a Cursor `window-changed`: the same claim
+/// of a Codex record, withheld only because Codex's windowId differed.)
+#[test]
+#[ignore = "bug: a fingerprint call without its own record claims another host's record (Claude/Codex records \
+            resolved by id stay claimable) and is served that chat's stub"]
+fn a_cursor_call_whose_hook_died_claims_a_claude_record_and_its_stub() {
+    let sb = sandbox();
+    let t = 1_800_000_000_000u64;
+    let path = "/p/c.rs";
+    let text = "pub fn c() {}\n".repeat(40);
+    let sent = ledger::sent_content(&json!({"content": blocks(&text)})).unwrap();
+    let claude_read = |t: u64, id: &str| {
+        at(
+            &sb,
+            "claude",
+            t,
+            json!({"hook_event_name": "PreToolUse", "session_id": "A", "tool_name": "mcp__ctx__ctx_read",
+                "tool_input": {"path": path}, "tool_use_id": id}),
+            None,
+        );
+        let call = McpCall::from_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": {"claudecode/toolUseId": id}}}))
+        .unwrap();
+        ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 1).stub(&call, path, "v1", Some(&sent)).unwrap()
+    };
+    at(&sb, "claude", t, json!({"hook_event_name": "SessionStart", "session_id": "A", "source": "startup"}), None);
+    at(&sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
+    // Claude reads c.rs; PostToolBatch confirms it whole.
+    assert_eq!(claude_read(t + 10, "toolu_1").decision.reason.as_str(), "not-delivered");
+    at(
+        &sb,
+        "claude",
+        t + 12,
+        json!({"hook_event_name": "PostToolBatch", "session_id": "A", "tool_calls": [{"tool_name":
+            "mcp__ctx__ctx_read", "tool_use_id": "toolu_1", "tool_input": {"path": path},
+            "tool_response": blocks(&text)}]}),
+        None,
+    );
+    // Claude re-reads it: a stub, rightly.
+    let again = claude_read(t + 20_000, "toolu_2");
+    assert!(again.decision.allow, "{again:?}");
+    // The Cursor chat reads c.rs for the first time; its beforeMCPExecution died.
+    let b = server_read(&sb, t + 20_500, 7, path, &text);
+    assert_ne!(b.caller.scope.as_deref(), Some("A"), "the Cursor call named the Claude session exactly: {b:?}");
+    assert!(!b.decision.allow, "a stub of a file the Cursor chat never read: {}", serde_json::to_string(&b).unwrap());
 }
