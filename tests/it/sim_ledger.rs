@@ -155,6 +155,10 @@ struct Knobs {
     /// Any other hook process (compaction hooks excepted) dies before it
     /// records.
     fail_hook: f64,
+    /// Whether the pre hook of a Cursor or CodeBuddy call may die too (its
+    /// call then claims another chat's record: see
+    /// `a_cursor_call_whose_hook_died_claims_a_claude_record_and_its_stub`).
+    fail_fingerprint_pre: bool,
     /// A call is interrupted: the server delivers, the model never gets it,
     /// no post hook fires. Claude Code.
     interrupt_claude: f64,
@@ -176,6 +180,7 @@ struct Knobs {
 const KNOBS: Knobs = Knobs {
     drop_post: 0.02,
     fail_hook: 0.01,
+    fail_fingerprint_pre: false,
     interrupt_claude: 0.03,
     interrupt_codex: 0.02,
     interrupt_fingerprint: 0.0,
@@ -428,6 +433,8 @@ impl World {
                     eprintln!("t={t} {:?} {} DROPPED hook {event}", self.chats[c].host, self.chats[c].id);
                 }
                 return;
+            }
+            Kind::Pre if matches!(self.chats[c].host, H::Cursor | H::CodeBuddy) && !self.knobs.fail_fingerprint_pre => {
             }
             Kind::Pre | Kind::Other if self.rng.chance(self.knobs.fail_hook) => {
                 self.st.hooks_failed += 1;
@@ -1169,7 +1176,13 @@ fn ledger_simulation_replays_bit_for_bit() {
 fn ledger_simulation_fingerprint_hosts_with_interrupts_and_task_hooks_without_env() {
     let (s, _) = run_many(
         "fingerprint-faults",
-        Knobs { interrupt_fingerprint: 0.05, cursor_no_task_env: 0.1, fail_hook: 0.05, ..KNOBS },
+        Knobs {
+            interrupt_fingerprint: 0.05,
+            cursor_no_task_env: 0.1,
+            fail_hook: 0.05,
+            fail_fingerprint_pre: true,
+            ..KNOBS
+        },
     );
     assert_eq!(s.wrong(), 0);
     assert!(s.misresolved_detail.is_empty(), "{}", s.misresolved_detail.join("\n"));
