@@ -203,6 +203,9 @@ struct HostStats {
     not_recorded: u64,
     /// Calls resolved exactly to another caller than their own.
     misresolved: u64,
+    /// Bytes of the safe stubs' content, and of those allowed.
+    safe_bytes: u64,
+    safe_allowed_bytes: u64,
 }
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -245,6 +248,8 @@ impl Stats {
             m.recorded += s.recorded;
             m.not_recorded += s.not_recorded;
             m.misresolved += s.misresolved;
+            m.safe_bytes += s.safe_bytes;
+            m.safe_allowed_bytes += s.safe_allowed_bytes;
             for (k, v) in &s.reasons {
                 *m.reasons.entry(k).or_default() += v;
             }
@@ -575,8 +580,10 @@ impl World {
         }
         if safe {
             hs.safe += 1;
+            hs.safe_bytes += len as u64;
             if allow {
                 hs.safe_allowed += 1;
+                hs.safe_allowed_bytes += len as u64;
             } else {
                 *hs.lost.entry(reason).or_default() += 1;
                 // The detail: what the host said, or why the caller was not known.
@@ -1040,13 +1047,14 @@ fn report(name: &str, s: &Stats) -> String {
     );
     for (h, hs) in &s.hosts {
         out.push_str(&format!(
-            "\n  {}: {} questions, safe stubs allowed {}/{} = {:.1}%, wrong {}; deliveries recorded {} (not {}); \
-             {} calls resolved exactly to another caller; safe withheld for {:?}; all reasons {:?}",
+            "\n  {}: {} questions, safe stubs allowed {}/{} = {:.1}% ({:.1}% of their bytes), wrong {}; deliveries \
+             recorded {} (not {}); {} calls resolved exactly to another caller; safe withheld for {:?}; all reasons {:?}",
             h.name(),
             hs.questions,
             hs.safe_allowed,
             hs.safe,
             pct(hs.safe_allowed, hs.safe),
+            pct(hs.safe_allowed_bytes, hs.safe_bytes),
             hs.wrong,
             hs.recorded,
             hs.not_recorded,
