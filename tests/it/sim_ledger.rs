@@ -1118,7 +1118,7 @@ fn run_many(name: &str, knobs: Knobs) -> (Stats, Option<Stats>) {
             s.trace
         );
         assert!(
-            s.wrong() == 0,
+            knobs.fail_fingerprint_pre || s.wrong() == 0,
             "sim-ledger[{name}]: {} wrong stubs with seed {seed} (replay: LEANCTX_SEED={seed}):\n{}",
             s.wrong(),
             s.wrong_detail.join("\n")
@@ -1192,8 +1192,15 @@ fn ledger_simulation_fingerprint_hosts_with_interrupts_and_task_hooks_without_en
             ..KNOBS
         },
     );
-    assert_eq!(s.wrong(), 0);
-    assert!(s.misresolved_detail.is_empty(), "{}", s.misresolved_detail.join("\n"));
+    // Every seed runs (no stop at the first wrong stub): the report counts them all.
+    let wrong: Vec<&String> = s.wrong_detail.iter().take(10).collect();
+    assert!(
+        s.wrong() == 0 && s.misresolved_detail.is_empty(),
+        "{} wrong stubs, {} calls resolved exactly to another caller; first wrong stubs:\n{wrong:#?}\n{}",
+        s.wrong(),
+        s.misresolved_detail.len(),
+        report("fingerprint-faults", &s)
+    );
 }
 
 // Deterministic regressions for what this simulation found.
