@@ -12,7 +12,7 @@
 //!   model got (text blocks when whole, the preview string when not),
 //!   `PostToolUse` the server's copy. An interrupted call (Esc while the
 //!   server works) fires `PreToolUse` and no post hook: the model never got
-//!   it, though the server delivered it.
+//!   it, though the server delivered it. Codex calls are interrupted too.
 //! - Codex: a result over the output budget is middle-truncated (the
 //!   budget is 2,500 tokens, or 10,000 from `config.toml` in some runs; the
 //!   true cut is modeled at 4.79 characters a token, what Codex's own cuts
@@ -30,7 +30,11 @@
 //!   `tool_response`), no call id for the server; its model gets a preview
 //!   past 50,000 characters like Claude Code's.
 //! - Hooks that never fire: a share of post hooks is dropped, and a share of
-//!   all other non-compaction hook processes die before they record.
+//!   the other hook processes die before they record (not compaction hooks:
+//!   a lost one cannot be detected without a window id; and in the main
+//!   variant not the pre hooks of Cursor and CodeBuddy, nor their calls
+//!   interrupted, nor Cursor task hooks without `CURSOR_TASK_ID`: each
+//!   triggers an open bug, see the ignored tests at the end).
 //!
 //! The oracle knows what each context window holds, independently of any
 //! hook: per file, the version of the window's *latest* copy of that file
@@ -43,16 +47,23 @@
 //! The server always asks at the file's current version, so an older-version
 //! question never arises (and the product never allows one anyway).
 //!
-//! Execution is sequential and seeded: the chats' calls interleave at the
-//! level of single hooks and server calls (a Cursor chat's
-//! `beforeMCPExecution` can land between another chat's hook and server
-//! call), so `LEANCTX_SEED=S` replays a run exactly.
+//! Execution is sequential and seeded: each chat acts at its own virtual
+//! times (milliseconds between the hooks and the server call of one step,
+//! seconds to hours between steps), and the chats interleave at the level
+//! of single hooks and server calls (a Cursor chat's `beforeMCPExecution`
+//! can land between another chat's hook and server call). So
+//! `LEANCTX_SEED=S` replays a run: the same decisions, verdicts and counts
+//! (a reason label up to trim timing: see `Stats::replayable`).
 //!
-//! `cargo test --test it sim_ledger -- --nocapture` runs fixed seeds and one
-//! fresh seed it prints; `LEANCTX_STRESS=1` runs 200 seeds;
-//! `LEANCTX_SEED=S` (with `LEANCTX_SIM_SEEDS=N`, default 1) replays seeds
-//! S..S+N; `LEANCTX_SIM_STEPS=N` sets the scheduler steps per seed;
-//! `LEANCTX_SIM_TRACE=1` prints every hook and call.
+//! `cargo test --test it sim_ledger -- --nocapture` runs the 16 fixed seeds
+//! and one fresh seed it prints (× 350 steps; two seeds at a time) and
+//! asserts 0 wrong stubs on each, the savings floors per host and
+//! every ledger reason on the fixed seeds' total. `LEANCTX_STRESS=1`: 16
+//! fixed + 184 fresh seeds × 700 steps, floors on the total too.
+//! `LEANCTX_SIM_SEEDS=N` sets the number of fresh seeds; with
+//! `LEANCTX_SEED=S` it replays seeds S..S+N (default 1) instead;
+//! `LEANCTX_SIM_STEPS=N` sets the steps per seed; `LEANCTX_SIM_TRACE=1`
+//! prints every hook and call.
 
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
