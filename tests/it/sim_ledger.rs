@@ -698,17 +698,21 @@ impl World {
             let response = if rd.whole {
                 blocks(&rd.sent)
             } else {
+                // The real shape (tests/fixtures/payloads/claude/size-60k):
+                // the first 2 KB of the blocks as pretty JSON.
+                let full = serde_json::to_string_pretty(&blocks(&rd.sent)).unwrap();
                 let mut cut = CLAUDE_PREVIEW_BYTES;
-                while !rd.sent.is_char_boundary(cut) {
+                while !full.is_char_boundary(cut) {
                     cut -= 1;
                 }
                 json!(format!(
                     "<persisted-output>\nOutput too large ({:.1}KB). Full output saved to: \
-                     /sim/home/.claude/projects/sim/tool-results/{}.txt\n\nPreview (first 2KB):\n{}\n...\n\
+                     /sim/home/.claude/projects/-sim/{}/tool-results/{}.json\n\nPreview (first 2KB):\n{}\n...\n\
                      </persisted-output>",
-                    rd.sent.len() as f64 / 1024.0,
+                    full.len() as f64 / 1024.0,
+                    self.chats[c].id,
                     rd.id,
-                    &rd.sent[..cut]
+                    &full[..cut]
                 ))
             };
             calls.push(json!({"tool_name": "mcp__ctx__ctx_read", "tool_use_id": rd.id,
