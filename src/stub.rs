@@ -100,10 +100,15 @@ impl ReadPath {
                 };
                 // A Cursor task hook without CURSOR_TASK_ID records its call
                 // under the parent: the claim names the parent, and the
-                // task's delivery would become the parent's stub.
+                // task's delivery would become the parent's stub. (CodeBuddy's
+                // subagent hooks name their agent, as Claude Code's do, so a
+                // record without one is the main agent's.)
                 let conv = caller.conversation.as_deref().or(caller.scope.as_deref()).unwrap_or_default();
                 let narrow = caller.scope.as_deref().is_some_and(|s| s.starts_with("agent:") || s.starts_with("task:"));
-                let blind = caller.source.blind_to_subagents() && !narrow && view.subagent_active(conv, now);
+                let blind = caller.source.blind_to_subagents()
+                    && caller.host == Some(crate::Host::Cursor)
+                    && !narrow
+                    && view.subagent_active(conv, now);
                 LedgerCaller { caller, per_call: PerCall::Resolved, call_ref, blind }
             }
             Err(p) => LedgerCaller { caller: Caller::unknown(), per_call: p, call_ref: None, blind: false },

@@ -15,3 +15,4 @@ mod readpath;
 mod rng;
 mod security;
 mod sim;
+mod sim_ledger;
