@@ -273,6 +273,46 @@ mod tests {
     }
 
     #[test]
+    fn reason_codes_are_their_serde_names() {
+        use Reason::*;
+        let all = [
+            ScopeDisabled,
+            SameConversation,
+            SingleConversation,
+            OtherConversation,
+            Concurrent,
+            Compacted,
+            UnknownCaller,
+            UnknownDelivery,
+            SubagentActive,
+            StateUnavailable,
+            UnrecordedCall,
+            ConfirmedDelivery,
+            NotDelivered,
+            VersionChanged,
+            WindowChanged,
+            Unconfirmed,
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for r in all {
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));
+            assert!(seen.insert(r.as_str()), "{r:?}");
+            assert!(r.as_str().len() > 3 && r.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'-'));
+        }
+    }
+
+    #[test]
+    fn narrower_scopes_are_not_blind_to_subagents() {
+        let sub = Facts { subagent_active: true, ..Facts::default() };
+        for s in ["agent:x", "task:t", "custom:c"] {
+            let c = caller(Source::Slot, Some(s));
+            assert_eq!(warm(&c, Some(s), Some(100), &sub), Decision::allow(Reason::SameConversation), "{s}");
+        }
+        let c = caller(Source::Slot, Some("conv"));
+        assert_eq!(warm(&c, Some("conv"), Some(100), &sub), Decision::deny(Reason::SubagentActive));
+    }
+
+    #[test]
     fn delivery_scope_table() {
         let quiet = Facts::default();
         let busy = Facts { concurrent: true, ..Facts::default() };

@@ -175,6 +175,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn source_codes_are_their_serde_names() {
+        use Source::*;
+        for s in [Disabled, Custom, MetaSession, ToolUseId, Fingerprint, TaskEnv, ProcessEnv, Slot, None] {
+            assert_eq!(serde_json::to_value(s).unwrap(), serde_json::Value::String(s.as_str().into()));
+        }
+        assert_eq!(MetaSession.as_str(), "meta-session");
+    }
+
+    #[test]
     fn chain_order() {
         let mut env = ScopeEnv {
             scoping_disabled: true,

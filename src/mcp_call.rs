@@ -168,6 +168,85 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn call_parts() {
+        let whole = McpCall::from_json(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+            "name":"ctx_read","arguments":{"path":"a"},"_meta":{"callId":"call_1","windowId":"S:2"}}}))
+        .unwrap();
+        assert_eq!(whole.request_id.as_deref(), Some("7"));
+        let sid = McpCall::from_json(&json!({"id":"r-1","params":{"name":"x"}})).unwrap();
+        assert_eq!(sid.request_id.as_deref(), Some("r-1"));
+        // Bare params: an `id` there is not the JSON-RPC id.
+        let bare = McpCall::from_json(&json!({"id": 9, "name":"ctx_read","arguments":{"path":"a"}})).unwrap();
+        assert_eq!(bare.request_id, None);
+        let bare = McpCall::from_json(&json!({"id": "s", "name":"ctx_read"})).unwrap();
+        assert_eq!(bare.request_id, None);
+        assert_eq!(whole.fingerprint(), args_fingerprint(Some(&json!({"path":"a"}))));
+        assert_eq!(
+            (whole.meta_call_id(), whole.window_id(), whole.host_call_id()),
+            (Some("call_1"), Some("S:2"), Some("call_1"))
+        );
+        let claude = McpCall::from_json(&json!({"name":"x","_meta":{"claudecode/toolUseId":"toolu_9"}})).unwrap();
+        assert_eq!((claude.host_call_id(), claude.meta_call_id(), claude.window_id()), (Some("toolu_9"), None, None));
+        // Tokens: one per request of one server, none without a request id.
+        let t = |pid, c: &McpCall| claimant_token(pid, c);
+        assert_eq!(t(1, &bare), None);
+        assert_eq!(t(1, &whole), t(1, &whole));
+        assert_ne!(t(1, &whole), t(2, &whole));
+        assert_ne!(t(1, &whole), t(1, &sid));
+        assert_eq!(t(1, &whole).unwrap().len(), 32);
+    }
+
+    #[test]
+    fn claims_choose_one_scope_or_none() {
+        use crate::journal::{Call, Record, View};
+        let call = |conv: &'static str,
+                    agent: Option<&'static str>,
+                    host: Host,
+                    key: &'static str,
+                    fp: &'static str| {
+            Record::Call(Call { t: 1_000, host, conv, agent, server: None, tool: "ctx_read", fp, call_id: None, key })
+        };
+        let c = McpCall::from_json(&json!({"name":"ctx_read","arguments":{"path":"a"}})).unwrap();
+        let fp: &'static str = Box::leak(c.fingerprint().into_boxed_str());
+        let one = View { records: vec![call("A", None, Host::Cursor, "k1", fp)] };
+        let (caller, key) = choose_claim(&one, &c, None, 2_000).unwrap();
+        assert_eq!((caller.scope.as_deref(), key), (Some("A"), Some("k1")));
+        let same_scope =
+            View { records: vec![call("A", None, Host::Cursor, "k1", fp), call("A", None, Host::Cursor, "k2", fp)] };
+        assert_eq!(choose_claim(&same_scope, &c, None, 2_000).unwrap().1, Some("k1"));
+        let two =
+            View { records: vec![call("A", None, Host::Cursor, "k1", fp), call("B", None, Host::Cursor, "k2", fp)] };
+        assert_eq!(choose_claim(&two, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        let sub = View {
+            records: vec![call("A", None, Host::Cursor, "k1", fp), call("A", Some("task:t"), Host::Cursor, "k2", fp)],
+        };
+        assert_eq!(choose_claim(&sub, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        let claude = View { records: vec![call("A", None, Host::ClaudeCode, "k1", fp)] };
+        assert_eq!(choose_claim(&claude, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        let other_args = View { records: vec![call("A", None, Host::Cursor, "k1", "00")] };
+        assert_eq!(choose_claim(&other_args, &c, None, 2_000).unwrap_err(), PerCall::NoMatch);
+        let rec = View {
+            records: vec![Record::Call(Call {
+                t: 1,
+                host: Host::ClaudeCode,
+                conv: "S",
+                agent: Some("agent:x"),
+                server: None,
+                tool: "t",
+                fp: "f",
+                call_id: Some("toolu_1"),
+                key: "k",
+            })],
+        };
+        let got = caller_from_record(&rec, "toolu_1").unwrap();
+        assert_eq!(
+            (got.scope.as_deref(), got.conversation.as_deref(), got.source),
+            (Some("agent:x"), Some("S"), Source::ToolUseId)
+        );
+        assert!(caller_from_record(&rec, "toolu_2").is_none());
+    }
+
+    #[test]
     fn codex_meta_main_and_subagent() {
         let main = McpCall::from_json(
             &json!({"method":"tools/call","params":{"name":"ctx_read","arguments":{"path":"README.md"},
