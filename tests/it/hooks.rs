@@ -405,16 +405,37 @@ fn unsafe_data_dir_is_refused_but_the_hook_answers() {
 
 #[test]
 fn read_only_data_dir_fails_open() {
-    if unsafe_is_root() {
-        // root ignores directory permissions; the read-only case is covered
-        // with a read-only mount in the fault suite.
-        return;
-    }
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
     std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let o = sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).ok();
-    assert!(o.stderr.contains("could not record"), "{}", o.stderr);
+    let o = if unsafe_is_root() {
+        // Root ignores directory permissions: run the hook as an unprivileged
+        // user who owns the read-only data dir (setpriv, util-linux).
+        use std::os::unix::fs::chown;
+        let nobody = 65534;
+        chown(&sb.data, Some(nobody), Some(nobody)).unwrap();
+        chown(&sb.home, Some(nobody), Some(nobody)).unwrap();
+        std::fs::set_permissions(sb.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", crate::support::BIN, "hook", "claude"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &sb.home)
+            .env("LEAN_CTX_DATA_DIR", &sb.data)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("setpriv (util-linux) runs the hook unprivileged");
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(payload("claude/baseline/01-SessionStart.json").as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    } else {
+        sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).ok().stderr
+    };
+    assert!(o.contains("could not record"), "{o}");
+    assert!(!sb.data.join("journal").exists());
 }
 
 fn unsafe_is_root() -> bool {
