@@ -321,6 +321,41 @@ fn run_hook_without_host(argv: &HookArgv, started: Instant) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The options of a fast-path command (`--name value`, `--name=value`, and
+/// `--flag` for names not in `valued`), read as clap reads them: `None` for
+/// anything clap would read differently (a word that is not an option, a
+/// flag given a value, a value that looks like an option other than `-`),
+/// so that clap reads and reports it.
+fn fast_opts<'a>(rest: &'a [String], valued: &[&str]) -> Option<Vec<(&'a str, Option<String>)>> {
+    let mut out = Vec::with_capacity(rest.len());
+    let mut i = 0;
+    while i < rest.len() {
+        let (name, inline) = match rest[i].split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (rest[i].as_str(), None),
+        };
+        if !name.starts_with("--") {
+            return None;
+        }
+        let value = match (valued.contains(&name), inline) {
+            (true, Some(v)) => Some(v.to_string()),
+            (true, None) => {
+                i += 1;
+                let v = rest.get(i)?;
+                if v.starts_with('-') && v != "-" {
+                    return None;
+                }
+                Some(v.clone())
+            }
+            (false, Some(_)) => return None,
+            (false, None) => None,
+        };
+        out.push((name, value));
+        i += 1;
+    }
+    Some(out)
+}
+
 /// `scope check …` and `scope current …`, exactly as clap would read them;
 /// `None` for anything else (an unknown or repeated argument, a value that
 /// looks like a flag, help), which clap then reads and reports.
@@ -336,37 +371,16 @@ fn scope_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Scop
     let rest: Vec<String> = args.map(|a| a.into_string().ok()).collect::<Option<_>>()?;
     let (mut delivered, mut at, mut call) = (None, None, None);
     let (mut cold, mut json, mut fresh) = (false, false, false);
-    let mut i = 0;
-    while i < rest.len() {
-        let (name, inline) = match rest[i].split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-            _ => (rest[i].as_str(), None),
-        };
-        let mut value = || -> Option<String> {
-            if let Some(v) = inline {
-                return Some(v.to_string());
-            }
-            i += 1;
-            let v = rest.get(i)?;
-            (!v.starts_with('-') || v == "-").then(|| v.clone())
-        };
-        let flag = |set: &mut bool| -> Option<()> {
-            if inline.is_some() || *set {
-                return None;
-            }
-            *set = true;
-            Some(())
-        };
+    for (name, value) in fast_opts(&rest, &["--delivered", "--at", "--call"])? {
         match name {
-            "--delivered" if check && delivered.is_none() => delivered = Some(value()?),
-            "--at" if check && at.is_none() => at = Some(value()?.parse::<u64>().ok()?),
-            "--call" if call.is_none() => call = Some(PathBuf::from(value()?)),
-            "--cold" if check => flag(&mut cold)?,
-            "--fresh" if !check => flag(&mut fresh)?,
-            "--json" => flag(&mut json)?,
+            "--delivered" if check && delivered.is_none() => delivered = value,
+            "--at" if check && at.is_none() => at = Some(value?.parse::<u64>().ok()?),
+            "--call" if call.is_none() => call = value.map(PathBuf::from),
+            "--cold" if check && !cold => cold = true,
+            "--fresh" if !check && !fresh => fresh = true,
+            "--json" if !json => json = true,
             _ => return None,
         }
-        i += 1;
     }
     let call = CallArg { call };
     Some(if check {
@@ -392,29 +406,15 @@ fn ledger_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Led
     };
     let rest: Vec<String> = args.map(|a| a.into_string().ok()).collect::<Option<_>>()?;
     let (mut call, mut key, mut version, mut result, mut json) = (None, None, None, None, false);
-    let mut i = 0;
-    while i < rest.len() {
-        let (name, inline) = match rest[i].split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-            _ => (rest[i].as_str(), None),
-        };
-        let mut value = || -> Option<String> {
-            if let Some(v) = inline {
-                return Some(v.to_string());
-            }
-            i += 1;
-            let v = rest.get(i)?;
-            (!v.starts_with('-') || v == "-").then(|| v.clone())
-        };
+    for (name, value) in fast_opts(&rest, &["--call", "--key", "--version", "--result"])? {
         match name {
-            "--call" if call.is_none() => call = Some(PathBuf::from(value()?)),
-            "--key" if key.is_none() => key = Some(value()?),
-            "--version" if version.is_none() => version = Some(value()?),
-            "--result" if result.is_none() => result = Some(PathBuf::from(value()?)),
-            "--json" if !json && inline.is_none() => json = true,
+            "--call" if call.is_none() => call = value.map(PathBuf::from),
+            "--key" if key.is_none() => key = value,
+            "--version" if version.is_none() => version = value,
+            "--result" if result.is_none() => result = value.map(PathBuf::from),
+            "--json" if !json => json = true,
             _ => return None,
         }
-        i += 1;
     }
     if deliver && result.is_none() {
         return None;
@@ -744,5 +744,46 @@ mod tests {
             }
         }
         assert!(fast_paths >= 8, "{fast_paths}");
+    }
+
+    /// The stub/deliver fast path reads exactly what clap reads, or defers to it.
+    #[test]
+    fn ledger_fast_path_agrees_with_clap() {
+        let cases: &[&[&str]] = &[
+            &["stub", "--call", "-", "--key", "a.rs", "--version", "v1"],
+            &["stub", "--call=c.json", "--key=a.rs", "--version=v1", "--result", "r.json", "--json"],
+            &["stub", "--call", "-", "--key", "-x", "--version", "v"],
+            &["stub", "--call", "-", "--key=-x", "--version", "v"],
+            &["stub", "--call", "-", "--key", "a", "--version", "v", "--json", "--json"],
+            &["stub", "--call", "-", "--key", "a", "--version", "v", "--json=1"],
+            &["stub", "--call", "-", "--key", "a"],
+            &["stub", "--call", "-", "--key", "a", "--version", "v", "extra"],
+            &["stub", "--call", "-", "--key", "a", "--key", "b", "--version", "v"],
+            &["deliver", "--call", "-", "--key", "a", "--version", "v", "--result", "-"],
+            &["deliver", "--call", "-", "--key", "a", "--version", "v"],
+            &["deliver", "--help"],
+            &["stub"],
+        ];
+        let mut fast_paths = 0;
+        for argv in cases {
+            let fast = ledger_args(argv.iter().map(std::ffi::OsString::from));
+            let clap = Cli::try_parse_from(std::iter::once("leanctx").chain(argv.iter().copied()));
+            let fields = |deliver: bool, a: &LedgerArgs, r: &Option<PathBuf>| {
+                format!("{deliver} {:?} {} {} {} {r:?}", a.call, a.key, a.version, a.json)
+            };
+            match (fast, clap) {
+                (Some(f), Ok(Cli { command: Command::Stub { ledger, result } })) => {
+                    assert_eq!(fields(f.deliver, &f.args, &f.result), fields(false, &ledger, &result), "{argv:?}");
+                    fast_paths += 1;
+                }
+                (Some(f), Ok(Cli { command: Command::Deliver { ledger, result } })) => {
+                    assert_eq!(fields(f.deliver, &f.args, &f.result), fields(true, &ledger, &Some(result)), "{argv:?}");
+                    fast_paths += 1;
+                }
+                (Some(_), other) => panic!("{argv:?}: fast path took it, clap ok: {}", other.is_ok()),
+                (None, _) => {}
+            }
+        }
+        assert!(fast_paths >= 4, "{fast_paths}");
     }
 }

@@ -344,17 +344,8 @@ fn concurrency_makes_slot_callers_withhold_but_not_exact_ones() {
     sb.hook("claude", payload("claude/concurrent/04-SessionStart.json"))
         .env("CLAUDE_PID", std::process::id().to_string())
         .ok();
-    let o = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("'{}' scope check --delivered {latest}", crate::support::BIN))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &sb.home)
-        .env("LEAN_CTX_DATA_DIR", &sb.data)
-        .env("CLAUDE_CODE_SESSION_ID", latest)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "allow same-conversation", "{o:?}");
+    let o = as_claude_server(&sb, latest, &format!("scope check --delivered {latest}"));
+    assert_eq!(o, "allow same-conversation");
     let st = sb.cmd(["status", "--json"]).ok().json();
     assert_eq!(st["concurrent"], true);
     assert_eq!(st["live"].as_array().unwrap().len(), 2);
@@ -568,17 +559,7 @@ fn clear_lineage_through_the_cli_uses_the_servers_parent() {
     sb.hook("claude", json!({"hook_event_name":"SessionStart","session_id":s2,"source":"clear"}).to_string())
         .env("CLAUDE_PID", std::process::id().to_string())
         .ok();
-    let o = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("'{}' scope current; true", crate::support::BIN))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &sb.home)
-        .env("LEAN_CTX_DATA_DIR", &sb.data)
-        .env("CLAUDE_CODE_SESSION_ID", s1)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), s2, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(as_claude_server(&sb, s1, "scope current"), s2);
 }
 
 /// `/clear` then `/resume` back to the first session in one Claude process:
@@ -596,19 +577,7 @@ fn clear_then_resume_back_follows_the_lineage_both_ways() {
             .env("LEAN_CTX_NOW_MS", (leanctx::clock::now_ms() - 10_000 + at).to_string())
             .ok();
     };
-    let current = || {
-        let o = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("'{}' scope current; true", crate::support::BIN))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &sb.home)
-            .env("LEAN_CTX_DATA_DIR", &sb.data)
-            .env("CLAUDE_CODE_SESSION_ID", s1)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
+    let current = || as_claude_server(&sb, s1, "scope current");
     start(s1, "startup", 0);
     assert_eq!(current(), s1);
     start(s2, "clear", 1_000);
@@ -676,6 +645,24 @@ fn a_cursor_tasks_compaction_is_its_own() {
         .env("CURSOR_TASK_ID", "t1")
         .ok();
     assert_eq!(check().stdout.trim(), "withhold compacted");
+}
+
+/// `leanctx <args>` run by a shell standing in for an MCP server that this
+/// test process (standing in for the Claude Code process, `CLAUDE_PID`)
+/// started, with `CLAUDE_CODE_SESSION_ID` in the server's environment.
+/// Returns stdout, trimmed.
+fn as_claude_server(sb: &Sandbox, session_env: &str, args: &str) -> String {
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' {args}; true", crate::support::BIN))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sb.home)
+        .env("LEAN_CTX_DATA_DIR", &sb.data)
+        .env("CLAUDE_CODE_SESSION_ID", session_env)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
 fn cursor_real(name: &str) -> Value {
