@@ -11,7 +11,8 @@
 //! Time is virtual (`LEAN_CTX_NOW_MS` for hooks, `ReadPath::at` for the
 //! server), so windows, claim windows and TTLs are exercised without sleeps.
 //!
-//! `LEANCTX_SIM_SEEDS=N` (default 8, 200 with `LEANCTX_STRESS=1`),
+//! Seeds 1–6 every run, plus `LEANCTX_SIM_SEEDS=N` fresh ones (default 2,
+//! 200 with `LEANCTX_STRESS=1`) from a printed base,
 //! `LEANCTX_SIM_TICKS=N` (default 80), `LEANCTX_SEED=S` replays from seed S.
 
 use crate::rng::{self, Rng};
@@ -514,13 +515,21 @@ fn report(name: &str, seeds: u64, s: &Stats) -> String {
     )
 }
 
+/// Fixed seeds every run (CI's figures are reproducible), then
+/// `LEANCTX_SIM_SEEDS` fresh ones from the printed base (`LEANCTX_SEED`
+/// replays them; with `LEANCTX_SEED` set the fixed ones are skipped).
+const FIXED_SEEDS: [u64; 6] = [1, 2, 3, 4, 5, 6];
+
 fn run_many(name: &str, knobs: Knobs) -> Stats {
-    let seeds = rng::count("LEANCTX_SIM_SEEDS", 8, 200);
+    let fresh = rng::count("LEANCTX_SIM_SEEDS", 2, 200);
     let ticks = rng::count("LEANCTX_SIM_TICKS", 80, 120);
     let base = rng::base_seed(&format!("sim[{name}]"));
+    let replaying = std::env::var_os("LEANCTX_SEED").is_some();
+    let fixed: &[u64] = if replaying { &[] } else { &FIXED_SEEDS };
+    let all: Vec<u64> = fixed.iter().copied().chain((0..fresh).map(|i| base.wrapping_add(i))).collect();
+    let seeds = all.len() as u64;
     let mut total = Stats::default();
-    for i in 0..seeds {
-        let seed = base.wrapping_add(i);
+    for seed in all {
         let s = run_seed(seed, ticks, knobs);
         assert!(
             s.misresolved.is_empty(),
@@ -546,8 +555,17 @@ fn run_many(name: &str, knobs: Knobs) -> Stats {
 fn simulation_zero_wrong_stubs() {
     let s = run_many("per-call", Knobs { claude_no_meta: 0.15, cursor_no_task_env: 0.1, cold: 0.2 });
     assert_eq!(s.wrong, 0);
-    assert!(s.safe_allowed > 0, "no stub was ever allowed: the read path is useless");
     assert!(s.stub_questions > 100);
+    // A savings floor (a product that always withholds passes `wrong == 0`):
+    // measured 44 % on the fixed seeds; half of it, for the fresh seeds' spread.
+    let share = s.safe_allowed as f64 / (s.safe_allowed + s.safe_withheld).max(1) as f64;
+    assert!(share >= 0.22, "scope check: safe stubs allowed {:.1} %", share * 100.0);
+    // The reason codes this setting must reach (the others need a server
+    // environment, disabled scoping or bad state: the fault, clock and
+    // read-path suites reach those).
+    for r in ["same-conversation", "other-conversation", "unknown-delivery", "unknown-caller", "compacted"] {
+        assert!(s.reasons.get(r).copied().unwrap_or(0) > 0, "reason {r} never reached: {:?}", s.reasons);
+    }
 }
 
 /// No per-call identity at all from Claude (every call without its
@@ -557,6 +575,9 @@ fn simulation_zero_wrong_stubs() {
 fn simulation_zero_wrong_stubs_without_claude_meta() {
     let s = run_many("no-claude-meta", Knobs { claude_no_meta: 1.0, cursor_no_task_env: 0.3, cold: 0.5 });
     assert_eq!(s.wrong, 0);
+    // Not a product that always withholds: measured 24 % on the fixed seeds.
+    let share = s.safe_allowed as f64 / (s.safe_allowed + s.safe_withheld).max(1) as f64;
+    assert!(share >= 0.10, "scope check without Claude ids: safe stubs allowed {:.1} %", share * 100.0);
 }
 
 // Deterministic regressions for what the simulation found.
