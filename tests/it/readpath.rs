@@ -36,10 +36,16 @@ struct Replay {
     right_denied: usize,
 }
 
-/// Replay a captured scenario: every hook payload through the real binary,
-/// each MCP call (matched to its PreToolUse by call id) resolved by the
-/// read path, and a simulated server asking for a stub against every
-/// earlier delivery of the same file. `env` is the MCP server's env.
+/// Replay a captured scenario the way a server meets it: every hook payload
+/// through the real binary in its captured order; at each MCP call's
+/// PreToolUse the server resolves the call, asks for a stub against every
+/// earlier delivery of the file (labelled, as a server must, with the
+/// `delivery_scope` the read path gave it), and delivers; and just before a
+/// session's `Stop` (both sessions of a concurrent run still live) it asks
+/// again as a re-read of that session's calls. The oracle is what each
+/// session was actually given: a delivery went to the true scope of the
+/// call that received it (from the hook payloads), and a stub is safe only
+/// for that scope with no compaction since. `env` is the MCP server's env.
 fn replay(host: &str, scenario: &str, env: ScopeEnv) -> Replay {
     let sb = Sandbox::new();
     let dir = format!("{}/{scenario}", if host == "claude-code" { "claude" } else { host });
@@ -52,48 +58,66 @@ fn replay(host: &str, scenario: &str, env: ScopeEnv) -> Replay {
         let m = &c["params"]["_meta"];
         m["claudecode/toolUseId"].as_str().or(m["callId"].as_str()).unwrap().to_string()
     };
-    // Hooks first (in order), remembering which PreToolUse had which call id.
-    let mut truth: HashMap<String, String> = HashMap::new();
-    for f in files(&dir).iter().filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("mcp-")) {
-        let v = read_json(f);
-        sb.hook(host, v.to_string()).ok();
-        if v["hook_event_name"] == "PreToolUse"
-            && let Some(id) = v["tool_use_id"].as_str()
-        {
-            truth.insert(id.to_string(), true_scope(&v));
-        }
-    }
     let rp = ReadPath::new(&sb.data, env);
     let mut r = Replay { resolved: 0, wrong_allowed: 0, right_allowed: 0, right_denied: 0 };
-    // Each call twice: the first delivers, the repeat is a re-read.
-    let mut delivered: Vec<(String, u64)> = Vec::new();
-    for round in 0..2 {
-        for c in &calls {
-            let call = McpCall::from_json(c).unwrap();
-            let want = truth.get(&call_id_of(c)).expect("an MCP call without its PreToolUse");
-            let now = rp.now();
-            let res = rp.resolve(Some(&call), now);
-            assert!(res.caller.exact, "{dir}: call not resolved exactly: {res:?}");
-            assert_eq!(res.caller.scope.as_deref(), Some(want.as_str()), "{dir}: wrong caller");
-            r.resolved += 1;
-            for (d, at) in &delivered {
-                let ans = rp.decide(&StubQuery {
-                    delivered: Some(d),
-                    delivered_at_ms: Some(*at),
-                    cold: false,
-                    call: Some(&call),
-                });
-                match (ans.decision.allow, d == want) {
-                    (true, false) => r.wrong_allowed += 1,
-                    (true, true) => r.right_allowed += 1,
-                    (false, true) => r.right_denied += 1,
-                    (false, false) => {}
-                }
-            }
-            if round == 0 {
-                delivered.push((want.clone(), now));
+    // (label the server stored, when, the true receiver, its session)
+    let mut delivered: Vec<(Option<String>, u64, String, String)> = Vec::new();
+    let mut compacted_at: HashMap<String, u64> = HashMap::new();
+    let mut asked: Vec<(Value, String, String)> = Vec::new(); // (call, true scope, session)
+    let ask = |r: &mut Replay,
+                   call: &Value,
+                   want: &str,
+                   delivered: &[(Option<String>, u64, String, String)],
+                   compacted_at: &HashMap<String, u64>| {
+        let call = McpCall::from_json(call).unwrap();
+        for (label, at, receiver, session) in delivered {
+            let ans = rp.decide(&StubQuery {
+                delivered: label.as_deref(),
+                delivered_at_ms: Some(*at),
+                cold: false,
+                call: Some(&call),
+            });
+            let safe = receiver == want && compacted_at.get(session).is_none_or(|c| c < at);
+            match (ans.decision.allow, safe) {
+                (true, false) => r.wrong_allowed += 1,
+                (true, true) => r.right_allowed += 1,
+                (false, true) => r.right_denied += 1,
+                (false, false) => {}
             }
         }
+    };
+    for f in files(&dir).iter().filter(|p| {
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        !n.starts_with("mcp-") && n != "model-received.json"
+    }) {
+        let v = read_json(f);
+        let session = v["session_id"].as_str().unwrap_or_default().to_string();
+        if matches!(v["hook_event_name"].as_str(), Some("Stop")) {
+            // Re-reads by this session while every other session is still live.
+            for (call, want, _) in asked.iter().filter(|(_, _, s)| *s == session) {
+                ask(&mut r, call, want, &delivered, &compacted_at);
+            }
+        }
+        sb.hook(host, v.to_string()).ok();
+        if matches!(v["hook_event_name"].as_str(), Some("PreCompact" | "PostCompact"))
+            || (v["hook_event_name"] == "SessionStart" && v["source"] == "compact")
+        {
+            compacted_at.insert(session.clone(), rp.now());
+        }
+        let Some(id) = v["tool_use_id"].as_str().filter(|_| v["hook_event_name"] == "PreToolUse") else { continue };
+        let Some(call) = calls.iter().find(|c| call_id_of(c) == id) else { continue };
+        let want = true_scope(&v);
+        let mcp = McpCall::from_json(call).unwrap();
+        let now = rp.now();
+        let res = rp.resolve(Some(&mcp), now);
+        assert!(res.caller.exact, "{dir}: call not resolved exactly: {res:?}");
+        assert_eq!(res.caller.scope.as_deref(), Some(want.as_str()), "{dir}: wrong caller");
+        r.resolved += 1;
+        ask(&mut r, call, &want, &delivered, &compacted_at);
+        // Deliver, labelled as a server must: with delivery_scope.
+        let label = rp.delivery_scope(&res);
+        delivered.push((label, now, want.clone(), session.clone()));
+        asked.push((call.clone(), want, session));
     }
     r
 }
