@@ -93,6 +93,10 @@ pub struct Digest {
     deliveries: HashMap<String, (usize, Span)>,
     /// Per call ref, its acknowledgement lines and their positions.
     acks: HashMap<String, Vec<(usize, Span)>>,
+    /// Per conversation and host, its first sighting (the oldest time).
+    first_seen: HashMap<String, [Option<u64>; 4]>,
+    /// (conversation, agent) of call records made by a `task:` scope.
+    task_calls: std::collections::HashSet<(String, String)>,
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -211,6 +215,8 @@ impl Digest {
             compaction_at,
             deliveries,
             acks,
+            first_seen,
+            task_calls,
             ..
         } = self;
         let text = text.as_str();
@@ -223,6 +229,13 @@ impl Digest {
                     if !*claims_only && let Some(id) = line.rsplit('\t').nth(1) {
                         get_or_insert(calls_by_id, id).push(calls.len());
                     }
+                    if !*claims_only
+                        && line.contains("\ttask:")
+                        && let Some(Record::Call(c)) = journal::parse_line(line)
+                        && let Some(a) = c.agent
+                    {
+                        task_calls.insert((c.conv.to_string(), a.to_string()));
+                    }
                     calls.push((span_in(text, line), call_time(line)));
                 }
                 Some(b'K') => claims.push(span_in(text, line)),
@@ -230,6 +243,8 @@ impl Digest {
                 Some(_) if *claims_only => {}
                 Some(_) => match journal::parse_line(line) {
                     Some(Record::Sighting { t, host, conv, event }) => {
+                        let first = &mut get_or_insert(first_seen, conv)[host_index(host)];
+                        *first = Some(first.map_or(t, |f| f.min(t)));
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].sighting;
                         // As View: the newest wins, a tie goes to the later line.
                         match slot {
@@ -339,6 +354,37 @@ impl Digest {
             records.push(Record::End { t, host: HOSTS[i], conv });
         }
         View { records }.active_subagents(conv, now)
+    }
+
+    /// [`View::subagent_unwitnessed`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return false };
+        let mut records: Vec<Record<'_>> = subs
+            .iter()
+            .map(|s| match (s.start, s.agent) {
+                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: self.at(a) },
+                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.map(|a| self.at(a)) },
+            })
+            .collect();
+        if let Some((i, t)) = self
+            .convs
+            .get(conv)
+            .and_then(|hosts| hosts.iter().enumerate().filter_map(|(i, h)| h.end.map(|t| (i, t))).max_by_key(|x| x.1))
+        {
+            records.push(Record::End { t, host: HOSTS[i], conv });
+        }
+        let open = View { records }.open_subagents(conv, now);
+        if open.is_empty() {
+            return false;
+        }
+        let h = host_index(host);
+        open.iter().any(|&(a, t0)| {
+            self.task_calls.contains(&(conv.to_string(), a.to_string()))
+                || !self
+                    .first_seen
+                    .iter()
+                    .any(|(c, firsts)| c != conv && firsts[h].is_some_and(|t| t >= t0 && !journal::is_future(t, now)))
+        })
     }
 
     /// [`View::lineage_for`].
@@ -713,6 +759,13 @@ mod tests {
             assert_eq!(d.last_compaction(c), v.last_compaction(c), "last_compaction {c} {ctx}");
             if d.exact_at(now) {
                 assert_eq!(d.active_subagents(c, now), v.active_subagents(c, now), "subagents {c} {ctx}");
+                for h in HOSTS {
+                    assert_eq!(
+                        d.subagent_unwitnessed(c, h, now),
+                        v.subagent_unwitnessed(c, h, now),
+                        "unwitnessed {c} {h} {ctx}"
+                    );
+                }
             }
         }
         assert_eq!(d.compaction_floor(), v.compaction_floor(), "floor {ctx}");

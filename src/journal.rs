@@ -482,6 +482,11 @@ impl<'a> View<'a> {
     /// stubs). A stop without an id (an older Cursor) closes the oldest open
     /// start.
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&'a str> {
+        self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
+    }
+
+    /// [`View::active_subagents`] with each one's start time.
+    pub fn open_subagents(&self, conv: &str, now: u64) -> Vec<(&'a str, u64)> {
         // (time, order at equal times: end, start, stop; agent)
         let mut events: Vec<(u64, u8, Option<&'a str>)> = self
             .records
@@ -495,15 +500,15 @@ impl<'a> View<'a> {
             })
             .collect();
         events.sort_by_key(|e| (e.0, e.1));
-        let mut open: Vec<&'a str> = Vec::new();
-        for (_, kind, agent) in events {
+        let mut open: Vec<(&'a str, u64)> = Vec::new();
+        for (t, kind, agent) in events {
             match (kind, agent) {
                 (0, _) => open.clear(),
                 (1, Some(a)) => {
-                    open.retain(|o| *o != a);
-                    open.push(a);
+                    open.retain(|o| o.0 != a);
+                    open.push((a, t));
                 }
-                (2, Some(a)) => open.retain(|o| *o != a),
+                (2, Some(a)) => open.retain(|o| o.0 != a),
                 (2, None) if !open.is_empty() => {
                     open.remove(0);
                 }
@@ -511,6 +516,37 @@ impl<'a> View<'a> {
             }
         }
         open
+    }
+
+    /// A subagent of `conv` (host `host`) is running whose calls could be
+    /// recorded under `conv` itself: its hooks have shown it runs inside the
+    /// parent's conversation (a call record of `conv` with its `task:` id:
+    /// lean-ctx's `CURSOR_TASK_ID` model, whose env a hook may lack), or
+    /// nothing shows yet that it has a conversation of its own (no
+    /// conversation of the host first seen since it started: Cursor 3.x gives
+    /// a subagent a fresh conversation id). Such a parent cannot be told from
+    /// its subagent by a fingerprint.
+    pub fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        let open = self.open_subagents(conv, now);
+        if open.is_empty() {
+            return false;
+        }
+        let mut first: HashMap<&str, u64> = HashMap::new();
+        for r in &self.records {
+            if let Record::Sighting { t, host: h, conv: c, .. } = *r
+                && h == host
+                && c != conv
+                && !is_future(t, now)
+            {
+                let e = first.entry(c).or_insert(t);
+                *e = (*e).min(t);
+            }
+        }
+        open.iter().any(|&(a, t0)| {
+            let inside =
+                self.records.iter().any(|r| matches!(r, Record::Call(c) if c.conv == conv && c.agent == Some(a)));
+            inside || !first.values().any(|&t| t >= t0)
+        })
     }
 
     /// The call record the host gave this call id (Claude `tool_use_id`).
@@ -692,7 +728,29 @@ pub fn trim<'a>(records: &[Record<'a>], now: u64) -> Vec<Record<'a>> {
         Record::Sighting { t, host, .. } => Some((host, i, t)),
         _ => None,
     }));
-    keep.extend(sightings.into_iter().filter(|&(_, t)| fresh(t, STATE_TTL_MS)).take(MAX_CONVERSATIONS).map(|x| x.0));
+    let kept_sightings: Vec<usize> =
+        sightings.into_iter().filter(|&(_, t)| fresh(t, STATE_TTL_MS)).take(MAX_CONVERSATIONS).map(|x| x.0).collect();
+    // And the oldest sighting of each kept conversation: when it was first
+    // seen tells a subagent's own new conversation from one that was there
+    // before (see `View::subagent_unwitnessed`); a trim must not make an old
+    // conversation look new.
+    let mut oldest: HashMap<(Host, &str), (usize, u64)> = HashMap::new();
+    for (i, r) in current() {
+        if let Record::Sighting { t, host, conv, .. } = *r {
+            let e = oldest.entry((host, conv)).or_insert((i, t));
+            if t < e.1 {
+                *e = (i, t);
+            }
+        }
+    }
+    for &i in &kept_sightings {
+        if let Record::Sighting { host, conv, .. } = records[i]
+            && let Some(&(o, _)) = oldest.get(&(host, conv))
+        {
+            keep.push(o);
+        }
+    }
+    keep.extend(kept_sightings);
     for (i, _) in per_host {
         if !keep.contains(&i) {
             keep.push(i);
@@ -1341,6 +1399,43 @@ mod tests {
 #[cfg(test)]
 mod subagent_trim_tests {
     use super::*;
+
+    #[test]
+    fn a_subagent_is_witnessed_by_its_own_new_conversation_or_not_at_all() {
+        let s = |t, conv| Record::Sighting { t, host: Host::Cursor, conv, event: "x" };
+        let start = Record::SubagentStart { t: 10, host: Host::Cursor, conv: "P", agent: "task:h:1" };
+        let now = 100;
+        // Another chat seen before the start: no witness.
+        let v = View { records: vec![s(5, "P"), s(6, "Q"), start.clone(), s(20, "Q")] };
+        assert!(v.subagent_unwitnessed("P", Host::Cursor, now));
+        // A conversation first seen after the start (Cursor 3.x's subagent): witnessed.
+        let v = View { records: vec![s(5, "P"), start.clone(), s(12, "F")] };
+        assert!(!v.subagent_unwitnessed("P", Host::Cursor, now));
+        // A call of the parent's conversation made by the task itself: it
+        // runs inside the parent, whatever else is seen.
+        let call = Record::Call(Call {
+            t: 13,
+            host: Host::Cursor,
+            conv: "P",
+            agent: Some("task:h:1"),
+            server: None,
+            tool: "t",
+            fp: "f",
+            call_id: None,
+            key: "k",
+        });
+        let v = View { records: vec![s(5, "P"), start.clone(), s(12, "F"), call] };
+        assert!(v.subagent_unwitnessed("P", Host::Cursor, now));
+        // No subagent: nothing to witness. Another host's new chat is no witness.
+        assert!(!View { records: vec![s(5, "P")] }.subagent_unwitnessed("P", Host::Cursor, now));
+        let other = Record::Sighting { t: 12, host: Host::ClaudeCode, conv: "F", event: "x" };
+        assert!(View { records: vec![s(5, "P"), start.clone(), other] }.subagent_unwitnessed("P", Host::Cursor, now));
+        // A trim keeps each kept conversation's first sighting: an old chat
+        // does not look new after it.
+        let recs: Vec<Record> = vec![s(1, "Q"), s(5, "P"), start, s(50, "Q")];
+        let kept = trim(&recs, now);
+        assert!(View { records: kept }.subagent_unwitnessed("P", Host::Cursor, now));
+    }
 
     #[test]
     fn an_open_subagent_survives_trims_however_old() {

@@ -476,6 +476,8 @@ pub(crate) trait Ask {
     /// The latest compaction of any conversation.
     fn latest_compaction_any(&self) -> Option<u64>;
     fn subagent_active(&self, conv: &str, now: u64) -> bool;
+    /// [`View::subagent_unwitnessed`].
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
     /// The ledger: the newest delivery of `key` to `scope`, with its position.
@@ -505,6 +507,9 @@ impl Ask for Reader {
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !self.digest().active_subagents(conv, now).is_empty()
+    }
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        self.digest().subagent_unwitnessed(conv, host, now)
     }
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
         self.digest().lineage_for(host, pid, now)
@@ -542,6 +547,9 @@ impl Ask for View<'_> {
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !View::active_subagents(self, conv, now).is_empty()
     }
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        View::subagent_unwitnessed(self, conv, host, now)
+    }
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
         View::lineage_for(self, host, pid, now)
     }
@@ -574,6 +582,9 @@ impl Ask for Digest {
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !Digest::active_subagents(self, conv, now).is_empty()
+    }
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        Digest::subagent_unwitnessed(self, conv, host, now)
     }
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
         Digest::lineage_for(self, host, pid, now)

@@ -108,7 +108,7 @@ impl ReadPath {
                 let blind = caller.source.blind_to_subagents()
                     && caller.host == Some(crate::Host::Cursor)
                     && !narrow
-                    && view.subagent_active(conv, now);
+                    && view.subagent_unwitnessed(conv, crate::Host::Cursor, now);
                 LedgerCaller { caller, per_call: PerCall::Resolved, call_ref, blind }
             }
             Err(p) => LedgerCaller { caller: Caller::unknown(), per_call: p, call_ref: None, blind: false },

@@ -65,10 +65,10 @@ fn replay(host: &str, scenario: &str, env: ScopeEnv) -> Replay {
     let mut compacted_at: HashMap<String, u64> = HashMap::new();
     let mut asked: Vec<(Value, String, String)> = Vec::new(); // (call, true scope, session)
     let ask = |r: &mut Replay,
-                   call: &Value,
-                   want: &str,
-                   delivered: &[(Option<String>, u64, String, String)],
-                   compacted_at: &HashMap<String, u64>| {
+               call: &Value,
+               want: &str,
+               delivered: &[(Option<String>, u64, String, String)],
+               compacted_at: &HashMap<String, u64>| {
         let call = McpCall::from_json(call).unwrap();
         for (label, at, receiver, session) in delivered {
             let ans = rp.decide(&StubQuery {

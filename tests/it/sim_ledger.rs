@@ -323,6 +323,10 @@ type Window = HashMap<&'static str, u32>;
 struct Sub {
     raw: String,
     window: Window,
+    /// Cursor 3.x: the subagent's hooks carry a conversation id of its own
+    /// (the captures), not the parent's with `CURSOR_TASK_ID` (lean-ctx's
+    /// model). Half of the Cursor subagents run each way.
+    fresh: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -466,7 +470,13 @@ impl World {
         }
         let mut p = json!({"hook_event_name": event, "cwd": "/sim/project",
             "transcript_path": format!("/sim/{}.jsonl", chat.id)});
-        if chat.host == H::Cursor {
+        // `conv:<id>`: a Cursor 3.x subagent's hook, under its own conversation.
+        let own_conv = task_env.and_then(|t| t.strip_prefix("conv:"));
+        let task_env = task_env.filter(|t| !t.starts_with("conv:"));
+        if let Some(conv) = own_conv {
+            p["conversation_id"] = json!(conv);
+            p["transcript_path"] = Value::Null;
+        } else if chat.host == H::Cursor {
             p["conversation_id"] = json!(chat.id);
             p["workspace_roots"] = json!(["/sim/project"]);
         } else {
@@ -559,7 +569,9 @@ impl World {
         let key = path;
         let version = format!("sha256:{file}:{ver}");
         let ans = rp.stub(&call, &key, &version, Some(&sent)).unwrap();
+        let fresh = sub.as_deref().and_then(|s| chat.subs.iter().find(|x| x.raw == s)).and_then(|x| x.fresh.clone());
         let truth_scope = match &sub {
+            Some(_) if fresh.is_some() => fresh.clone().unwrap_or_default(),
             Some(s) if host == H::Cursor => format!("task:{s}"),
             Some(s) => format!("agent:{s}"),
             None => chat.id.clone(),
@@ -766,7 +778,12 @@ impl World {
         let id = self.uid(if self.chats[c].host == H::Codex { "call_" } else { "toolu_" });
         let host = self.chats[c].host;
         let raw = sub.map(|i| self.chats[c].subs[i].raw.clone());
-        let task_env = raw.clone().filter(|_| host == H::Cursor && !self.rng.chance(self.knobs.cursor_no_task_env));
+        let fresh = sub.and_then(|i| self.chats[c].subs[i].fresh.clone());
+        let task_env = match fresh {
+            // A conversation id of its own is on every hook (no env to lose).
+            Some(conv) => Some(format!("conv:{conv}")),
+            None => raw.clone().filter(|_| host == H::Cursor && !self.rng.chance(self.knobs.cursor_no_task_env)),
+        };
         let p = match host {
             H::Claude => self.knobs.interrupt_claude,
             H::Codex => self.knobs.interrupt_codex,
@@ -899,7 +916,8 @@ impl World {
                 } else {
                     self.hook_op(c, "SubagentStart", json!({"agent_id": raw, "agent_type": "general"}), Kind::Other);
                 }
-                self.chats[c].subs.push(Sub { raw, window: Window::new() });
+                let fresh = (cursor && self.rng.chance(0.5)).then(|| self.uid("conv"));
+                self.chats[c].subs.push(Sub { raw, window: Window::new(), fresh });
             }
             82..=86 if nsubs > 0 => {
                 // Cursor's stop names no subagent: the journal closes the oldest.
@@ -1155,14 +1173,9 @@ fn run_many(name: &str, knobs: Knobs, each_seed_clean: bool) -> (Stats, Option<S
 }
 
 /// The floors: safe stubs allowed ≥ 90 % on Claude Code and Codex,
-/// ≥ 75 % on Cursor and CodeBuddy — except Cursor, held to 70 %: a Cursor
-/// call found by fingerprint while a subagent of its chat runs may be the
-/// subagent's (a task hook without `CURSOR_TASK_ID` records under the
-/// parent), so it gets no stub (`subagent-active`), and this simulation's
-/// main agents read while their subagents run. The guard costs about five
-/// points here (see RELIABILITY.md); correctness first.
+/// ≥ 75 % on Cursor and CodeBuddy.
 fn assert_floors(what: &str, s: &Stats) {
-    for (h, floor) in [(H::Claude, 90.0), (H::Codex, 90.0), (H::Cursor, 70.0), (H::CodeBuddy, 75.0)] {
+    for (h, floor) in [(H::Claude, 90.0), (H::Codex, 90.0), (H::Cursor, 75.0), (H::CodeBuddy, 75.0)] {
         let hs = &s.hosts[&h];
         assert!(hs.safe >= 40, "{what}: {}: too few safe stubs to measure ({hs:?})", h.name());
         let share = pct(hs.safe_allowed, hs.safe);
