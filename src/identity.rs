@@ -109,7 +109,15 @@ pub struct ScopeEnv {
 
 impl ScopeEnv {
     pub fn from_process() -> ScopeEnv {
-        let var = |k: &str| std::env::var(k).ok().map(|s| s.trim().to_string());
+        // SAFETY: getppid has no preconditions and cannot fail.
+        let ppid = unsafe { libc::getppid() } as u32;
+        ScopeEnv::from_vars(|k| std::env::var(k).ok(), Some(ppid))
+    }
+
+    /// What the variables `get` returns say (pure: `from_process` reads the
+    /// process's own).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>, parent_pid: Option<u32>) -> ScopeEnv {
+        let var = |k: &str| get(k).map(|s| s.trim().to_string());
         let valid = |k: &str| var(k).filter(|s| crate::ids::is_valid_id(s));
         ScopeEnv {
             scoping_disabled: var("LEAN_CTX_CONVERSATION_SCOPE")
@@ -118,8 +126,7 @@ impl ScopeEnv {
                 .filter(|s| !s.is_empty() && !s.chars().any(char::is_control) && s.len() <= 256),
             cursor_task_id: valid("CURSOR_TASK_ID"),
             claude_session_id: valid("CLAUDE_CODE_SESSION_ID"),
-            // SAFETY: getppid has no preconditions and cannot fail.
-            parent_pid: Some(unsafe { libc::getppid() } as u32),
+            parent_pid,
         }
     }
 }
@@ -141,11 +148,6 @@ pub fn disabled(env: &ScopeEnv) -> Option<Caller> {
 /// server shared by two chats gives both the same custom scope).
 pub fn custom(env: &ScopeEnv) -> Option<Caller> {
     env.custom.as_ref().map(|c| Caller::new(Source::Custom, Some(format!("custom:{c}")), None, None))
-}
-
-/// Kept for callers of the old name: [`disabled`] or [`custom`].
-pub fn overrides(env: &ScopeEnv) -> Option<Caller> {
-    disabled(env).or_else(|| custom(env))
 }
 
 /// Steps 4 and 5 (after per-call identity).
@@ -173,6 +175,28 @@ pub fn from_slot(slot: &crate::slot::Slot) -> Caller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_environment_read() {
+        let env = |pairs: &[(&str, &str)]| {
+            let m: std::collections::HashMap<String, String> =
+                pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            ScopeEnv::from_vars(|k| m.get(k).cloned(), Some(7))
+        };
+        assert_eq!(env(&[]), ScopeEnv { parent_pid: Some(7), ..ScopeEnv::default() });
+        for off in ["0", "false", "OFF", " no "] {
+            assert!(env(&[("LEAN_CTX_CONVERSATION_SCOPE", off)]).scoping_disabled, "{off}");
+        }
+        assert!(!env(&[("LEAN_CTX_CONVERSATION_SCOPE", "1")]).scoping_disabled);
+        assert_eq!(env(&[("LEAN_CTX_SCOPE", " team a ")]).custom.as_deref(), Some("team a"));
+        for bad in ["", "   ", "a\nb", "a\u{7}"] {
+            assert_eq!(env(&[("LEAN_CTX_SCOPE", bad)]).custom, None, "{bad:?}");
+        }
+        assert_eq!(env(&[("LEAN_CTX_SCOPE", &"x".repeat(256))]).custom.map(|s| s.len()), Some(256));
+        assert_eq!(env(&[("LEAN_CTX_SCOPE", &"x".repeat(257))]).custom, None);
+        let e = env(&[("CURSOR_TASK_ID", "t1"), ("CLAUDE_CODE_SESSION_ID", "../etc")]);
+        assert_eq!((e.cursor_task_id.as_deref(), e.claude_session_id), (Some("t1"), None));
+    }
 
     #[test]
     fn source_codes_are_their_serde_names() {
