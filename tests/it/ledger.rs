@@ -311,8 +311,7 @@ fn captured_runs_replay_with_no_wrong_stub_and_every_safe_one() {
     assert!(total.missed.is_empty(), "safe stubs withheld: {:#?}", total.missed);
     // The figures README.md and RELIABILITY.md quote.
     assert_eq!(scenarios, 27);
-    assert!(total.safe >= 20, "{total:?}");
-    assert!(total.questions > total.safe + 15, "the unsafe side must be asked too: {total:?}");
+    assert_eq!((total.questions, total.safe, total.safe_allowed), (57, 29, 29), "{total:?}");
 }
 
 /// A Claude call with its PreToolUse recorded, ready for `stub`.
