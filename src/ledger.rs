@@ -617,10 +617,14 @@ mod tests {
         let big = "tool_output_token_limit = 90000\n".to_string();
         assert_eq!(codex_budget(None, &[], &[]), CODEX_DEFAULT_BUDGET_TOKENS);
         assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), &[], &[]), 50_000);
-        assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), &[small.clone()], &[]), 1_000);
-        assert_eq!(codex_budget(None, &[big.clone()], &[]), CODEX_DEFAULT_BUDGET_TOKENS);
+        assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), std::slice::from_ref(&small), &[]), 1_000);
+        assert_eq!(codex_budget(None, std::slice::from_ref(&big), &[]), CODEX_DEFAULT_BUDGET_TOKENS);
         assert_eq!(
-            codex_budget(Some(&big), &[big.clone()], &argv(&["codex", "-c", "tool_output_token_limit=700"])),
+            codex_budget(
+                Some(&big),
+                std::slice::from_ref(&big),
+                &argv(&["codex", "-c", "tool_output_token_limit=700"])
+            ),
             700
         );
     }
