@@ -358,3 +358,99 @@ fn scope_current_says_unknown() {
     let o = sb.cmd(["scope", "current"]).run();
     assert_eq!((o.code, o.stdout.as_str()), (0, "s1\n"), "{o:?}");
 }
+
+// --- installers/install.sh ------------------------------------------------
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/install.sh")
+}
+
+/// install.sh with `args`, in the sandbox, with `path` as PATH.
+fn run_script(sb: &Sandbox, path: &std::ffi::OsStr, args: &[&str]) -> Out {
+    let mut c = std::process::Command::new("sh");
+    c.arg(script()).arg("--prefix").arg(sb.tmp.path().join("prefix")).args(args);
+    c.env_clear().env("PATH", path).env("HOME", &sb.home).env("LEAN_CTX_DATA_DIR", &sb.data);
+    c.env("CODEX_HOME", sb.home.join(".codex")).env("CLAUDE_CONFIG_DIR", sb.home.join(".claude"));
+    c.env("CODEBUDDY_CONFIG_DIR", sb.home.join(".codebuddy"));
+    c.current_dir(&sb.project);
+    let o = c.output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        elapsed: Default::default(),
+    }
+}
+
+fn path_env() -> std::ffi::OsString {
+    std::env::var_os("PATH").unwrap_or_default()
+}
+
+#[test]
+fn install_sh_dry_run_changes_nothing_and_shows_the_change() {
+    let sb = Sandbox::new();
+    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    let o = run_script(&sb, &path_env(), &["--binary", BIN, "--dry-run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!sb.tmp.path().join("prefix").exists(), "no binary copied: {o:?}");
+    assert!(!sb.home.join(".claude/settings.json").exists(), "no config written: {o:?}");
+    assert!(o.stdout.contains("+++") && o.stdout.contains("dry run"), "{}", o.stdout);
+    let want = sb.tmp.path().join("prefix/bin/leanctx");
+    assert!(
+        o.stdout.contains(&format!("{} hook claude-code", want.display())),
+        "the diff shows the installed path: {}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("Summary") && o.stdout.contains("claude-code"), "{}", o.stdout);
+    let o = run_script(&sb, &path_env(), &["--binary", BIN, "--dry-run", "--uninstall"]);
+    assert_eq!(o.code, 0, "{o:?}");
+}
+
+#[test]
+fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
+    let sb = Sandbox::new();
+    let o = run_script(&sb, &path_env(), &["--binary", BIN]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("Summary") && o.stdout.contains("hooks for: none"), "{}", o.stdout);
+    assert!(o.stdout.contains("No host was found") && o.stdout.contains("--create"), "{}", o.stdout);
+    // --create for a named host whose config dir does not exist yet.
+    let o = run_script(&sb, &path_env(), &["--binary", BIN, "--create", "codex"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(sb.home.join(".codex/hooks.json").is_file(), "{o:?}");
+    assert!(o.stdout.contains("hooks for: codex") && o.stdout.contains("status"), "{}", o.stdout);
+    // Found hosts and skipped ones, both said.
+    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    let o = run_script(&sb, &path_env(), &["--binary", BIN]);
+    assert!(o.stdout.contains("hooks for: claude-code codex"), "{}", o.stdout);
+    assert!(o.stdout.contains("not found: cursor codebuddy"), "{}", o.stdout);
+    let o = run_script(&sb, &path_env(), &["--binary", BIN, "--uninstall"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stdout.matches("binary stays").count(), 1, "{}", o.stdout);
+}
+
+#[test]
+fn install_sh_uses_a_leanctx_already_on_path() {
+    let sb = Sandbox::new();
+    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    // A PATH with a leanctx and the script's tools, but no cargo.
+    let tools = sb.tmp.path().join("tools");
+    fs::create_dir(&tools).unwrap();
+    for t in ["sh", "dirname", "mkdir", "cp", "chmod", "mv", "cat"] {
+        let found = std::env::split_paths(&path_env()).map(|d| d.join(t)).find(|p| p.is_file());
+        symlink(found.unwrap_or_else(|| panic!("{t} not on PATH")), tools.join(t)).unwrap();
+    }
+    symlink(BIN, tools.join("leanctx")).unwrap();
+    let o = run_script(&sb, tools.as_os_str(), &[]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("leanctx on your PATH"), "{}", o.stdout);
+    assert!(!sb.tmp.path().join("prefix").exists(), "nothing built or copied: {o:?}");
+    assert!(sb.home.join(".claude/settings.json").is_file(), "{o:?}");
+    // --no-build says the same with cargo around.
+    let o = run_script(
+        &sb,
+        &std::env::join_paths([tools.clone()].into_iter().chain(std::env::split_paths(&path_env()))).unwrap(),
+        &["--no-build"],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("already up to date") && !sb.tmp.path().join("prefix").exists(), "{o:?}");
+}
