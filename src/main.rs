@@ -57,6 +57,7 @@ enum Command {
     /// Check that everything works: the data dir, the state, the hooks of
     /// every host, the gate's policy files. Names every problem with its fix.
     /// Exit 0: no problem; 1: a problem.
+    #[command(visible_alias = "doctor")]
     Status {
         /// Print the same report as JSON (`problems`, `issues` with each fix, `healthy`).
         #[arg(long)]
@@ -68,7 +69,7 @@ enum Command {
     /// Install, remove or inspect leanctx's entries in a host's hook config.
     #[command(subcommand)]
     Hooks(HooksCmd),
-    /// Print a shell completion script: `leanctx completions bash > ~/.local/share/bash-completion/completions/leanctx`.
+    /// Print a shell completion script (e.g. `leanctx completions bash > ~/.local/share/bash-completion/completions/leanctx`).
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,

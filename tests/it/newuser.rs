@@ -61,6 +61,7 @@ fn status_on_a_brand_new_machine_names_the_one_thing_to_do() {
     );
     let human = sb.cmd(["status"]).ok().stdout;
     assert!(human.contains("no problem found"), "{human}");
+    assert!(sb.cmd(["doctor"]).ok().stdout.contains("no problem found"), "doctor is status");
     // One label column: "conversations" is the longest label.
     let col = |label: &str| {
         let line = human.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{label}: {human}"));
@@ -294,7 +295,7 @@ fn every_option_has_help_text() {
     for c in cmds {
         let o = sb.cmd(c.iter().copied().chain(["--help"])).ok();
         for l in o.stdout.lines() {
-            let t = l.trim_start();
+            let t = l.trim();
             let item = t.starts_with('-') || (t.starts_with('<') && l.starts_with("  "));
             if !item || !l.starts_with("  ") {
                 continue;
