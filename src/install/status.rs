@@ -145,6 +145,14 @@ fn codex_hooks_disabled(codex_dir: &Path) -> bool {
     tomlfile::parse(&text).is_ok_and(|d| d.hooks_disabled())
 }
 
+/// A hook's program: a path, or a bare name the shell finds on PATH.
+fn program_exists(p: &str) -> bool {
+    if p.contains('/') {
+        return Path::new(p).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+}
+
 fn never_fired(host: Host) -> Issue {
     let how = match host {
         Host::Codex => {
@@ -214,7 +222,7 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
                 _ => {}
             }
             for p in &f.programs {
-                if !Path::new(p).is_file() {
+                if !program_exists(p) {
                     warnings.push(Issue::new(
                         format!("{} runs {p}, which does not exist: the host's hook fails every event", f.path.display()),
                         format!(

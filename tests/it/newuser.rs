@@ -455,3 +455,20 @@ fn install_sh_uses_a_leanctx_already_on_path() {
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("already up to date") && !sb.tmp.path().join("prefix").exists(), "{o:?}");
 }
+
+#[test]
+fn a_hook_installed_by_hand_as_a_bare_name_on_path_is_not_missing() {
+    let sb = Sandbox::new();
+    let dir = sb.home.join(".codex");
+    fs::create_dir_all(&dir).unwrap();
+    let bin_dir = sb.tmp.path().join("bin");
+    fs::create_dir_all(&bin_dir).unwrap();
+    symlink(BIN, bin_dir.join("leanctx")).unwrap();
+    let text = leanctx::install::spec::data(leanctx::Host::Codex).replace("{{LEANCTX}}", "leanctx");
+    fs::write(dir.join("hooks.json"), text).unwrap();
+    let path = std::env::join_paths([bin_dir.clone()]).unwrap();
+    let v = sb.cmd(["hooks", "status", "codex", "--json"]).env("PATH", &path).ok().json();
+    assert!(!v["hosts"][0]["warnings"].to_string().contains("does not exist"), "{v:#}");
+    let v = sb.cmd(["hooks", "status", "codex", "--json"]).env("PATH", "/nonexistent").ok().json();
+    assert!(v["hosts"][0]["warnings"].to_string().contains("does not exist"), "not on PATH: {v:#}");
+}
