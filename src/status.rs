@@ -554,7 +554,9 @@ impl Status {
                 ago(now, sa.start_ms)
             );
         }
-        if self.hosts.is_empty() {
+        if self.hosts.is_empty() && !self.state_available {
+            let _ = writeln!(o, "{:<W$}none seen (the state cannot be read: see the problems)", "hosts");
+        } else if self.hosts.is_empty() {
             let _ = writeln!(o, "{:<W$}no hook has fired yet", "hosts");
         } else {
             let _ = writeln!(o, "{:<W$}last event seen:", "hosts");

@@ -97,6 +97,8 @@ fn status_says_when_the_data_dir_cannot_be_created_and_does_not_blame_the_hooks(
     let p = problems(&v);
     assert!(p.contains("writable by group or others") && !p.contains("never fired"), "{p}");
     assert!(fixes(&v).iter().any(|f| f.contains("chmod 700")), "{v:#}");
+    let human = sb.cmd(["status"]).report().stdout;
+    assert!(!human.contains("no hook has fired yet"), "{human}");
     let hs = sb.cmd(["hooks", "status", "claude-code", "--json"]).ok().json();
     assert!(!hs["hosts"][0]["warnings"].to_string().contains("never fired"), "{hs:#}");
     assert!(hs["hosts"][0]["notes"].to_string().contains("cannot tell whether they fired"), "{hs:#}");
