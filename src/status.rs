@@ -347,11 +347,8 @@ pub fn gather(rp: &ReadPath) -> Status {
                 format!(
                     "gate policy {e}: the gate answers \"ask\" (deny on Codex) to every gated MCP call until it parses"
                 ),
-                format!(
-                    "fix the file at that line and column, or remove it; `leanctx gate check --host <host> --tool <tool>` \
-                     shows what the gate then decides ({} holds an example)",
-                    "README.md, section The MCP gate"
-                ),
+                "fix the JSON at that line and column (README.md, \"The MCP gate\", has an example), or remove the \
+                 file; then `leanctx gate check --host <host> --tool <tool>` shows what the gate decides",
             ));
         }
     }

@@ -204,6 +204,7 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
             .iter()
             .find(|l| l.host == host)
             .map(|l| LastEvent { event: l.last_event.to_string(), at_ms: l.last_seen_ms });
+        let codex_off = host == Host::Codex && codex_hooks_disabled(&config_dir);
         let mut warnings: Vec<Issue> = Vec::new();
         let mut notes = Vec::new();
         for f in &files {
@@ -236,6 +237,8 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
         if installed {
             let changed = files.iter().filter(|f| f.entries > 0).filter_map(|f| f.modified_ms).max();
             match (&last_event, changed) {
+                // Switched off: that is the reason, said below.
+                (None, _) if host == Host::Codex && codex_off => {}
                 (None, _) if recording => warnings.push(never_fired(host)),
                 (None, _) => notes.push(
                     "cannot tell whether they fired: leanctx's data dir is unusable (see `leanctx status`)".into(),
@@ -268,7 +271,7 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
                 }
             }
         }
-        if host == Host::Codex && codex_hooks_disabled(&config_dir) {
+        if codex_off {
             warnings.push(Issue::new(
                 format!(
                     "{} sets [features] hooks = false: Codex runs no hooks at all",

@@ -162,6 +162,13 @@ fn status_names_a_broken_gate_policy_a_deleted_binary_and_codex_hooks_off() {
     assert!(problems(&v).contains("hooks = false"), "{v:#}");
     let human = sb.cmd(["status"]).report().stdout;
     assert!(human.contains("Codex runs no hooks at all") && human.contains("remove that setting"), "{human}");
+    // A Codex switched off, whose hooks then never fire: the reason is said, not "trust them in /hooks".
+    let fresh = Sandbox::new();
+    fs::create_dir_all(fresh.home.join(".codex")).unwrap();
+    fresh.cmd(["hooks", "install", "codex"]).ok();
+    fs::write(fresh.home.join(".codex/config.toml"), "features.hooks = false\n").unwrap();
+    let p = problems(&status(&fresh).1);
+    assert!(p.contains("hooks = false") && !p.contains("never fired"), "{p}");
 }
 
 // --- hooks status / install / uninstall -----------------------------------
