@@ -158,7 +158,7 @@ enum HooksCmd {
     /// Add leanctx's hook entries to each host's config.
     Install {
         /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
-        #[arg(required = true, num_args = 1..)]
+        #[arg(required = true, num_args = 1.., value_name = "HOST")]
         hosts: Vec<Host>,
         #[command(flatten)]
         opts: InstallArgs,
@@ -172,7 +172,7 @@ enum HooksCmd {
     /// Remove exactly leanctx's hook entries (and what that emptied).
     Uninstall {
         /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
-        #[arg(required = true, num_args = 1..)]
+        #[arg(required = true, num_args = 1.., value_name = "HOST")]
         hosts: Vec<Host>,
         #[command(flatten)]
         opts: InstallArgs,
