@@ -14,6 +14,12 @@ usage: installers/install.sh [options] [host...]
   --prefix DIR  install the binary as DIR/bin/leanctx (default: ${CARGO_HOME:-~/.cargo})
   --binary PATH install this already built binary instead of building one
                 (same as LEANCTX_BIN=PATH)
+  --no-build    use the leanctx already on your PATH as it is (the hooks run it
+                where it is); also what happens when cargo is missing and a
+                leanctx is on PATH
+  --create      create a named host's config dir if it does not exist yet
+                (the host is not installed yet, or keeps its config elsewhere)
+  --dry-run     show what would change, change nothing (no build, no copy)
   --uninstall   remove leanctx's hook entries (the binary stays; the script
                 says how to remove it)
   -h, --help    this text
@@ -29,6 +35,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${CARGO_HOME:-${HOME:?HOME is not set}/.cargo}
 binary=${LEANCTX_BIN:-}
 uninstall=0
+dry_run=
+create=
+no_build=0
 hosts=
 
 while [ $# -gt 0 ]; do
@@ -38,6 +47,9 @@ while [ $# -gt 0 ]; do
         --binary) [ $# -ge 2 ] || { usage >&2; exit 2; }; binary=$2; shift ;;
         --binary=*) binary=${1#--binary=} ;;
         --uninstall) uninstall=1 ;;
+        --dry-run) dry_run=--dry-run ;;
+        --create) create=--create ;;
+        --no-build) no_build=1 ;;
         -h | --help) usage; exit 0 ;;
         cursor | claude-code | claude | codex | codebuddy) hosts="$hosts $1" ;;
         *) echo "install.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
@@ -53,29 +65,62 @@ bin=$prefix/bin/leanctx
 all_hosts="cursor claude-code codex codebuddy"
 failed=0
 
+on_path=$(command -v leanctx 2>/dev/null || true)
+case $on_path in
+    /*) ;;
+    *) on_path= ;;
+esac
+
 if [ "$uninstall" = 1 ]; then
     # Any leanctx can remove the entries: they are recognised by program.
     if [ -x "$bin" ]; then
         run=$bin
     elif [ -n "$binary" ]; then
         run=$binary
-    elif command -v leanctx >/dev/null 2>&1; then
-        run=leanctx
+    elif [ -n "$on_path" ]; then
+        run=$on_path
     else
         die "no leanctx binary found to remove the hooks with (build one, or pass --binary PATH)"
     fi
-    for h in ${hosts:-$all_hosts}; do
-        "$run" hooks uninstall "$h" || failed=1
-    done
-    echo
-    echo "Hooks removed. The binary stays: remove it with"
-    echo "  cargo uninstall --root '$prefix' leanctx    (if cargo installed it), or"
-    echo "  rm '$bin'"
+    # One run for every host: leanctx says once that the binary stays.
+    # shellcheck disable=SC2086
+    "$run" hooks uninstall $dry_run ${hosts:-$all_hosts} || failed=1
+    if [ -z "$dry_run" ]; then
+        echo
+        echo "To remove the binary too:"
+        echo "  cargo uninstall --root '$prefix' leanctx    (if cargo installed it), or"
+        echo "  rm '$bin'"
+    fi
     exit "$failed"
 fi
 
+# Which binary the hooks will run.
 if [ -n "$binary" ]; then
     [ -f "$binary" ] && [ -x "$binary" ] || die "--binary $binary is not an executable file"
+    mode=copy
+    source="copy $binary to $bin"
+elif [ "$no_build" = 1 ] || { ! command -v cargo >/dev/null 2>&1 && [ -n "$on_path" ]; }; then
+    [ -n "$on_path" ] || die "--no-build: no leanctx on your PATH"
+    bin=$on_path
+    mode=path
+    source="use the leanctx on your PATH, $bin (not rebuilt)"
+else
+    command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (https://rustup.rs) or pass --binary PATH"
+    mode=build
+    source="build this checkout and install it as $bin"
+fi
+
+if [ -n "$dry_run" ]; then
+    echo "dry run: would $source"
+    # The diff shows the path the hooks would run; any leanctx can compute it.
+    if [ -x "$bin" ]; then run=$bin
+    elif [ -n "$binary" ]; then run=$binary
+    elif [ -n "$on_path" ]; then run=$on_path
+    else die "--dry-run needs a leanctx to compute the change with (build one, or pass --binary PATH)"
+    fi
+    LEANCTX_HOOK_BINARY=$bin
+    export LEANCTX_HOOK_BINARY
+elif [ "$mode" = copy ]; then
     mkdir -p "$prefix/bin"
     # Copy then rename: a hook running the old binary right now keeps it.
     tmp=$prefix/bin/.leanctx.tmp.$$
@@ -83,29 +128,71 @@ if [ -n "$binary" ]; then
     chmod 755 "$tmp"
     mv -f "$tmp" "$bin"
     echo "installed $bin (from $binary)"
+    run=$bin
+elif [ "$mode" = path ]; then
+    echo "using $bin (the leanctx on your PATH; not rebuilt)"
+    run=$bin
 else
-    command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (https://rustup.rs) or pass --binary PATH"
     # --force: a path install is rebuilt and replaced every time, so a
     # second run after a pull really updates the binary.
     cargo install --path "$repo" --locked --force --root "$prefix"
+    run=$bin
 fi
 
-# The hooks run the binary by absolute path, so PATH only matters to you.
-case :${PATH}: in
-    *:"$prefix/bin":*) ;;
-    *) echo "note: $prefix/bin is not on your PATH; the hooks work anyway (they use the full path)" ;;
-esac
+if [ -z "$dry_run" ]; then
+    # The hooks run the binary by absolute path, so PATH only matters to you.
+    case :${PATH}: in
+        *:"$(dirname "$bin")":*) ;;
+        *) echo "note: $(dirname "$bin") is not on your PATH; the hooks work anyway (they use the full path)" ;;
+    esac
+    if [ -n "$on_path" ] && [ "$on_path" != "$bin" ]; then
+        echo "note: \`leanctx\` on your PATH is $on_path, not $bin (the one the hooks run)"
+    fi
+fi
 
 echo
+done_hosts=
+skipped=
+failed_hosts=
 if [ -n "$hosts" ]; then
     for h in $hosts; do
-        "$bin" hooks install "$h" || failed=1
+        # shellcheck disable=SC2086
+        if "$run" hooks install $dry_run $create "$h"; then
+            done_hosts="$done_hosts $h"
+        else
+            failed=1
+            failed_hosts="$failed_hosts $h"
+        fi
     done
 else
     for h in $all_hosts; do
-        "$bin" hooks install --if-present "$h" || failed=1
+        # shellcheck disable=SC2086
+        if out=$("$run" hooks install $dry_run --if-present "$h"); then
+            printf '%s\n' "$out"
+            case $out in
+                *"does not look installed, skipped"*) skipped="$skipped $h" ;;
+                *) done_hosts="$done_hosts $h" ;;
+            esac
+        else
+            printf '%s\n' "$out"
+            failed=1
+            failed_hosts="$failed_hosts $h"
+        fi
     done
 fi
+
 echo
-echo "Check with: $bin hooks status"
+echo "Summary"
+[ -n "$dry_run" ] && echo "  dry run: nothing was changed"
+echo "  binary:    $bin"
+echo "  hooks for:${done_hosts:- none}"
+[ -n "$skipped" ] && echo "  not found:$skipped (no config dir; name a host with --create to install it anyway)"
+[ -n "$failed_hosts" ] && echo "  failed:   $failed_hosts (see the messages above)"
+if [ -z "$done_hosts" ] && [ -z "$failed_hosts" ]; then
+    echo "  No host was found on this machine. Install Cursor, Claude Code, Codex CLI or CodeBuddy Code"
+    echo "  first, or name one: bash installers/install.sh --create claude-code"
+fi
+if [ -n "$done_hosts" ] && [ -z "$dry_run" ]; then
+    echo "Next: use the host once (a new chat), then check with: $bin status"
+fi
 exit "$failed"

@@ -22,7 +22,7 @@ pub enum Verdict {
     Decide {
         action: Action,
         message: String,
-        /// Which file and rule decided (`path#index`), or the broken file.
+        /// Which file and rule decided (`path#n`, rules numbered from 1), or the broken file.
         decided_by: String,
     },
 }
@@ -215,7 +215,7 @@ pub fn evaluate(loaded: &[Loaded], tool: &ToolRef) -> Verdict {
                 Some((action, i)) => {
                     let rule = &p.rules[i];
                     let msg = rule.message.clone().unwrap_or_else(|| default_message(action, tool, &p.path, i));
-                    (action, msg, format!("{}#{}", p.path.display(), i))
+                    (action, msg, format!("{}#{}", p.path.display(), i + 1))
                 }
                 None => continue,
             },
@@ -239,7 +239,7 @@ fn default_message(action: Action, tool: &ToolRef, path: &Path, i: usize) -> Str
         Action::Ask => "needs confirmation",
         Action::Deny => "blocked",
     };
-    format!("{} {what} by leanctx gate rule {} in {}", tool.raw, i, path.display())
+    format!("{} {what} by leanctx gate rule #{} in {}", tool.raw, i + 1, path.display())
 }
 
 #[cfg(test)]
@@ -269,7 +269,7 @@ mod tests {
         let v = evaluate(&[user.clone(), proj.clone()], &read);
         assert_eq!(act(&v), Some(Action::Ask));
         assert!(
-            matches!(&v, Verdict::Decide { message, decided_by, .. } if message == "confirm" && decided_by == "p#0")
+            matches!(&v, Verdict::Decide { message, decided_by, .. } if message == "confirm" && decided_by == "p#1")
         );
         assert_eq!(act(&evaluate(&[], &read)), None);
         let other = ToolRef::parse("mcp__gh__issues", None);
@@ -357,8 +357,8 @@ mod tests {
         };
         let w = never_matching(crate::host::Host::Cursor, &p);
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].starts_with("u#0") && w[0].contains("preToolUse"), "{w:?}");
-        assert!(w[1].starts_with("u#1") && w[1].contains("can never match"), "{w:?}");
+        assert!(w[0].starts_with("u#1") && w[0].contains("preToolUse"), "{w:?}");
+        assert!(w[1].starts_with("u#2") && w[1].contains("can never match"), "{w:?}");
         assert!(never_matching(crate::host::Host::ClaudeCode, &p).is_empty());
     }
 
@@ -483,7 +483,7 @@ pub fn never_matching(host: crate::host::Host, policy: &Policy) -> Vec<String> {
     }
     for (i, r) in policy.rules.iter().enumerate() {
         let Some(pattern) = r.server.as_deref().filter(|_| !any_server(r)) else { continue };
-        let at = format!("{}#{i}", policy.path.display());
+        let at = format!("{}#{}", policy.path.display(), i + 1);
         if pattern.chars().any(|c| c.is_whitespace() || c.is_control()) {
             out.push(format!(
                 "{at}: server \"{pattern}\" can never match on cursor: a server name with spaces or control \
@@ -514,7 +514,7 @@ impl Explanation {
             let detail = match f.status {
                 "rule" => format!(
                     "rule #{} says {}{}",
-                    f.rule.unwrap_or(0),
+                    f.rule.unwrap_or(0) + 1,
                     f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
                     f.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
                 ),

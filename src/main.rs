@@ -4,7 +4,7 @@
 //! 1 withhold, 2 error. `scope current`: 0 caller known, 1 unknown, 2 error.
 //! Everything else: 0 success, 1 failure, 2 usage error.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::HookEnv;
 use leanctx::mcp_call::McpCall;
@@ -26,7 +26,7 @@ struct Cli {
 enum Command {
     /// Handle one hook event: payload on stdin, the host's answer on stdout. Always exits 0.
     Hook {
-        /// cursor, claude-code (claude), codex or codebuddy
+        /// The host that runs the hook: cursor, claude-code (claude), codex or codebuddy.
         host: Host,
         /// Override the payload's hook_event_name.
         #[arg(long)]
@@ -54,8 +54,12 @@ enum Command {
     /// Who is calling, and may they get a stub.
     #[command(subcommand)]
     Scope(ScopeCmd),
-    /// What the state says now.
+    /// Check that everything works: the data dir, the state, the hooks of
+    /// every host, the gate's policy files. Names every problem with its fix.
+    /// Exit 0: no problem; 1: a problem.
+    #[command(visible_alias = "doctor")]
     Status {
+        /// Print the same report as JSON (`problems`, `issues` with each fix, `healthy`).
         #[arg(long)]
         json: bool,
     },
@@ -65,6 +69,11 @@ enum Command {
     /// Install, remove or inspect leanctx's entries in a host's hook config.
     #[command(subcommand)]
     Hooks(HooksCmd),
+    /// Print a shell completion script (e.g. `leanctx completions bash > ~/.local/share/bash-completion/completions/leanctx`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -74,6 +83,7 @@ enum ScopeCmd {
         /// Re-read now instead of the ~3 s cache (a CLI process has no cache to reuse anyway).
         #[arg(long)]
         fresh: bool,
+        /// Print the caller, its source and the per-call resolution as JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -90,6 +100,7 @@ enum ScopeCmd {
         /// Cold stub (entry from a persisted index).
         #[arg(long)]
         cold: bool,
+        /// Print the decision, its reason and the caller as JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -124,6 +135,7 @@ struct CallArg {
 enum GateCmd {
     /// Show which policy rule decides for a tool, and the answer each host would get.
     Check {
+        /// The host whose answer to show: cursor, claude-code, codex or codebuddy.
         #[arg(long)]
         host: Host,
         /// Tool name as the host spells it (mcp__server__tool, MCP:server:tool, tool).
@@ -133,8 +145,9 @@ enum GateCmd {
         #[arg(long)]
         server: Option<String>,
         /// Workspace dir whose .lean-ctx/gate.json applies (default: current dir).
-        #[arg(long)]
+        #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
+        /// Print the files, rules, verdict and answer as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -142,26 +155,36 @@ enum GateCmd {
 
 #[derive(Subcommand)]
 enum HooksCmd {
-    /// Add leanctx's hook entries to the host's config.
+    /// Add leanctx's hook entries to each host's config.
     Install {
-        host: Host,
+        /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
+        #[arg(required = true, num_args = 1.., value_name = "HOST")]
+        hosts: Vec<Host>,
         #[command(flatten)]
         opts: InstallArgs,
-        /// Print the change, write nothing.
+        /// Create the host's user config dir if it does not exist.
+        #[arg(long, conflicts_with = "if_present")]
+        create: bool,
+        /// Skip (exit 0) a host whose user config dir does not exist.
         #[arg(long)]
-        dry_run: bool,
+        if_present: bool,
     },
-    /// Remove exactly leanctx's hook entries.
+    /// Remove exactly leanctx's hook entries (and what that emptied).
     Uninstall {
-        host: Host,
+        /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
+        #[arg(required = true, num_args = 1.., value_name = "HOST")]
+        hosts: Vec<Host>,
         #[command(flatten)]
         opts: InstallArgs,
-        #[arg(long)]
-        dry_run: bool,
     },
     /// Where each host's config is, whether our hooks are in it, and whether they fired.
     Status {
+        /// Only this host: cursor, claude-code (claude), codex or codebuddy (default: all).
         host: Option<Host>,
+        /// Show this project's files (default: the current dir's).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Print the same report as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -172,15 +195,15 @@ struct InstallArgs {
     /// Project scope: the project dir (default: user scope).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
-    /// Claude Code / CodeBuddy: write settings.local.json.
+    /// Claude Code / CodeBuddy: settings.local.json (with --project).
     #[arg(long)]
     local: bool,
-    /// Create the host's user config dir if it does not exist.
+    /// Print the change as a diff, write nothing.
     #[arg(long)]
-    create: bool,
-    /// Skip (exit 0) a host whose user config dir does not exist.
+    dry_run: bool,
+    /// Print what was done, per host, as JSON.
     #[arg(long)]
-    if_present: bool,
+    json: bool,
 }
 
 fn main() -> ExitCode {
@@ -221,23 +244,24 @@ fn main() -> ExitCode {
             let s = status::gather(&ReadPath::from_process());
             let text = if json { to_json(&s) } else { s.human() };
             print_out(&text);
+            if s.healthy { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Command::Completions { shell } => {
+            let mut out = io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "leanctx", &mut out);
+            let _ = out.flush();
             ExitCode::SUCCESS
         }
         Command::Gate(GateCmd::Check { host, tool, server, cwd, json }) => {
             exit(gate_check(host, &tool, server.as_deref(), cwd, json))
         }
-        Command::Hooks(cmd) => {
+        Command::Hooks(HooksCmd::Install { hosts, opts, create, if_present }) => {
+            install_each(&hosts, opts, create, if_present, false)
+        }
+        Command::Hooks(HooksCmd::Uninstall { hosts, opts }) => install_each(&hosts, opts, false, false, true),
+        Command::Hooks(HooksCmd::Status { host, project, json }) => {
             let mut out = io::stdout().lock();
-            let r = match cmd {
-                HooksCmd::Install { host, opts, dry_run } => {
-                    install::install(host, &install_opts(opts, dry_run), &mut out)
-                }
-                HooksCmd::Uninstall { host, opts, dry_run } => {
-                    install::uninstall(host, &install_opts(opts, dry_run), &mut out)
-                }
-                HooksCmd::Status { host, json } => install::status(host, json, &mut out),
-            };
-            match r {
+            match install::status(host, project.as_deref(), json, &mut out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     let _ = out.flush();
@@ -423,8 +447,47 @@ fn ledger_args(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Led
     Some(LedgerCmd { deliver, args, result })
 }
 
-fn install_opts(a: InstallArgs, dry_run: bool) -> install::InstallOptions {
-    install::InstallOptions { project: a.project, local: a.local, dry_run, create: a.create, if_present: a.if_present }
+type InstallFn = fn(Host, &install::InstallOptions, &mut dyn Write) -> Result<install::Report, install::InstallError>;
+
+/// `hooks install|uninstall` for each host named (each once, in order): a
+/// host that fails does not stop the others; exit 1 if any failed.
+fn install_each(hosts: &[Host], a: InstallArgs, create: bool, if_present: bool, uninstalling: bool) -> ExitCode {
+    let f: InstallFn = if uninstalling { install::uninstall } else { install::install };
+    let opts = install::InstallOptions {
+        project: a.project,
+        local: a.local,
+        dry_run: a.dry_run,
+        create,
+        if_present,
+        overlap_noted: Default::default(),
+    };
+    let mut seen = Vec::new();
+    let mut reports = Vec::new();
+    let mut out = io::stdout().lock();
+    let mut sink = io::sink();
+    for &h in hosts {
+        if seen.contains(&h) {
+            continue;
+        }
+        seen.push(h);
+        let w: &mut dyn Write = if a.json { &mut sink } else { &mut out };
+        let rep = f(h, &opts, w).unwrap_or_else(|e| {
+            if !a.json {
+                let _ = out.flush();
+                eprintln!("leanctx: {e}");
+            }
+            install::Report { host: Some(h), ok: false, dry_run: a.dry_run, error: Some(e.0), ..Default::default() }
+        });
+        reports.push(rep);
+    }
+    let removed = reports.iter().flat_map(|r| &r.files).any(|f| !f.removed.is_empty());
+    if a.json {
+        let _ = writeln!(out, "{}", to_json(&reports));
+    } else if uninstalling && removed && !a.dry_run {
+        let _ = writeln!(out, "{}", install::BINARY_STAYS);
+    }
+    let _ = out.flush();
+    if reports.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 /// The hook: never anything but exit 0 and a well-formed answer.
@@ -575,8 +638,8 @@ fn scope(cmd: ScopeCmd) -> Result<u8, String> {
             let res = rp.resolve(call.as_ref(), rp.now());
             if json {
                 print_out(&to_json(&res));
-            } else if let Some(s) = &res.caller.scope {
-                print_out(s);
+            } else {
+                print_out(res.caller.scope.as_deref().unwrap_or("unknown"));
             }
             Ok(if res.caller.scope.is_some() { 0 } else { 1 })
         }

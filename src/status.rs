@@ -24,10 +24,97 @@ pub struct Status {
     /// `false`: the read path cannot trust the state and withholds every
     /// stub (`state-unavailable`); `problems` says why.
     pub state_available: bool,
+    /// Every problem found, each with its fix (`problem: fix`), as in `issues`.
     pub problems: Vec<String>,
+    /// The same problems, each with what fixes it.
+    pub issues: Vec<Issue>,
+    /// No problem found (`leanctx status` exits 0; else 1).
+    pub healthy: bool,
+    /// The data dir does not exist yet (no hook has run); the first hook
+    /// event creates it. Not a problem as long as it can be created.
+    pub data_dir_created: bool,
     /// Open subagents of every conversation (started inside the TTL, not
     /// yet stopped), oldest first.
     pub subagents: Vec<SubagentStatus>,
+}
+
+/// One problem and what fixes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Issue {
+    pub problem: String,
+    pub fix: String,
+}
+
+impl Issue {
+    pub fn new(problem: impl Into<String>, fix: impl Into<String>) -> Issue {
+        Issue { problem: problem.into(), fix: fix.into() }
+    }
+
+    /// `problem: fix` on one line.
+    pub fn line(&self) -> String {
+        if self.fix.is_empty() { self.problem.clone() } else { format!("{}: {}", self.problem, self.fix) }
+    }
+}
+
+/// What fixes a data dir problem.
+fn dir_fix(p: &paths::DirProblem) -> String {
+    use paths::DirProblem as D;
+    match p {
+        D::NoHome => "set HOME, or LEAN_CTX_DATA_DIR to a directory of your own".into(),
+        D::NotADirectory(d) => format!(
+            "move {} out of the way (the first hook creates the dir), or set LEAN_CTX_DATA_DIR elsewhere",
+            d.display()
+        ),
+        D::WrongOwner { .. } => "use a data dir of your own (set LEAN_CTX_DATA_DIR), or have it chowned to you".into(),
+        D::TooOpen { path, .. } => format!("chmod 700 {}", path.display()),
+        D::Io { path, err } if err.kind() == std::io::ErrorKind::PermissionDenied => format!(
+            "make {} reachable by you (chmod u+rwx on it and u+x on its parents), or set LEAN_CTX_DATA_DIR elsewhere",
+            path.display()
+        ),
+        D::Io { .. } => "fix the path, or set LEAN_CTX_DATA_DIR to a directory of your own".into(),
+    }
+}
+
+/// No such path (or a parent is a file).
+fn is_missing(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+}
+
+/// A data dir that does not exist yet: can the first hook create it? The
+/// nearest existing ancestor must be a directory we may write into.
+/// `Err`: why not (for people).
+pub fn creatable(dir: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut a = dir.parent();
+    while let Some(p) = a {
+        match std::fs::metadata(p) {
+            Ok(md) if !md.is_dir() => return Err(format!("{} is not a directory", p.display())),
+            Ok(_) => {
+                let c = std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+                // SAFETY: a valid NUL-terminated path.
+                let ok = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0;
+                return if ok { Ok(()) } else { Err(format!("permission denied: {} is not writable", p.display())) };
+            }
+            Err(e) if is_missing(&e) => a = p.parent(),
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        }
+    }
+    Err("no existing parent directory".into())
+}
+
+/// Can hooks record into `dir` (now, or by creating it)? For "never fired":
+/// hooks that cannot record may have fired all the same.
+pub fn can_record(dir: &std::path::Path) -> bool {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if is_missing(&e) => creatable(dir).is_ok(),
+        Err(_) => false,
+        Ok(_) => {
+            use std::os::unix::ffi::OsStrExt;
+            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+            // SAFETY: a valid NUL-terminated path.
+            paths::check_data_dir(dir).is_ok() && unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -77,16 +164,31 @@ pub struct HostStatus {
 
 pub fn gather(rp: &ReadPath) -> Status {
     let now = rp.now();
+    let mut issues: Vec<Issue> = Vec::new();
     let mut problems = Vec::new();
     let dir = rp.data_dir().map(|d| d.to_path_buf());
+    let mut not_created = false;
     match &dir {
-        None => problems.push(match paths::data_dir_path() {
-            Err(e) => e.to_string(),
-            Ok(_) => "no data dir".into(),
+        None => issues.push(match paths::data_dir_path() {
+            Err(e) => Issue::new(e.to_string(), dir_fix(&e)),
+            Ok(_) => Issue::new("no data dir", "set LEAN_CTX_DATA_DIR"),
         }),
+        Some(d) if std::fs::symlink_metadata(d).is_err_and(|e| is_missing(&e)) => {
+            // Nothing has run yet: not a problem if the first hook can create it.
+            not_created = true;
+            if let Err(why) = creatable(d) {
+                issues.push(Issue::new(
+                    format!("data dir {} does not exist and cannot be created ({why}); hooks cannot record", d.display()),
+                    format!(
+                        "create it yourself (mkdir -p -m 700 {}), or set LEAN_CTX_DATA_DIR to a directory you can write",
+                        d.display()
+                    ),
+                ));
+            }
+        }
         Some(d) => {
             if let Err(e) = paths::check_data_dir(d) {
-                problems.push(e.to_string());
+                issues.push(Issue::new(e.to_string(), dir_fix(&e)));
             } else {
                 // A probe with some bytes in it: an empty file can still be
                 // created on a full disk, where every hook fails to record.
@@ -109,24 +211,39 @@ pub fn gather(rp: &ReadPath) -> Status {
                         paths::state_problem(&md, max)
                     };
                     if let Some(p) = problem {
-                        problems.push(format!(
-                            "{} {p}; hooks cannot record and readers withhold (state-unavailable)",
-                            d.join(name).display()
+                        let path = d.join(name);
+                        issues.push(Issue::new(
+                            format!(
+                                "{} {p}; hooks cannot record and readers withhold (state-unavailable)",
+                                path.display()
+                            ),
+                            format!(
+                                "remove {} (rm -r if a directory); the next hook event writes it again as a 0600 file",
+                                path.display()
+                            ),
                         ));
                     }
                 }
                 // Hooks ran (the lock file exists) but the journal is gone
                 // or empty: what it said is lost.
                 let lock = std::fs::symlink_metadata(d.join(paths::JOURNAL_LOCK_FILE)).is_ok();
+                let recover = "it recovers by itself at the next hook event (start or continue a chat); \
+                               until then stubs are withheld, which only costs tokens";
                 match std::fs::symlink_metadata(d.join(paths::JOURNAL_FILE)) {
-                    Err(_) if lock => problems.push(format!(
-                        "{} is missing while journal.lock exists (deleted?); readers withhold (state-unavailable) \
-                         until a hook records again",
-                        d.join(paths::JOURNAL_FILE).display()
+                    Err(_) if lock => issues.push(Issue::new(
+                        format!(
+                            "{} is missing while journal.lock exists (deleted?); readers withhold \
+                             (state-unavailable) until a hook records again",
+                            d.join(paths::JOURNAL_FILE).display()
+                        ),
+                        recover,
                     )),
-                    Ok(md) if lock && md.is_file() && md.len() == 0 => problems.push(format!(
-                        "{} is empty while journal.lock exists (emptied?); readers withhold (state-unavailable)",
-                        d.join(paths::JOURNAL_FILE).display()
+                    Ok(md) if lock && md.is_file() && md.len() == 0 => issues.push(Issue::new(
+                        format!(
+                            "{} is empty while journal.lock exists (emptied?); readers withhold (state-unavailable)",
+                            d.join(paths::JOURNAL_FILE).display()
+                        ),
+                        recover,
                     )),
                     _ => {}
                 }
@@ -135,15 +252,22 @@ pub fn gather(rp: &ReadPath) -> Status {
                         if let Some(free) = free_bytes(d)
                             && free < MIN_FREE_BYTES
                         {
-                            problems.push(format!(
-                                "data dir {} is nearly full ({free} bytes free); hooks may fail to record",
-                                d.display()
+                            issues.push(Issue::new(
+                                format!(
+                                    "data dir {} is nearly full ({free} bytes free); hooks may fail to record",
+                                    d.display()
+                                ),
+                                "free some space on that file system",
                             ));
                         }
                     }
-                    Err(e) => {
-                        problems.push(format!("data dir {} is not writable: {e}; hooks cannot record", d.display()))
-                    }
+                    Err(e) => issues.push(Issue::new(
+                        format!("data dir {} is not writable: {e}; hooks cannot record", d.display()),
+                        format!(
+                            "chmod u+rwx {} (and check that its file system is not read-only or full)",
+                            d.display()
+                        ),
+                    )),
                 }
             }
         }
@@ -152,7 +276,10 @@ pub fn gather(rp: &ReadPath) -> Status {
     let text = match usable.map(|d| Journal::new(d).read()) {
         Some(Ok(t)) => t,
         Some(Err(e)) => {
-            problems.push(format!("cannot read the journal: {e}"));
+            issues.push(Issue::new(
+                format!("cannot read the journal: {e}"),
+                "see the problems above; a journal lock held by a hung process clears when it exits",
+            ));
             String::new()
         }
         None => String::new(),
@@ -163,11 +290,17 @@ pub fn gather(rp: &ReadPath) -> Status {
         Ok(SlotRead::Expired(s)) => Some((s, false)),
         Ok(SlotRead::Absent) => None,
         Ok(SlotRead::Invalid) => {
-            problems.push("active_transcript.json does not parse".into());
+            issues.push(Issue::new(
+                "active_transcript.json does not parse",
+                format!("remove {}; the next hook event writes it again", d.join(paths::SLOT_FILE).display()),
+            ));
             None
         }
         Err(e) => {
-            problems.push(format!("cannot read active_transcript.json: {e}"));
+            issues.push(Issue::new(
+                format!("cannot read active_transcript.json: {e}"),
+                format!("remove {}; the next hook event writes it again", d.join(paths::SLOT_FILE).display()),
+            ));
             None
         }
     });
@@ -198,10 +331,48 @@ pub fn gather(rp: &ReadPath) -> Status {
     let probe = rp.decide(&crate::readpath::StubQuery::default());
     let state_available = probe.decision.reason != crate::decision::Reason::StateUnavailable;
     if !state_available {
-        problems.push("the read path withholds every stub (state-unavailable) until the state is fixed".into());
+        issues.push(Issue::new(
+            "the read path withholds every stub (state-unavailable) until the state is fixed",
+            "fix the problems above",
+        ));
     }
-    let seen: Vec<Host> = hosts.iter().map(|h| h.host).collect();
-    problems.extend(crate::install::status::installed_but_never_fired(&seen, std::env::current_dir().ok().as_deref()));
+    let cwd = std::env::current_dir().ok();
+    // The MCP gate's policy files: one that does not parse makes the gate
+    // ask (deny on Codex) for every gated MCP call.
+    let policies =
+        crate::gate::policy_paths(dir.as_deref(), &cwd.iter().map(|c| c.display().to_string()).collect::<Vec<_>>());
+    for l in crate::gate::load_all(&policies) {
+        if let crate::gate::Loaded::Broken(e) = l {
+            issues.push(Issue::new(
+                format!(
+                    "gate policy {e}: the gate answers \"ask\" (deny on Codex) to every gated MCP call until it parses"
+                ),
+                "fix the JSON at that line and column (README.md, \"The MCP gate\", has an example), or remove the \
+                 file; then `leanctx gate check --host <host> --tool <tool>` shows what the gate decides",
+            ));
+        }
+    }
+    // The hook configs, as `leanctx hooks status` sees them (user scope and
+    // the current dir's project): outdated entries, a binary that is gone,
+    // unreadable files, Codex hooks switched off, hooks that never fired.
+    let recording = dir.as_deref().is_some_and(can_record);
+    let mut any_installed = false;
+    if let Ok(hs) = crate::install::status::gather(&Host::ALL, cwd.as_deref(), now) {
+        for h in &hs.hosts {
+            any_installed |= h.installed;
+            for i in &h.issues {
+                issues.push(Issue::new(format!("{}: {}", h.host, i.problem), i.fix.clone()));
+            }
+        }
+    }
+    if !any_installed && hosts.is_empty() && recording {
+        issues.push(Issue::new(
+            "no host has leanctx's hooks installed, and no hook has fired",
+            "run `leanctx hooks install <host>` (cursor, claude-code, codex, codebuddy; several at once), \
+             then use the host once and run `leanctx status` again",
+        ));
+    }
+    problems.extend(issues.iter().map(Issue::line));
     Status {
         current: rp.resolve(None, now).caller,
         slot: slot.map(|(s, live)| SlotStatus {
@@ -221,7 +392,10 @@ pub fn gather(rp: &ReadPath) -> Status {
         state_available,
         data_dir: dir,
         now_ms: now,
+        healthy: issues.is_empty(),
         problems,
+        issues,
+        data_dir_created: !not_created,
         subagents,
     }
 }
@@ -297,11 +471,15 @@ pub fn ago(now: u64, t: u64) -> String {
 
 impl Status {
     pub fn human(&self) -> String {
+        // The label column: "conversations" and a space.
+        const W: usize = 14;
         let mut o = String::new();
         let now = self.now_ms;
+        let created = if self.data_dir_created { "" } else { " (not created yet: the first hook event creates it)" };
         let _ = writeln!(
             o,
-            "data dir     {}",
+            "{:<W$}{}{created}",
+            "data dir",
             self.data_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "(none)".into())
         );
         let cur = match &self.current.scope {
@@ -311,12 +489,13 @@ impl Status {
             }
             None => "unknown".into(),
         };
-        let _ = writeln!(o, "current      {cur}");
+        let _ = writeln!(o, "{:<W$}{cur}", "current");
         match &self.slot {
             Some(s) => {
                 let _ = writeln!(
                     o,
-                    "slot         {} via {} {}, {}{}",
+                    "{:<W$}{} via {} {}, {}{}",
+                    "slot",
                     s.agent.as_deref().or(s.conversation.as_deref()).unwrap_or("-"),
                     s.host.as_deref().unwrap_or("?"),
                     s.event.as_deref().unwrap_or("?"),
@@ -325,12 +504,17 @@ impl Status {
                 );
             }
             None => {
-                let _ = writeln!(o, "slot         none");
+                let _ = writeln!(o, "{:<W$}none", "slot");
             }
         }
         let verdict = if self.concurrent { "CONCURRENT (slot-based stubs withheld)" } else { "single" };
-        let _ =
-            writeln!(o, "conversations {} live in the last {} s: {verdict}", self.live.len(), self.window_ms / 1000);
+        let _ = writeln!(
+            o,
+            "{:<W$}{} live in the last {} s: {verdict}",
+            "conversations",
+            self.live.len(),
+            self.window_ms / 1000
+        );
         for l in &self.live {
             let comp = l.last_compaction_ms.map(|c| format!(", compacted {}", ago(now, c))).unwrap_or_default();
             let subs = if l.active_subagents.is_empty() {
@@ -340,11 +524,12 @@ impl Status {
             };
             let _ = writeln!(
                 o,
-                "  {:<11} {}  {} {}{comp}{subs}",
+                "  {:<w$}{}  {} {}{comp}{subs}",
                 l.host.as_str(),
                 l.conversation,
                 l.last_event,
-                ago(now, l.last_seen_ms)
+                ago(now, l.last_seen_ms),
+                w = W - 2
             );
         }
         for sa in &self.subagents {
@@ -358,23 +543,33 @@ impl Status {
             };
             let _ = writeln!(
                 o,
-                "subagent     {} of {} ({}), started {}{seen}",
+                "{:<W$}{} of {} ({}), started {}{seen}",
+                "subagent",
                 sa.id,
                 sa.parent,
                 sa.host.as_str(),
                 ago(now, sa.start_ms)
             );
         }
-        if self.hosts.is_empty() {
-            let _ = writeln!(o, "hosts        no hook has fired yet");
+        if self.hosts.is_empty() && !self.state_available {
+            let _ = writeln!(o, "{:<W$}none seen (the state cannot be read: see the problems)", "hosts");
+        } else if self.hosts.is_empty() {
+            let _ = writeln!(o, "{:<W$}no hook has fired yet", "hosts");
         } else {
-            let _ = writeln!(o, "hosts        last event seen:");
+            let _ = writeln!(o, "{:<W$}last event seen:", "hosts");
             for h in &self.hosts {
-                let _ = writeln!(o, "  {:<11} {} {}", h.host.as_str(), h.last_event, ago(now, h.last_seen_ms));
+                let _ =
+                    writeln!(o, "  {:<w$}{} {}", h.host.as_str(), h.last_event, ago(now, h.last_seen_ms), w = W - 2);
             }
         }
-        for p in &self.problems {
-            let _ = writeln!(o, "problem      {p}");
+        for i in &self.issues {
+            let _ = writeln!(o, "{:<W$}{}", "problem", i.problem);
+            if !i.fix.is_empty() {
+                let _ = writeln!(o, "{:<W$}{}", "  fix", i.fix);
+            }
+        }
+        if self.healthy {
+            let _ = writeln!(o, "{:<W$}no problem found", "ok");
         }
         o
     }

@@ -49,6 +49,64 @@ pub struct InstallOptions {
     /// User scope: when the host's config dir does not exist, say so and
     /// succeed (for installers that try every host).
     pub if_present: bool,
+    /// Set once the Cursor/Claude Code note has been printed: a run over
+    /// several hosts says it once.
+    pub overlap_noted: std::cell::Cell<bool>,
+}
+
+/// What an install or uninstall did to one host (`--json`).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub host: Option<Host>,
+    pub ok: bool,
+    /// Install only: the host's config dir does not exist and `--if-present`
+    /// skipped it.
+    pub skipped: bool,
+    pub dry_run: bool,
+    pub files: Vec<FileChange>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// One config file's change.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct FileChange {
+    pub path: PathBuf,
+    /// `user`, `project <dir>`, `project <dir> (local)`.
+    pub scope: String,
+    pub added: Vec<String>,
+    pub updated: Vec<String>,
+    pub removed: Vec<String>,
+    /// Nothing to do: the file was already as asked.
+    pub unchanged: bool,
+    /// The config dir was (or, dry run, would be) created.
+    pub created_dir: bool,
+    /// The file held only leanctx's entries and was removed.
+    pub deleted: bool,
+    pub backup: Option<PathBuf>,
+    /// The real file, when the config is a symlink.
+    pub via_link: Option<PathBuf>,
+    /// `--dry-run`: the unified diff of the change.
+    pub diff: Option<String>,
+}
+
+impl FileChange {
+    fn of(t: &Target, res: &EditResult, dry_run: bool) -> FileChange {
+        FileChange {
+            path: t.file.clone(),
+            scope: t.describe_scope(),
+            added: res.changes.added.clone(),
+            updated: res.changes.updated.clone(),
+            removed: res.changes.removed.clone(),
+            unchanged: res.changes.is_empty(),
+            created_dir: false,
+            deleted: res.deleted,
+            backup: res.backup.clone(),
+            via_link: res.via_link.clone(),
+            diff: (dry_run && !res.diff.is_empty()).then(|| res.diff.clone()),
+        }
+    }
 }
 
 /// An installer failure, with a message for the user; exit code 1.
@@ -73,7 +131,8 @@ fn out_err(e: io::Error) -> InstallError {
     InstallError(format!("cannot write output: {e}"))
 }
 
-pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<(), InstallError> {
+pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<Report, InstallError> {
+    let mut rep = Report { host: Some(host), ok: true, dry_run: opts.dry_run, ..Report::default() };
     let t = target::resolve(host, opts.project.as_deref(), opts.local)?;
     let dir_exists = t.dir.is_dir();
     if !dir_exists && t.dir.exists() {
@@ -84,7 +143,8 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
         if opts.if_present {
             writeln!(out, "{host}: {} does not exist; {host} does not look installed, skipped", t.dir.display())
                 .map_err(out_err)?;
-            return Ok(());
+            rep.skipped = true;
+            return Ok(rep);
         }
         return Err(InstallError(format!(
             "{} does not exist, so {host} does not look installed here; nothing written \
@@ -110,36 +170,44 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     writeln!(out, "{host} ({}): {}", t.describe_scope(), t.file.display()).map_err(out_err)?;
     writeln!(out, "  hooks run {bin_str} hook {host}").map_err(out_err)?;
     if !bin.is_file() {
-        writeln!(out, "  warning: {} does not exist (yet); the hooks will fail until it does", bin.display())
-            .map_err(out_err)?;
+        let w = format!("{} does not exist (yet); the hooks will fail until it does", bin.display());
+        writeln!(out, "  warning: {w}").map_err(out_err)?;
+        rep.warnings.push(w);
     }
     if !dir_exists {
         let verb = if opts.dry_run { "would create" } else { "created" };
         writeln!(out, "  {verb} {}", t.dir.display()).map_err(out_err)?;
     }
     report(&res, opts.dry_run, spec.entries.len(), out)?;
+    rep.files.push(FileChange { created_dir: !dir_exists, ..FileChange::of(&t, &res, opts.dry_run) });
     if res.changes.is_empty() {
-        return Ok(());
+        return Ok(rep);
     }
     for note in host_notes(host, &t) {
         writeln!(out, "  note: {note}").map_err(out_err)?;
+        rep.notes.push(note);
     }
     if matches!(host, Host::ClaudeCode | Host::Cursor) && overlap_installed(host) {
-        writeln!(out, "  note: {}", overlap::NOTE).map_err(out_err)?;
+        if !opts.overlap_noted.replace(true) {
+            writeln!(out, "  note: {}", overlap::NOTE).map_err(out_err)?;
+        }
+        rep.notes.push(overlap::NOTE.to_string());
     }
-    Ok(())
+    Ok(rep)
 }
 
-pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<(), InstallError> {
+/// Remove leanctx's entries. The report's `ok` is set; whether anything
+/// changed is in its files. (The caller says once that the binary stays.)
+pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<Report, InstallError> {
+    let mut rep = Report { host: Some(host), ok: true, dry_run: opts.dry_run, ..Report::default() };
     let t = target::resolve(host, opts.project.as_deref(), opts.local)?;
     writeln!(out, "{host} ({}): {}", t.describe_scope(), t.file.display()).map_err(out_err)?;
     if !t.dir.is_dir() {
         writeln!(out, "  {} does not exist; nothing to remove", t.dir.display()).map_err(out_err)?;
-        return Ok(());
+        return Ok(rep);
     }
     // Codex: hooks may be in config.toml too; take ours out of both.
     let toml = (host == Host::Codex).then(|| toml_target(&t)).filter(|c| c.file.is_file());
-    let mut changed = false;
     if fs::symlink_metadata(&t.file).is_err() {
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
     } else {
@@ -150,7 +218,7 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
             })
         })?;
         report(&res, opts.dry_run, 0, out)?;
-        changed |= !res.changes.is_empty();
+        rep.files.push(FileChange::of(&t, &res, opts.dry_run));
     }
     if let Some(c) = toml {
         let res = edit_config(&c, opts.dry_run, false, true, |text| {
@@ -159,22 +227,36 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         if !res.changes.is_empty() {
             writeln!(out, "{host} ({}): {}", c.describe_scope(), c.file.display()).map_err(out_err)?;
             report(&res, opts.dry_run, 0, out)?;
-            changed = true;
+            rep.files.push(FileChange::of(&c, &res, opts.dry_run));
         }
     }
-    if changed && !opts.dry_run {
-        writeln!(out, "  (the binary stays; remove it with `cargo uninstall leanctx` or by deleting it)")
-            .map_err(out_err)?;
-    }
-    Ok(())
+    Ok(rep)
 }
 
-pub fn status(host: Option<Host>, json: bool, out: &mut dyn Write) -> Result<(), InstallError> {
+/// Said once after an uninstall that removed something.
+pub const BINARY_STAYS: &str = "(the leanctx binary stays; remove it with `cargo uninstall leanctx` or by deleting it)";
+
+/// `project`: the project whose files are shown (default: the current dir's).
+pub fn status(
+    host: Option<Host>,
+    project: Option<&std::path::Path>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), InstallError> {
     let hosts: Vec<Host> = match host {
         Some(h) => vec![h],
         None => Host::ALL.to_vec(),
     };
-    let cwd = std::env::current_dir().ok();
+    let cwd = match project {
+        Some(p) => {
+            let t = target::resolve(Host::Cursor, Some(p), false)?;
+            match t.scope {
+                Scope::Project { dir, .. } => Some(dir),
+                Scope::User => None,
+            }
+        }
+        None => std::env::current_dir().ok(),
+    };
     let st = status::gather(&hosts, cwd.as_deref(), crate::clock::now_ms_env())?;
     let text = if json {
         serde_json::to_string_pretty(&st).map_err(|e| InstallError(e.to_string()))? + "\n"

@@ -30,8 +30,11 @@ pub struct HostReport {
     /// Any file has our entries.
     pub installed: bool,
     pub last_event: Option<LastEvent>,
+    /// Each warning as `problem: fix`, as in `issues`.
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
+    /// The warnings, each with its fix.
+    pub issues: Vec<Issue>,
 }
 
 #[derive(Debug, Serialize)]
@@ -142,7 +145,15 @@ fn codex_hooks_disabled(codex_dir: &Path) -> bool {
     tomlfile::parse(&text).is_ok_and(|d| d.hooks_disabled())
 }
 
-fn never_fired(host: Host) -> String {
+/// A hook's program: a path, or a bare name the shell finds on PATH.
+fn program_exists(p: &str) -> bool {
+    if p.contains('/') {
+        return Path::new(p).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+}
+
+fn never_fired(host: Host) -> Issue {
     let how = match host {
         Host::Codex => {
             "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust the \
@@ -154,7 +165,7 @@ fn never_fired(host: Host) -> String {
             "check Cursor's Hooks tab (restart Cursor if they are missing); project hooks need a trusted workspace"
         }
     };
-    format!("installed but never fired: {how}")
+    Issue::new("installed but never fired", how)
 }
 
 pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksStatus, InstallError> {
@@ -179,6 +190,8 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
         },
         _ => String::new(),
     };
+    // Hooks that cannot record may have fired all the same.
+    let recording = data_dir.as_deref().is_some_and(crate::status::can_record);
     let view = View::parse(&journal);
     let last: Vec<_> = view.last_event_per_host();
 
@@ -191,25 +204,32 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
             .iter()
             .find(|l| l.host == host)
             .map(|l| LastEvent { event: l.last_event.to_string(), at_ms: l.last_seen_ms });
-        let mut warnings = Vec::new();
+        let codex_off = host == Host::Codex && codex_hooks_disabled(&config_dir);
+        let mut warnings: Vec<Issue> = Vec::new();
         let mut notes = Vec::new();
         for f in &files {
             match f.state {
-                "outdated" => warnings.push(format!(
-                    "{} has outdated leanctx entries: run `leanctx hooks install {host}`{}",
-                    f.path.display(),
-                    if f.scope == "user" { String::new() } else { " with the same --project/--local".into() }
+                "outdated" => warnings.push(Issue::new(
+                    format!("{} has outdated leanctx entries", f.path.display()),
+                    format!(
+                        "run `leanctx hooks install {host}`{}",
+                        if f.scope == "user" { String::new() } else { " with the same --project/--local".into() }
+                    ),
                 )),
-                "unreadable" => {
-                    warnings.push(format!("cannot read {}: {}", f.path.display(), f.error.as_deref().unwrap_or("?")))
-                }
+                "unreadable" => warnings.push(Issue::new(
+                    format!("cannot read {}: {}", f.path.display(), f.error.as_deref().unwrap_or("?")),
+                    "fix the file (the host cannot read it either), then `leanctx hooks status` again",
+                )),
                 _ => {}
             }
             for p in &f.programs {
-                if !Path::new(p).is_file() {
-                    warnings.push(format!(
-                        "{} runs {p}, which does not exist: run `leanctx hooks install {host}` again",
-                        f.path.display()
+                if !program_exists(p) {
+                    warnings.push(Issue::new(
+                        format!("{} runs {p}, which does not exist: the host's hook fails every event", f.path.display()),
+                        format!(
+                            "install the binary again (bash installers/install.sh), or run `leanctx hooks install {host}` \
+                             with the leanctx you have now"
+                        ),
                     ));
                 }
             }
@@ -217,7 +237,12 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
         if installed {
             let changed = files.iter().filter(|f| f.entries > 0).filter_map(|f| f.modified_ms).max();
             match (&last_event, changed) {
-                (None, _) => warnings.push(never_fired(host)),
+                // Switched off: that is the reason, said below.
+                (None, _) if host == Host::Codex && codex_off => {}
+                (None, _) if recording => warnings.push(never_fired(host)),
+                (None, _) => notes.push(
+                    "cannot tell whether they fired: leanctx's data dir is unusable (see `leanctx status`)".into(),
+                ),
                 (Some(l), Some(c)) if l.at_ms < c => notes.push(format!(
                     "no event since the config last changed ({}){}",
                     ago(now_ms, c),
@@ -235,19 +260,24 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
         for (i, a) in files.iter().enumerate() {
             for b in &files[i + 1..] {
                 if a.entries > 0 && b.entries > 0 && a.path.parent() == b.path.parent() {
-                    warnings.push(format!(
-                        "leanctx entries are in both {} and {}: Codex runs both, so every event is recorded \
-                         twice; `leanctx hooks uninstall codex` removes both, then install once",
-                        a.path.display(),
-                        b.path.display()
+                    warnings.push(Issue::new(
+                        format!(
+                            "leanctx entries are in both {} and {}: Codex runs both, so every event is recorded twice",
+                            a.path.display(),
+                            b.path.display()
+                        ),
+                        "`leanctx hooks uninstall codex` removes both, then install once",
                     ));
                 }
             }
         }
-        if host == Host::Codex && codex_hooks_disabled(&config_dir) {
-            warnings.push(format!(
-                "{} sets [features] hooks = false: Codex runs no hooks at all",
-                config_dir.join("config.toml").display()
+        if codex_off {
+            warnings.push(Issue::new(
+                format!(
+                    "{} sets [features] hooks = false: Codex runs no hooks at all",
+                    config_dir.join("config.toml").display()
+                ),
+                "remove that setting (or set it to true), then restart codex",
             ));
         }
         reports.push(HostReport {
@@ -257,8 +287,9 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
             files,
             installed,
             last_event,
-            warnings,
+            warnings: warnings.iter().map(Issue::line).collect(),
             notes,
+            issues: warnings,
         });
     }
     Ok(HooksStatus { data_dir, hosts: reports, problems })
@@ -276,16 +307,17 @@ fn silent_hosts(seen: &[Host], targets: impl Fn(Host) -> Vec<Target>) -> Vec<Str
         .into_iter()
         .filter(|h| !seen.contains(h))
         .filter(|&h| targets(h).iter().any(|t| file_report(t).entries > 0))
-        .map(|h| format!("{h}: {} (`leanctx hooks status {h}`)", never_fired(h)))
+        .map(|h| format!("{h}: {} (`leanctx hooks status {h}`)", never_fired(h).line()))
         .collect()
 }
 
-use crate::status::ago;
+use crate::status::{Issue, ago};
 
 impl HooksStatus {
     pub fn human(&self) -> String {
         let now = crate::clock::now_ms_env();
         let mut o = String::new();
+        let mut noted: Vec<&str> = Vec::new();
         for h in &self.hosts {
             let exists = if h.config_dir_exists { "" } else { " (does not exist: host not installed?)" };
             let _ = writeln!(o, "{}  {}{exists}", h.host, h.config_dir.display());
@@ -294,7 +326,13 @@ impl HooksStatus {
                     "installed" | "outdated" => format!("{}, {}/{} events", f.state, f.entries, f.expected),
                     s => s.to_string(),
                 };
-                let _ = writeln!(o, "  {:<12}{}: {state}", f.scope, f.path.display());
+                // The scope's word; the path says which project.
+                let scope = match f.scope.as_str() {
+                    "user" => "user",
+                    s if s.ends_with("(local)") => "local",
+                    _ => "project",
+                };
+                let _ = writeln!(o, "  {scope:<12}{}: {state}", f.path.display());
                 for p in &f.programs {
                     let _ = writeln!(o, "  {:<12}runs {p}", "");
                 }
@@ -307,10 +345,16 @@ impl HooksStatus {
                     let _ = writeln!(o, "  {:<12}none seen", "last event");
                 }
             }
-            for w in &h.warnings {
-                let _ = writeln!(o, "  {:<12}{w}", "warning");
+            for w in &h.issues {
+                let _ = writeln!(o, "  {:<12}{}", "warning", w.problem);
+                let _ = writeln!(o, "  {:<12}{}", "  fix", w.fix);
             }
             for n in &h.notes {
+                // The Cursor/Claude Code note concerns both: said once.
+                if n == overlap::NOTE && noted.contains(&overlap::NOTE) {
+                    continue;
+                }
+                noted.push(if n == overlap::NOTE { overlap::NOTE } else { "" });
                 let _ = writeln!(o, "  {:<12}{n}", "note");
             }
         }

@@ -214,7 +214,7 @@ fn a_reader_behind_the_hooks_still_sees_both_chats() {
         let v = o.json();
         assert_eq!(o.code, 1, "reader {lag} ms behind: {v}");
         assert_eq!(v["decision"]["reason"], "concurrent", "reader {lag} ms behind: {v}");
-        let o = sb.cmd(["status", "--json"]).env("LEAN_CTX_NOW_MS", (T - lag).to_string()).ok();
+        let o = sb.cmd(["status", "--json"]).env("LEAN_CTX_NOW_MS", (T - lag).to_string()).report();
         assert_eq!(o.json()["concurrent"], true, "status, reader {lag} ms behind");
     }
 }

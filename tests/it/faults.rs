@@ -193,7 +193,7 @@ fn nothing_half_written(data: &Path, case: &str) -> usize {
 }
 
 fn status_problems(sb: &Sandbox) -> Vec<String> {
-    let o = sb.cmd(["status", "--json"]).ok();
+    let o = sb.cmd(["status", "--json"]).report();
     o.json()["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect()
 }
 
@@ -204,7 +204,7 @@ fn assert_status_names(sb: &Sandbox, case: &str, words: &[&str]) {
         "{case}: status does not name the problem ({words:?}): {problems:?}"
     );
     // The human form says it too.
-    let human = sb.cmd(["status"]).ok().stdout;
+    let human = sb.cmd(["status"]).report().stdout;
     assert!(human.contains("problem"), "{case}: {human}");
 }
 
@@ -537,7 +537,7 @@ fn assert_reads_withhold(sb: &Sandbox, case: &str, reason: &str, words: &[&str])
     assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some(reason)), "{case} cold: {}", o.stdout);
     let o = sb.cmd(["scope", "current", "--json"]).timeout(BOUND).run();
     assert!(matches!(o.code, 0 | 1), "{case}: scope current: {}", o.stderr);
-    let o = sb.cmd(["status", "--json"]).timeout(BOUND).ok();
+    let o = sb.cmd(["status", "--json"]).timeout(BOUND).report();
     let v = o.json();
     assert_eq!(v["state_available"], json!(reason != "state-unavailable"), "{case}: {v}");
     let problems: Vec<String> =
@@ -666,7 +666,7 @@ fn a_dangling_data_dir_symlink_withholds() {
     std::os::unix::fs::symlink(sb.tmp.path().join("gone"), &sb.data).unwrap();
     let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).timeout(BOUND).run();
     assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some("state-unavailable")), "{}", o.stdout);
-    assert_eq!(sb.cmd(["status", "--json"]).ok().json()["state_available"], false);
+    assert_eq!(sb.cmd(["status", "--json"]).report().json()["state_available"], false);
     // Truly empty (no data dir; an empty one; one with only lean-ctx's own
     // slot) keeps the legacy rules.
     let sb = Sandbox::new();
@@ -685,7 +685,7 @@ fn a_dangling_data_dir_symlink_withholds() {
     std::fs::set_permissions(sb.data.join("active_transcript.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
     assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (0, Some("same-conversation")), "{}", o.stdout);
-    assert_eq!(sb.cmd(["status", "--json"]).ok().json()["state_available"], true);
+    assert_eq!(sb.cmd(["status", "--json"]).report().json()["state_available"], true);
 }
 
 /// A child process holds the journal lock (flock(1), as a frozen hook
@@ -860,6 +860,10 @@ fn a_slot_that_cannot_be_read_is_not_no_caller() {
             let v = o.json();
             assert_eq!((o.code, v["decision"]["reason"].as_str()), (1, Some("state-unavailable")), "slot {case}: {v}");
         }
-        assert_eq!(sb.cmd(["status", "--json"]).timeout(BOUND).ok().json()["state_available"], false, "slot {case}");
+        assert_eq!(
+            sb.cmd(["status", "--json"]).timeout(BOUND).report().json()["state_available"],
+            false,
+            "slot {case}"
+        );
     }
 }

@@ -169,10 +169,10 @@ fn gate_check_explains() {
     let v = o.json();
     assert_eq!(v["verdict"]["verdict"], "decide");
     assert_eq!(v["verdict"]["action"], "ask");
-    assert!(v["verdict"]["decided_by"].as_str().unwrap().ends_with("gate.json#1"));
+    assert!(v["verdict"]["decided_by"].as_str().unwrap().ends_with("gate.json#2"), "rules are numbered from 1");
     assert!(v["answer"].as_str().unwrap().contains("deny"), "Codex answer for ask is a deny");
     let o = sb.cmd(["gate", "check", "--host", "claude", "--tool", "mcp__ctx__ctx_write"]).ok();
-    assert!(o.stdout.contains("rule #0 says deny"), "{}", o.stdout);
+    assert!(o.stdout.contains("rule #1 says deny"), "{}", o.stdout);
     assert!(o.stdout.contains("not present"), "project file absent: {}", o.stdout);
     let o = sb.cmd(["gate", "check", "--host", "cursor", "--tool", "other_tool"]).ok();
     assert!(o.stdout.contains("no opinion"), "{}", o.stdout);
@@ -269,7 +269,7 @@ fn gate_check_server_and_warnings() {
     assert_eq!(v["verdict"]["verdict"], "no-opinion", "a server-scoped allow needs the server: {v}");
     let w = v["warnings"].to_string();
     assert!(w.contains("no server") && w.contains("--server"), "{w}");
-    assert!(w.contains("#1") && w.contains("preToolUse"), "the allow for ctx never matches preToolUse: {w}");
+    assert!(w.contains("#2") && w.contains("preToolUse"), "the allow for ctx never matches preToolUse: {w}");
     let v = check(&["--tool", "MCP:delete_repo"]);
     assert_eq!(v["verdict"]["action"], "deny", "a deny for github applies to an unknown server");
     let v = check(&["--tool", "delete_repo", "--server", "gitlab"]);

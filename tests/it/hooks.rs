@@ -114,7 +114,7 @@ fn claude_baseline_records_sightings_call_and_end() {
     assert!(j.lines().any(|l| l.starts_with("E\t") && l.contains(sid)));
     // ToolSearch is not an MCP tool: one call record only.
     assert_eq!(j.lines().filter(|l| l.starts_with("C\t")).count(), 1);
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["live"].as_array().unwrap().len(), 0, "ended session is not live");
     assert_eq!(st["hosts"][0]["host"], "claude-code");
     assert_eq!(st["hosts"][0]["last_event"], "Stop");
@@ -185,7 +185,7 @@ fn cursor_task_scope_writes_its_own_slot_and_sights_its_conversation() {
     let sightings: Vec<&str> = j.lines().filter(|l| l.starts_with("S\t")).collect();
     assert_eq!(sightings.len(), 2);
     assert!(sightings.iter().all(|l| l.contains("\t0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b\t")), "{j}");
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["concurrent"], false);
     assert!(j.lines().any(|l| l.starts_with("C\t") && l.contains("\ttask:task-77\t")));
 }
@@ -392,7 +392,7 @@ fn unsafe_data_dir_is_refused_but_the_hook_answers() {
     assert_eq!(o.json(), json!({"permission": "allow"}));
     assert!(o.stderr.contains("refusing"), "{}", o.stderr);
     assert!(sb.slot().is_none());
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert!(st["problems"][0].as_str().unwrap().contains("writable by group or others"));
 
     // A data dir path that is a file.
@@ -588,7 +588,7 @@ fn cursor_without_session_start_is_still_tracked() {
     let root = "b60ae0c1-2f85-4c4d-b3e5-b512f9b06e4c";
     sb.hook("cursor", payload("cursor-real/3.18.25-beforeSubmitPrompt.json")).ok();
     assert_eq!(sb.slot().unwrap()["conversation_id"], root);
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["live"][0]["conversation"], root);
     assert_eq!(st["current"]["scope"], root);
 }

@@ -586,7 +586,7 @@ fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
         let o = run_through_shell("sh", cmd, &sb, input);
         assert!(o.status.success());
     }
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     let live = st["live"].as_array().unwrap();
     let mut convs: Vec<&str> = live.iter().map(|l| l["conversation"].as_str().unwrap()).collect();
     convs.dedup();

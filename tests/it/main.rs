@@ -11,6 +11,7 @@ mod gate;
 mod hooks;
 mod install;
 mod ledger;
+mod newuser;
 mod readpath;
 mod rng;
 mod security;

@@ -370,10 +370,10 @@ fn concurrency_makes_slot_callers_withhold_but_not_exact_ones() {
         .ok();
     let o = as_claude_server(&sb, latest, &format!("scope check --delivered {latest}"));
     assert_eq!(o, "allow same-conversation");
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["concurrent"], true);
     assert_eq!(st["live"].as_array().unwrap().len(), 2);
-    let human = sb.cmd(["status"]).ok().stdout;
+    let human = sb.cmd(["status"]).report().stdout;
     assert!(human.contains("CONCURRENT"), "{human}");
 }
 
@@ -762,7 +762,7 @@ fn replay_real_cursor_run_with_a_subagent() {
     hook(cursor_real("preToolUse-Task-root"));
     hook(cursor_real("subagentStart"));
     // The subagent is open under the root, by its real (hashed) id.
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["subagents"].as_array().unwrap().len(), 1, "{st}");
     assert_eq!(st["subagents"][0]["id"], agent.as_str());
     assert_eq!(st["subagents"][0]["parent"], root);
@@ -775,11 +775,11 @@ fn replay_real_cursor_run_with_a_subagent() {
     assert_eq!(verdict(&sub), (false, "other-conversation".into()), "the root's stub never reaches the subagent");
     hook(cursor_real("postToolUse-MCP-in-subagent"));
     // Status shows the subagent and the fresh conversation seen since it started.
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["subagents"][0]["conversations_since_start"], json!([child]), "{st}");
     assert_eq!(st["concurrent"], true, "the subagent's conversation is not linked: two live conversations");
-    let human = sb.cmd(["status"]).ok().stdout;
-    assert!(human.contains(&format!("subagent     {agent} of {root} (cursor)")), "{human}");
+    let human = sb.cmd(["status"]).report().stdout;
+    assert!(human.contains(&format!("subagent      {agent} of {root} (cursor)")), "{human}");
     assert!(
         human.contains(&format!("maybe its own (not linked to the parent: counted as concurrent): {child}")),
         "{human}"
@@ -797,7 +797,7 @@ fn replay_real_cursor_run_with_a_subagent() {
 
     hook(cursor_real("subagentStop"));
     hook(cursor_real("stop"));
-    let st = sb.cmd(["status", "--json"]).ok().json();
+    let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["subagents"], json!([]), "closed by its id: {st}");
 
     // After the subagent: the root gets its own stub, never the subagent's.

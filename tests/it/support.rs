@@ -210,6 +210,18 @@ impl Run {
         }
     }
 
+    /// `leanctx status`: exit 0 when healthy, 1 when it names a problem;
+    /// with `--json`, `healthy` says the same as the exit code.
+    pub fn report(self) -> Out {
+        let o = self.run();
+        assert!(matches!(o.code, 0 | 1), "exit {}; stderr: {}", o.code, o.stderr);
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&o.stdout) {
+            assert_eq!(v["healthy"], o.code == 0, "healthy vs exit code: {}", o.stdout);
+            assert_eq!(v["issues"].as_array().map(|a| a.is_empty()), Some(o.code == 0), "{}", o.stdout);
+        }
+        o
+    }
+
     /// Run and require exit 0.
     pub fn ok(self) -> Out {
         let o = self.run();
