@@ -407,39 +407,12 @@ fn unsafe_data_dir_is_refused_but_the_hook_answers() {
 fn read_only_data_dir_fails_open() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
+    // As root, as a user the mode binds (root ignores directory permissions).
+    let run = sb.cmd_unprivileged(["hook", "claude"]).stdin(payload("claude/baseline/01-SessionStart.json"));
     std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let o = if unsafe_is_root() {
-        // Root ignores directory permissions: run the hook as an unprivileged
-        // user who owns the read-only data dir (setpriv, util-linux).
-        use std::os::unix::fs::chown;
-        let nobody = 65534;
-        chown(&sb.data, Some(nobody), Some(nobody)).unwrap();
-        chown(&sb.home, Some(nobody), Some(nobody)).unwrap();
-        std::fs::set_permissions(sb.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", crate::support::BIN, "hook", "claude"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &sb.home)
-            .env("LEAN_CTX_DATA_DIR", &sb.data)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().expect("setpriv (util-linux) runs the hook unprivileged");
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(payload("claude/baseline/01-SessionStart.json").as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    } else {
-        sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).ok().stderr
-    };
-    assert!(o.contains("could not record"), "{o}");
+    let o = run.ok();
+    assert!(o.stderr.contains("could not record"), "{}", o.stderr);
     assert!(!sb.data.join("journal").exists());
-}
-
-fn unsafe_is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false)
 }
 
 /// 64 hook processes at once, plus readers of the slot and the journal:

@@ -58,6 +58,41 @@ impl Sandbox {
         Run { cmd: c, stdin: Vec::new(), timeout: Duration::from_secs(30) }
     }
 
+    /// `leanctx <args>` as a user that file modes bind: as is, or through
+    /// `setpriv` (util-linux) as uid/gid 65534 when the tests run as root,
+    /// who ignores them. The sandbox is made traversable and its home and data
+    /// dir handed to that user.
+    pub fn cmd_unprivileged<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut run = self.cmd(args);
+        if leanctx::paths::current_uid() != 0 {
+            return run;
+        }
+        use std::os::unix::fs::{PermissionsExt, chown};
+        let nobody = 65534;
+        std::fs::set_permissions(self.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        for d in [&self.home, &self.data, &self.project] {
+            if d.exists() {
+                chown(d, Some(nobody), Some(nobody)).unwrap();
+            }
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", BIN]);
+        c.args(run.cmd.get_args());
+        c.env_clear();
+        for (k, v) in run.cmd.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        c.current_dir(&self.project);
+        run.cmd = c;
+        run
+    }
+
     /// `leanctx hook <host>` fed `payload`.
     pub fn hook(&self, host: &str, payload: impl AsRef<[u8]>) -> Run {
         self.cmd(["hook", host]).stdin(payload)
