@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn host_of_dir(dir: &str) -> &'static str {
