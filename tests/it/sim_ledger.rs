@@ -865,7 +865,13 @@ impl World {
             0..=59 => {
                 // A read by the main agent or a running subagent; Claude's
                 // main agent sometimes reads two files in one batch.
-                let sub = (nsubs > 0 && self.rng.chance(0.4)).then(|| self.rng.below(nsubs as u64) as usize);
+                // A Cursor main agent waits for its Task tool while the
+                // subagent runs, so a Cursor chat with a subagent running
+                // reads through a subagent; elsewhere the main agent may read
+                // too (Claude Code's and Codex's subagents are told apart per
+                // call anyway).
+                let by_sub = nsubs > 0 && (cursor || self.rng.chance(0.4));
+                let sub = by_sub.then(|| self.rng.below(nsubs as u64) as usize);
                 let n = if host == H::Claude && sub.is_none() && self.rng.chance(0.25) { 2 } else { 1 };
                 let mut rs = vec![self.new_read(c, sub, None)];
                 if n == 2 {
