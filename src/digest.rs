@@ -337,6 +337,12 @@ impl Digest {
 
     /// [`View::active_subagents`].
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&str> {
+        self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
+    }
+
+    /// [`View::open_subagents`]: the subagent records of `conv`, closed by
+    /// its latest end (which closes every start before it, as every end does).
+    pub fn open_subagents(&self, conv: &str, now: u64) -> Vec<(&str, u64)> {
         let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return Vec::new() };
         let mut records: Vec<Record<'_>> = subs
             .iter()
@@ -345,7 +351,6 @@ impl Digest {
                 _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.map(|a| self.at(a)) },
             })
             .collect();
-        // The latest end closes every start before it (as every end does).
         if let Some((i, t)) = self
             .convs
             .get(conv)
@@ -353,32 +358,13 @@ impl Digest {
         {
             records.push(Record::End { t, host: HOSTS[i], conv });
         }
-        View { records }.active_subagents(conv, now)
+        View { records }.open_subagents(conv, now)
     }
 
     /// [`View::subagent_unwitnessed`] (exact when [`Digest::exact_at`]`(now)`).
     pub fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
-        let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return false };
-        let mut records: Vec<Record<'_>> = subs
-            .iter()
-            .map(|s| match (s.start, s.agent) {
-                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: self.at(a) },
-                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.map(|a| self.at(a)) },
-            })
-            .collect();
-        if let Some((i, t)) = self
-            .convs
-            .get(conv)
-            .and_then(|hosts| hosts.iter().enumerate().filter_map(|(i, h)| h.end.map(|t| (i, t))).max_by_key(|x| x.1))
-        {
-            records.push(Record::End { t, host: HOSTS[i], conv });
-        }
-        let open = View { records }.open_subagents(conv, now);
-        if open.is_empty() {
-            return false;
-        }
         let h = host_index(host);
-        open.iter().any(|&(a, t0)| {
+        self.open_subagents(conv, now).iter().any(|&(a, t0)| {
             self.task_calls.contains(&(conv.to_string(), a.to_string()))
                 || !self
                     .first_seen
