@@ -43,6 +43,8 @@ type Span = (usize, usize);
 struct PerHost {
     sighting: Option<(u64, Span)>,
     end: Option<u64>,
+    /// The oldest sighting's time (when the conversation was first seen).
+    first: Option<u64>,
 }
 
 /// A subagent start or stop, in file order.
@@ -75,7 +77,13 @@ pub struct Digest {
     calls: Vec<(Span, Option<u64>)>,
     /// Indices into `calls` by the call id field (next to last), for
     /// [`Digest::call_by_id`]: a lookup, not a scan of every call line.
-    calls_by_id: HashMap<String, Vec<usize>>,
+    /// The newest call line with each id, keyed by [`hash_of`] the id (no
+    /// allocation per line); a line that turns out to have another id (a
+    /// collision) sends the lookup to a scan.
+    /// Built on the first question that needs it, from `calls_indexed` on:
+    /// a CLI process that asks nothing of call ids pays nothing for it.
+    calls_by_id: std::cell::RefCell<ByHash<usize>>,
+    calls_indexed: std::cell::Cell<usize>,
     /// Claim lines, in file order.
     claims: Vec<Span>,
     /// For claims, built on the first claim question and kept up to date.
@@ -90,13 +98,13 @@ pub struct Digest {
     /// Per conversation, the position of its latest compaction.
     compaction_at: HashMap<String, usize>,
     /// Per `scope\tkey`, the newest delivery line and its position.
-    deliveries: HashMap<String, (usize, Span)>,
+    /// (by [`hash_of`] scope and key; collisions resolved on the parsed line)
+    deliveries: ByHash<Vec<(usize, Span)>>,
     /// Per call ref, its acknowledgement lines and their positions.
-    acks: HashMap<String, Vec<(usize, Span)>>,
-    /// Per conversation and host, its first sighting (the oldest time).
-    first_seen: HashMap<String, [Option<u64>; 4]>,
-    /// (conversation, agent) of call records made by a `task:` scope.
-    task_calls: std::collections::HashSet<(String, String)>,
+    /// (by [`hash_of`] the ref; collisions resolved on the parsed line)
+    acks: ByHash<Vec<(usize, Span)>>,
+    /// [`hash_of`] (conversation, agent) of call records made by a `task:` scope.
+    task_calls: std::cell::RefCell<std::collections::HashSet<u64>>,
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -144,6 +152,42 @@ fn last_field_is(line: &str, field: &str) -> bool {
     line.ends_with(field)
         && (line.len() == field.len() || line.as_bytes()[line.len() - field.len() - 1] == b'\t')
         && !field.contains('\t')
+}
+
+/// The fields of a call line the digest indexes, located without parsing:
+/// the conversation (4th), the agent (5th) and the call id (next to last).
+struct CallFields<'a> {
+    conv: Option<&'a str>,
+    agent: Option<&'a str>,
+    next_to_last: Option<&'a str>,
+}
+
+fn fields_of(line: &str) -> CallFields<'_> {
+    let b = line.as_bytes();
+    let mut starts = [0usize; 5];
+    let mut at = 0;
+    for slot in starts.iter_mut().skip(1) {
+        match journal::find_byte(&b[at..], b'\t') {
+            Some(i) => {
+                at += i + 1;
+                *slot = at;
+            }
+            None => return CallFields { conv: None, agent: None, next_to_last: None },
+        }
+    }
+    let field = |k: usize| {
+        let s = starts[k];
+        let e = journal::find_byte(&b[s..], b'\t').map_or(b.len(), |i| s + i);
+        &line[s..e]
+    };
+    CallFields { conv: Some(field(3)), agent: Some(field(4)), next_to_last: next_to_last(line) }
+}
+
+/// The next-to-last tab-separated field (a call line's call id).
+fn next_to_last(line: &str) -> Option<&str> {
+    let mut back = line.rsplit('\t');
+    back.next()?;
+    back.next()
 }
 
 /// A call line's time (its second field), if it has one.
@@ -205,7 +249,6 @@ impl Digest {
             floor,
             subagents,
             calls,
-            calls_by_id,
             claims,
             lineage,
             newest_sighting,
@@ -215,8 +258,6 @@ impl Digest {
             compaction_at,
             deliveries,
             acks,
-            first_seen,
-            task_calls,
             ..
         } = self;
         let text = text.as_str();
@@ -226,16 +267,6 @@ impl Digest {
             match line.as_bytes().first() {
                 // Located now, parsed if a call id is asked about.
                 Some(b'C') => {
-                    if !*claims_only && let Some(id) = line.rsplit('\t').nth(1) {
-                        get_or_insert(calls_by_id, id).push(calls.len());
-                    }
-                    if !*claims_only
-                        && line.contains("\ttask:")
-                        && let Some(Record::Call(c)) = journal::parse_line(line)
-                        && let Some(a) = c.agent
-                    {
-                        task_calls.insert((c.conv.to_string(), a.to_string()));
-                    }
                     calls.push((span_in(text, line), call_time(line)));
                 }
                 Some(b'K') => claims.push(span_in(text, line)),
@@ -243,9 +274,9 @@ impl Digest {
                 Some(_) if *claims_only => {}
                 Some(_) => match journal::parse_line(line) {
                     Some(Record::Sighting { t, host, conv, event }) => {
-                        let first = &mut get_or_insert(first_seen, conv)[host_index(host)];
-                        *first = Some(first.map_or(t, |f| f.min(t)));
-                        let slot = &mut get_or_insert(convs, conv)[host_index(host)].sighting;
+                        let per = &mut get_or_insert(convs, conv)[host_index(host)];
+                        per.first = Some(per.first.map_or(t, |f| f.min(t)));
+                        let slot = &mut per.sighting;
                         // As View: the newest wins, a tie goes to the later line.
                         match slot {
                             Some((old, _)) if *old > t => {}
@@ -264,9 +295,11 @@ impl Digest {
                         *get_or_insert(compaction_at, conv) = at;
                     }
                     Some(Record::Delivery(d)) => {
-                        deliveries.insert(format!("{}\t{}", d.scope, d.key), (at, span_in(text, line)));
+                        deliveries.entry(hash_of(&[d.scope, d.key])).or_default().push((at, span_in(text, line)));
                     }
-                    Some(Record::Ack(a)) => get_or_insert(acks, a.call_ref).push((at, span_in(text, line))),
+                    Some(Record::Ack(a)) => {
+                        acks.entry(hash_of(&[a.call_ref])).or_default().push((at, span_in(text, line)))
+                    }
                     Some(Record::Floor { t }) => *floor = (*floor).max(t),
                     Some(Record::SubagentStart { t, host, conv, agent }) => {
                         let agent = Some(span_in(text, agent));
@@ -364,12 +397,17 @@ impl Digest {
     /// [`View::subagent_unwitnessed`] (exact when [`Digest::exact_at`]`(now)`).
     pub fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         let h = host_index(host);
-        self.open_subagents(conv, now).iter().any(|&(a, t0)| {
-            self.task_calls.contains(&(conv.to_string(), a.to_string()))
-                || !self
-                    .first_seen
-                    .iter()
-                    .any(|(c, firsts)| c != conv && firsts[h].is_some_and(|t| t >= t0 && !journal::is_future(t, now)))
+        let open = self.open_subagents(conv, now);
+        if open.is_empty() {
+            return false;
+        }
+        self.index_calls();
+        let tasks = self.task_calls.borrow();
+        open.iter().any(|&(a, t0)| {
+            tasks.contains(&hash_of(&[conv, a]))
+                || !self.convs.iter().any(|(c, hosts)| {
+                    c != conv && hosts[h].first.is_some_and(|t| t >= t0 && !journal::is_future(t, now))
+                })
         })
     }
 
@@ -379,40 +417,76 @@ impl Digest {
         View { records }.lineage_for(host, pid, now)
     }
 
-    /// [`View::call_by_id`]: the newest well-formed call line with this id.
-    pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
-        let ix = self.calls_by_id.get(call_id)?;
-        ix.iter().rev().map(|&i| &self.calls[i]).find_map(|(s, _)| {
-            let line = self.at(*s);
-            // The call id is the next-to-last of a call line's ten fields:
-            // look there first, parse only a line that may match.
-            if line.rsplit('\t').nth(1) != Some(call_id) {
-                return None;
+    /// Index the call lines read since the last question that needed it:
+    /// the newest line per call id, and the (conversation, agent) of calls a
+    /// `task:` scope made inside its parent's conversation.
+    fn index_calls(&self) {
+        let done = self.calls_indexed.get();
+        if done >= self.calls.len() {
+            return;
+        }
+        let mut by_id = self.calls_by_id.borrow_mut();
+        let mut tasks = self.task_calls.borrow_mut();
+        for i in done..self.calls.len() {
+            let f = fields_of(self.at(self.calls[i].0));
+            if let Some(id) = f.next_to_last {
+                by_id.insert(hash_of(&[id]), i);
             }
-            match journal::parse_line(line)? {
-                Record::Call(c) if c.call_id == Some(call_id) => Some(c),
+            if let (Some(conv), Some(agent)) = (f.conv, f.agent)
+                && agent.starts_with("task:")
+            {
+                tasks.insert(hash_of(&[conv, agent]));
+            }
+        }
+        self.calls_indexed.set(self.calls.len());
+    }
+
+    /// [`View::call_by_id`]: the newest well-formed call line with this id.
+    ///
+    /// Lines not yet indexed are searched first, newest first (a one-shot
+    /// CLI process finds its call near the end and indexes nothing); only
+    /// when they do not answer is the index brought up to date and asked.
+    pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        let parse = |i: usize| match journal::parse_line(self.at(self.calls[i].0))? {
+            Record::Call(c) if c.call_id == Some(call_id) => Some(c),
+            _ => None,
+        };
+        let is_it = |i: usize| next_to_last(self.at(self.calls[i].0)) == Some(call_id);
+        let done = self.calls_indexed.get().min(self.calls.len());
+        if let Some(c) = (done..self.calls.len()).rev().find_map(|i| is_it(i).then(|| parse(i)).flatten()) {
+            return Some(c);
+        }
+        self.index_calls();
+        let newest = self.calls_by_id.borrow().get(&hash_of(&[call_id])).copied()?;
+        if newest < done
+            && let Some(c) = parse(newest)
+        {
+            return Some(c);
+        }
+        // Another id with the same hash, or a malformed newest line: the
+        // indexed lines decide, newest first.
+        (0..done).rev().find_map(|i| is_it(i).then(|| parse(i)).flatten())
+    }
+
+    /// [`View::latest_delivery`] (positions are this digest's own).
+    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, crate::ledger::Delivery<'_>)> {
+        // The newest line of this scope and key (a hash collision only adds lines).
+        self.deliveries.get(&hash_of(&[scope, key]))?.iter().rev().find_map(|(at, span)| {
+            match journal::parse_line(self.at(*span))? {
+                Record::Delivery(d) if d.scope == scope && d.key == key => Some((*at, d)),
                 _ => None,
             }
         })
     }
 
-    /// [`View::latest_delivery`] (positions are this digest's own).
-    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, crate::ledger::Delivery<'_>)> {
-        let (at, span) = self.deliveries.get(&format!("{scope}\t{key}"))?;
-        match journal::parse_line(self.at(*span))? {
-            Record::Delivery(d) => Some((*at, d)),
-            _ => None,
-        }
-    }
-
     /// [`View::acks_after`].
     pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<crate::ledger::Ack<'_>> {
-        let Some(lines) = self.acks.get(call_ref) else { return Vec::new() };
+        let Some(lines) = self.acks.get(&hash_of(&[call_ref])) else { return Vec::new() };
         lines
             .iter()
             .filter(|(at, _)| *at > after)
             .filter_map(|(_, s)| match journal::parse_line(self.at(*s))? {
-                Record::Ack(a) => Some(a),
+                Record::Ack(a) if a.call_ref == call_ref => Some(a),
                 _ => None,
             })
             .collect()
