@@ -122,18 +122,41 @@ impl Content {
 /// newline. The same rule on both sides (what the server sent, what the
 /// host says the model got) gives the same digest exactly when the model
 /// got the same blocks.
-fn blocks_text(blocks: &[Value]) -> String {
-    let mut out = String::new();
+/// Hashed as it goes: the text is never copied out of the parsed JSON (a
+/// 60 KB result arrives on every `PostToolBatch` that carries one).
+fn blocks_content(blocks: &[Value]) -> Content {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    let mut len = 0u64;
     for (i, b) in blocks.iter().enumerate() {
         if i > 0 {
-            out.push('\n');
+            h.update(b"\n");
+            len += 1;
         }
         match (b.get("type").and_then(Value::as_str), b.get("text").and_then(Value::as_str)) {
-            (Some("text"), Some(t)) => out.push_str(t),
-            _ => out.push_str(&canonical_json(b)),
+            (Some("text"), Some(t)) => {
+                h.update(t.as_bytes());
+                len += t.len() as u64;
+            }
+            _ => {
+                let j = canonical_json(b);
+                h.update(j.as_bytes());
+                len += j.len() as u64;
+            }
         }
     }
-    out
+    Content { digest: hex32(&h.finalize()), len }
+}
+
+/// The first 16 bytes of a digest as 32 lower-case hex digits.
+fn hex32(d: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(32);
+    for &b in &d[..16] {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
 }
 
 /// The server's side: a `tools/call` result as the server returns it — the
@@ -152,7 +175,7 @@ pub fn sent_content(v: &Value) -> Result<Content, InputError> {
         return Err(InputError::ErrorResult);
     }
     match obj.get("content") {
-        Some(Value::Array(blocks)) => Ok(Content::of_text(&blocks_text(blocks))),
+        Some(Value::Array(blocks)) => Ok(blocks_content(blocks)),
         Some(_) => Err(InputError::NotAResult("\"content\" is not a list of blocks".into())),
         None if v.get("error").is_some() => Err(InputError::NotAResult("a JSON-RPC error response".into())),
         None => Err(InputError::NotAResult("no \"content\"".into())),
@@ -176,13 +199,13 @@ pub fn received_content(v: &Value) -> Option<Content> {
             }
             Some(Content::of_text(s))
         }
-        Value::Array(blocks) => Some(Content::of_text(&blocks_text(blocks))),
+        Value::Array(blocks) => Some(blocks_content(blocks)),
         Value::Object(o) => {
             if o.get("isError").and_then(Value::as_bool) == Some(true) {
                 return None;
             }
             match o.get("content") {
-                Some(Value::Array(blocks)) => Some(Content::of_text(&blocks_text(blocks))),
+                Some(Value::Array(blocks)) => Some(blocks_content(blocks)),
                 _ => Some(Content::of_text(&canonical_json(v))),
             }
         }
