@@ -240,7 +240,13 @@ impl ReadPath {
             }
         }
         let lineage = self.host_lineage(view, now);
-        let env_caller = identity::custom(&self.env).or_else(|| identity::env_after_call(&self.env, lineage));
+        // The server's CLAUDE_CODE_SESSION_ID decides only when proven (its
+        // host's own hooks recorded the session): unproven, it names one
+        // session for every caller of a shared server, for ever, which is
+        // less than the slot (the last writer, at least). So it is skipped.
+        let env_caller = identity::custom(&self.env)
+            .or_else(|| identity::env_after_call(&self.env, lineage))
+            .filter(|c| c.exact || c.source != identity::Source::ProcessEnv);
         // A call that was given but named nobody (no unclaimed record, two
         // chats made it, the state failed) may be any live chat's: only a
         // proven per-process identity may stand in, never a guess (the slot

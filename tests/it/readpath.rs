@@ -172,11 +172,13 @@ fn claude_subagent_never_gets_parent_stubs_and_back() {
 fn claude_process_env_is_withheld_while_a_subagent_runs() {
     let sb = Sandbox::new();
     let parent = "40408dbc-2d7c-4bbf-ae56-3a16c119a3fe";
-    // Up to SubagentStart: the subagent is running.
+    // Up to SubagentStart: the subagent is running. The hooks carry the
+    // Claude process's pid, the server's parent: the env is proven.
     for f in files("claude/subagent").iter().take(5) {
-        sb.hook("claude", std::fs::read_to_string(f).unwrap()).ok();
+        sb.hook("claude", std::fs::read_to_string(f).unwrap()).env("CLAUDE_PID", "4242").ok();
     }
-    let rp = ReadPath::new(&sb.data, ScopeEnv { claude_session_id: Some(parent.into()), ..ScopeEnv::default() });
+    let env = ScopeEnv { claude_session_id: Some(parent.into()), parent_pid: Some(4242), ..ScopeEnv::default() };
+    let rp = ReadPath::new(&sb.data, env);
     let q = StubQuery { delivered: Some(parent), delivered_at_ms: Some(1), ..Default::default() };
     assert_eq!(rp.decide(&q).decision.reason, Reason::SubagentActive);
     // After SubagentStop the parent's own env identity is good again.
@@ -340,8 +342,10 @@ fn scope_check_cli_exit_codes_and_json() {
     assert_eq!(o.json()["caller"]["scope"], "custom:mine");
     let o = sb.cmd(["scope", "current"]).env("CURSOR_TASK_ID", "t9").run();
     assert_eq!(o.stdout.trim(), "task:t9");
+    // The server's own CLAUDE_CODE_SESSION_ID, unproven (no Claude process's
+    // hook recorded it): ignored, the slot decides.
     let o = sb.cmd(["scope", "current", "--json"]).env("CLAUDE_CODE_SESSION_ID", "proc-sess").run();
-    assert_eq!(o.json()["caller"]["source"], "process-env");
+    assert_eq!(o.json()["caller"]["source"], "slot");
     // A stale slot (past the TTL) names nobody.
     let o = sb
         .cmd(["scope", "current"])

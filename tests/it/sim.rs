@@ -458,11 +458,10 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
             0..=69 => rng.range(60, 3_000),
             70..=94 => rng.range(3_000, 45_000),
             95..=98 => rng.range(45_000, 600_000),
-            // Past the 2 h state TTL only while no subagent runs: a subagent
-            // is a running task, and the journal forgets starts older than
-            // the TTL (a subagent alive for hours is outside the model).
-            _ if chats.iter().all(|c| c.subs.is_empty()) => rng.range(2 * 3_600_000, 3 * 3_600_000),
-            _ => rng.range(45_000, 600_000),
+            // Past the 2 h state TTL, subagents running or not: a subagent
+            // runs until its stop however long (issue 17: a long subagent
+            // once passed for stopped, and its parent got its stubs).
+            _ => rng.range(2 * 3_600_000, 3 * 3_600_000),
         };
         // Some chats act at once: their hooks run concurrently.
         let k = rng.range(1, chats.len().min(3) as u64) as usize;
