@@ -1,4 +1,5 @@
-//! The stub decisions of DESIGN.md §5, as pure functions with reason codes.
+//! The stub decisions (README: "Stub decisions and reason codes"), as pure
+//! functions with reason codes.
 
 use crate::identity::{Caller, Source};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! Who is calling: the scope chain of DESIGN.md §4, as a pure function of
+//! Who is calling: the scope chain (README: "Who is calling"), as a pure function of
 //! what the environment, the MCP call and the state say.
 
 use crate::host::Host;

@@ -7,7 +7,7 @@
 //!
 //! The file stays bounded however long it runs: once it grows past
 //! `max(TRIM_MIN_BYTES, 2 × what the last trim kept)` the appender rewrites
-//! it, keeping only what can still matter (DESIGN.md §3). Every eviction is
+//! it, keeping only what can still matter (README: "State"). Every eviction is
 //! in the safe direction: a forgotten sighting is only dropped when newer
 //! ones still show the same verdict, a forgotten end keeps a conversation
 //! "live" (more withholding), and a forgotten compaction raises the

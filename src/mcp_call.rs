@@ -1,4 +1,4 @@
-//! Per-call caller identity (DESIGN.md §4 item 3): an MCP `tools/call`'s
+//! Per-call caller identity (README: "Who is calling", step 2): an MCP `tools/call`'s
 //! name, arguments and `_meta`, matched to what the hooks recorded.
 
 use crate::fingerprint::args_fingerprint;

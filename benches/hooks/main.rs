@@ -1,4 +1,4 @@
-//! leanctx benchmark harness (DESIGN.md §8, issue 5).
+//! leanctx benchmark harness (targets and method: benches/README.md).
 //!
 //! `cargo bench --bench hooks` runs, in one go and on this machine:
 //! 1. processes: every candidate spawned as a host spawns a hook (fresh

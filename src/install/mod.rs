@@ -1,5 +1,5 @@
 //! `leanctx hooks install|uninstall|status`: edit each host's hook config
-//! without ever losing a user's data (DESIGN.md §7).
+//! without ever losing a user's data (README: "Installing into host configs").
 //!
 //! An edit is: find the file (following symlinks to the real one), lock its
 //! directory, read and parse it strictly (JSON; comments where the host

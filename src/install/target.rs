@@ -1,4 +1,4 @@
-//! Where each host keeps its hook config (HOSTS.md §1.1, §2.1, §3.1, §4.1).
+//! Where each host keeps its hook config (docs/HOSTS.md §2).
 
 use crate::host::Host;
 use std::path::{Path, PathBuf};

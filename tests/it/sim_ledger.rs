@@ -184,7 +184,7 @@ struct Knobs {
     codex_no_compaction_hooks: f64,
     /// Share of runs whose Codex config sets `tool_output_token_limit = 10000`.
     codex_big_budget: f64,
-    /// A Cursor subagent hook without `CURSOR_TASK_ID` (HOSTS.md: unreliable).
+    /// A Cursor subagent hook without `CURSOR_TASK_ID` (unreliable: docs/HOSTS.md §3).
     cursor_no_task_env: f64,
 }
 
@@ -1323,7 +1323,7 @@ fn a_subagents_acknowledgement_confirms_the_parents_interrupted_delivery() {
     assert!(!c.decision.allow, "a stub of content the main agent never got: {}", serde_json::to_string(&c).unwrap());
 }
 
-/// Cursor: a task's hook without `CURSOR_TASK_ID` (HOSTS.md: the env is
+/// Cursor: a task's hook without `CURSOR_TASK_ID` (docs/HOSTS.md §3: the env is
 /// not reliable) records the call under the parent conversation, so the
 /// task's delivery is labelled with the parent's scope, and the parent's
 /// next read of that file is stubbed though the parent never got it. The
