@@ -571,3 +571,80 @@ fn codex_call_record_beats_meta_shortcuts() {
     let o = sb.cmd(["scope", "current", "--call", c]).run();
     assert_eq!(o.stdout.trim(), "S");
 }
+
+/// Many servers record deliveries at once (real processes) while hooks
+/// acknowledge them: every delivery and acknowledgement lands whole, and each
+/// delivery is confirmed.
+#[test]
+fn concurrent_deliveries_and_acknowledgements_all_land() {
+    let sb = Sandbox::new();
+    sb.hook("codex", json!({"session_id": "S", "hook_event_name": "SessionStart", "source": "startup"}).to_string())
+        .ok();
+    let res = result_file(&sb, "r.json", "body");
+    let n = 16;
+    let mut children = Vec::new();
+    for i in 0..n {
+        let c = sb.tmp.path().join(format!("c{i}.json"));
+        std::fs::write(
+            &c,
+            json!({"name": "ctx_read", "arguments": {"path": format!("f{i}")},
+            "_meta": {"sessionId": "S", "callId": format!("call_{i}"), "windowId": "S:0"}})
+            .to_string(),
+        )
+        .unwrap();
+        let key = format!("f{i}");
+        children.push(
+            sb.cmd([
+                "deliver",
+                "--call",
+                c.to_str().unwrap(),
+                "--key",
+                &key,
+                "--version",
+                "v",
+                "--result",
+                res.to_str().unwrap(),
+            ])
+            .spawn(),
+        );
+        let post = json!({"session_id": "S", "hook_event_name": "PostToolUse", "tool_name": "mcp__ctx__ctx_read",
+            "tool_use_id": format!("call_{i}"), "tool_input": {"path": key},
+            "tool_response": {"content": [{"type": "text", "text": "body"}]}});
+        children.push(sb.hook("codex", post.to_string()).spawn());
+    }
+    for mut ch in children {
+        assert!(ch.wait().unwrap().success());
+    }
+    let journal = sb.journal();
+    let recs = leanctx::journal::parse(&journal);
+    let d = recs.iter().filter(|r| matches!(r, leanctx::journal::Record::Delivery(_))).count();
+    let a = recs.iter().filter(|r| matches!(r, leanctx::journal::Record::Ack(_))).count();
+    assert_eq!((d, a), (n, n), "{journal}");
+    assert!(journal.lines().all(|l| l.starts_with('#') || leanctx::journal::parse_line(l).is_some()), "{journal}");
+    // A hook may acknowledge before its delivery lands (racing here, never in
+    // a real host): only the acknowledgements after a delivery count.
+    let mut confirmed = 0;
+    for i in 0..n {
+        let c = sb.tmp.path().join(format!("q{i}.json"));
+        std::fs::write(
+            &c,
+            json!({"name": "ctx_read", "arguments": {"path": format!("f{i}")},
+            "_meta": {"sessionId": "S", "callId": format!("q_{i}"), "windowId": "S:0"}})
+            .to_string(),
+        )
+        .unwrap();
+        let o = sb.cmd(["stub", "--call", c.to_str().unwrap(), "--key", &format!("f{i}"), "--version", "v"]).run();
+        assert!(o.code == 0 || o.stdout.trim() == "withhold unconfirmed", "{o:?}");
+        confirmed += usize::from(o.code == 0);
+    }
+    use leanctx::journal::Record;
+    let expected = (0..n)
+        .filter(|i| {
+            let r = format!("id:call_{i}");
+            let d = recs.iter().position(|x| matches!(x, Record::Delivery(d) if d.call_ref == r)).unwrap();
+            recs[d + 1..].iter().any(|x| matches!(x, Record::Ack(a) if a.call_ref == r))
+        })
+        .count();
+    eprintln!("concurrent ledger: {confirmed} of {n} deliveries acknowledged after they landed");
+    assert_eq!(confirmed, expected, "{journal}");
+}
