@@ -103,7 +103,7 @@ pub fn name_hash(kind: &str, s: &str) -> String {
 /// What a result shows, as one text, and its digest.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Content {
-    /// sha256 of the text, 32 hex digits.
+    /// BLAKE3 of the text, 32 hex digits.
     pub digest: String,
     /// Length of the text in bytes.
     pub len: u64,
@@ -111,9 +111,7 @@ pub struct Content {
 
 impl Content {
     pub fn of_text(text: &str) -> Content {
-        let mut digest = sha256_hex(text.as_bytes());
-        digest.truncate(32);
-        Content { digest, len: text.len() as u64 }
+        Content { digest: hex32(blake3::hash(text.as_bytes()).as_bytes()), len: text.len() as u64 }
     }
 }
 
@@ -125,8 +123,7 @@ impl Content {
 /// Hashed as it goes: the text is never copied out of the parsed JSON (a
 /// 60 KB result arrives on every `PostToolBatch` that carries one).
 fn blocks_content(blocks: &[Value]) -> Content {
-    use sha2::Digest as _;
-    let mut h = sha2::Sha256::new();
+    let mut h = blake3::Hasher::new();
     let mut len = 0u64;
     for (i, b) in blocks.iter().enumerate() {
         if i > 0 {
@@ -145,7 +142,7 @@ fn blocks_content(blocks: &[Value]) -> Content {
             }
         }
     }
-    Content { digest: hex32(&h.finalize()), len }
+    Content { digest: hex32(h.finalize().as_bytes()), len }
 }
 
 /// The first 16 bytes of a digest as 32 lower-case hex digits.
@@ -586,7 +583,7 @@ mod tests {
         assert_eq!(received_content(&blocks).unwrap(), want);
         assert_eq!(sent_content(&json!({"content": blocks})).unwrap(), want);
         assert_eq!(want.len, 31);
-        assert_eq!(want.digest, sha256_hex(b"a\nb\n{\"data\":\"x\",\"type\":\"image\"}")[..32]);
+        assert_eq!(want.digest, blake3::hash(b"a\nb\n{\"data\":\"x\",\"type\":\"image\"}").to_hex()[..32]);
         // A JSON-RPC response is unwrapped whether it says `jsonrpc` or only `id`;
         // a result that merely has a `result` field is not.
         let inner = json!({"content": [{"type": "text", "text": "in"}]});

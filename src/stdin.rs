@@ -59,7 +59,10 @@ pub fn read_bounded(fd: RawFd, max: usize, deadline: Instant) -> Input {
         }
         let keeping = buf.len() <= max;
         let n = if keeping {
-            if buf.capacity() - buf.len() < 4096 {
+            // Grow only when full: a payload just under a power of two
+            // (a 62 KB PostToolBatch) then fits its buffer instead of
+            // moving to a fresh, page-faulting 128 KiB one before EOF.
+            if buf.capacity() == buf.len() {
                 buf.reserve(buf.capacity().max(4096));
             }
             // Never keep more than max + 1 bytes (one past the limit says

@@ -92,6 +92,9 @@ struct Candidate {
     ok_codes: &'static [i32],
     samples: Vec<Duration>,
     rss_kib: Option<u64>,
+    /// Judged against this floor candidate (by name) instead of the first:
+    /// a floor fed the same stdin, for a payload far larger than the usual.
+    own_floor: Option<&'static str>,
 }
 
 fn payloads_dir() -> PathBuf {
@@ -219,7 +222,7 @@ impl Sandbox {
 }
 
 fn cand(name: String, group: &'static str, spec: Spec, target: Target, ok_codes: &'static [i32]) -> Candidate {
-    Candidate { name, group, spec, target, ok_codes, samples: Vec::new(), rss_kib: None }
+    Candidate { name, group, spec, target, ok_codes, samples: Vec::new(), rss_kib: None, own_floor: None }
 }
 
 fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<String>) -> Vec<Candidate> {
@@ -354,7 +357,7 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         &[0, 1],
     ));
 
-    ledger_candidates(sb, &pl, &data, &spec, &mut out);
+    ledger_candidates(sb, &pl, &data, &tools.floor, &spec, &mut out);
 
     if peers_wanted {
         peers(sb, &pl, &peer_data, notes, &mut out);
@@ -370,7 +373,10 @@ type SpecFn<'a> = dyn Fn(&Path, &[&str], &Path, Vec<u8>) -> Spec + 'a;
 
 /// The delivery ledger through the CLI, one process per read as a server
 /// runs it, and the hook that carries what the model got of a 60 KB result.
-fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, spec: &SpecFn<'_>, out: &mut Vec<Candidate>) {
+/// The floor fed the 60 KB `PostToolBatch` payload.
+const BIG_FLOOR: &str = "floor, fed the 60 KB PostToolBatch payload";
+
+fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &SpecFn<'_>, out: &mut Vec<Candidate>) {
     let leanctx = bin();
     // A delivery of README.md to the Claude baseline call, acknowledged by
     // its PostToolBatch: what `stub` finds confirmed.
@@ -435,18 +441,20 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, spec: &SpecFn<'_>, ou
         Target::Cli,
         &[0],
     ));
-    out.push(cand(
+    // The 60 KB payload has to cross the pipe and be read whatever the hook
+    // does with it: its own floor reads the same bytes, and the row is
+    // judged against that floor (the first floor's ratio is shown too).
+    let big = read_payload(pl, "claude/size-60k-annot500k/09-PostToolBatch.json");
+    out.push(cand(BIG_FLOOR.into(), "floor", spec(floor, &[], data, big.clone()), Target::None, &[0]));
+    let mut hook = cand(
         "hook claude-code: PostToolBatch with a 60 KB result (acknowledged)".into(),
         "hook",
-        spec(
-            &leanctx,
-            &["hook", "claude-code"],
-            data,
-            read_payload(pl, "claude/size-60k-annot500k/09-PostToolBatch.json"),
-        ),
+        spec(&leanctx, &["hook", "claude-code"], data, big),
         Target::Cli,
         &[0],
-    ));
+    );
+    hook.own_floor = Some(BIG_FLOOR);
+    out.push(hook);
 }
 
 fn read_json_payload(dir: &Path, rel: &str) -> serde_json::Value {
@@ -614,22 +622,31 @@ fn process_table(out: &mut String, cands: &[Candidate], tools: &Tools, cfg: &Con
         let s = Stats::of(&c.samples);
         let r50 = s.p50.as_secs_f64() / floor.p50.as_secs_f64();
         let r99 = s.p99.as_secs_f64() / floor.p99.as_secs_f64();
+        // Judged against its own floor when it has one; both ratios shown.
+        let own = c.own_floor.and_then(|n| cands.iter().find(|f| f.name == n)).map(|f| Stats::of(&f.samples));
+        let (j50, own_note) = match &own {
+            Some(f) => {
+                let j = s.p50.as_secs_f64() / f.p50.as_secs_f64();
+                (j, format!(" ({j:.2}× its own floor)"))
+            }
+            None => (r50, String::new()),
+        };
         let rss = c.rss_kib.map(mib).unwrap_or_else(|| "–".into());
         let rss_ok = c.rss_kib.is_none_or(|k| k <= 6 * 1024);
         let target = match c.target {
             Target::Hook => {
-                let ok = r50 <= 1.25 && r99 <= 2.0 && rss_ok;
+                let ok = j50 <= 1.25 && r99 <= 2.0 && rss_ok;
                 if !ok {
                     verdicts.push(c.name.clone());
                 }
-                format!("p50 ≤ 1.25×, p99 ≤ 2×, ≤ 6 MiB: {}", if ok { "met" } else { "**missed**" })
+                format!("p50 ≤ 1.25×{own_note}, p99 ≤ 2×, ≤ 6 MiB: {}", if ok { "met" } else { "**missed**" })
             }
             Target::Cli => {
-                let ok = r50 <= 1.3;
+                let ok = j50 <= 1.3;
                 if !ok {
                     verdicts.push(c.name.clone());
                 }
-                format!("p50 ≤ 1.3×: {}", if ok { "met" } else { "**missed**" })
+                format!("p50 ≤ 1.3×{own_note}: {}", if ok { "met" } else { "**missed**" })
             }
             Target::None => String::new(),
         };
