@@ -21,8 +21,8 @@
 //! an older one). [`Digest::exact_at`] says so, and the caller then reads
 //! the whole file instead.
 
+use crate::base::host::Host;
 use crate::fsx;
-use crate::host::Host;
 use crate::journal::{self, Call, Journal, Record, View};
 use std::collections::HashMap;
 use std::fs::{self, File};

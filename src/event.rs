@@ -1,7 +1,7 @@
 //! One hook invocation, normalised across hosts.
 
-use crate::host::Host;
-use crate::ids;
+use crate::base::host::Host;
+use crate::base::ids;
 use crate::tool::ToolRef;
 use serde::Serialize;
 use serde_json::Value;

@@ -39,10 +39,10 @@ pub enum Loaded {
 pub fn policy_paths(data_dir: Option<&Path>, roots: &[String]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(d) = data_dir {
-        out.push(d.join(crate::paths::POLICY_FILE));
+        out.push(d.join(crate::base::paths::POLICY_FILE));
     }
     for r in roots {
-        let p = Path::new(r).join(crate::paths::PROJECT_POLICY);
+        let p = Path::new(r).join(crate::base::paths::PROJECT_POLICY);
         if !out.contains(&p) {
             out.push(p);
         }
@@ -62,7 +62,7 @@ pub fn policy_paths(data_dir: Option<&Path>, roots: &[String]) -> Vec<PathBuf> {
 /// `trusted_workspaces`.
 pub fn load_policies(data_dir: Option<&Path>, roots: &[String]) -> Vec<Loaded> {
     let mut loaded = load_all(&policy_paths(data_dir, roots));
-    let user = data_dir.map(|d| d.join(crate::paths::POLICY_FILE));
+    let user = data_dir.map(|d| d.join(crate::base::paths::POLICY_FILE));
     let trusted = user_trust(&loaded, user.as_deref());
     for l in &mut loaded {
         if let Loaded::Policy(p) = l {
@@ -355,11 +355,11 @@ mod tests {
         ) else {
             unreachable!()
         };
-        let w = never_matching(crate::host::Host::Cursor, &p);
+        let w = never_matching(crate::base::host::Host::Cursor, &p);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].starts_with("u#1") && w[0].contains("preToolUse"), "{w:?}");
         assert!(w[1].starts_with("u#2") && w[1].contains("can never match"), "{w:?}");
-        assert!(never_matching(crate::host::Host::ClaudeCode, &p).is_empty());
+        assert!(never_matching(crate::base::host::Host::ClaudeCode, &p).is_empty());
     }
 
     #[test]
@@ -375,7 +375,7 @@ mod tests {
 /// What `leanctx gate check` shows: each policy file's say and the answer.
 #[derive(Debug, Serialize)]
 pub struct Explanation {
-    pub host: crate::host::Host,
+    pub host: crate::base::host::Host,
     pub tool: ToolRef,
     pub files: Vec<FileSay>,
     pub verdict: Verdict,
@@ -402,7 +402,7 @@ pub struct FileSay {
 /// `server`: the server the call is on, when the name does not say it (as
 /// Cursor's `mcp_server_name` does on `beforeMCPExecution`).
 pub fn explain(
-    host: crate::host::Host,
+    host: crate::base::host::Host,
     raw_tool: &str,
     server: Option<&str>,
     data_dir: Option<&Path>,
@@ -412,7 +412,7 @@ pub fn explain(
     // `gate check` is asked about MCP tools even when named bare (Cursor).
     tool.is_mcp = true;
     let paths = policy_paths(data_dir, &[cwd.display().to_string()]);
-    let user = data_dir.map(|d| d.join(crate::paths::POLICY_FILE));
+    let user = data_dir.map(|d| d.join(crate::base::paths::POLICY_FILE));
     let mut trusted = Vec::new();
     let mut files = Vec::new();
     let mut loaded = Vec::new();
@@ -452,7 +452,7 @@ pub fn explain(
         }
     }
     let verdict = evaluate(&loaded, &tool);
-    let event = if host == crate::host::Host::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
+    let event = if host == crate::base::host::Host::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
     let answer = crate::hosts::answer(host, event, true, &verdict);
     let mut warnings = Vec::new();
     if let Some(s) = server
@@ -476,9 +476,9 @@ pub fn explain(
 }
 
 /// Rules in `policy` that can never match some or all of `host`'s calls.
-pub fn never_matching(host: crate::host::Host, policy: &Policy) -> Vec<String> {
+pub fn never_matching(host: crate::base::host::Host, policy: &Policy) -> Vec<String> {
     let mut out = Vec::new();
-    if host != crate::host::Host::Cursor {
+    if host != crate::base::host::Host::Cursor {
         return out;
     }
     for (i, r) in policy.rules.iter().enumerate() {

@@ -5,12 +5,12 @@
 //! exit 0, and the reason goes to stderr. The gate's own verdicts are the
 //! only thing that ever blocks a call.
 
+use crate::base::host::Host;
+use crate::base::paths::{self, DirProblem};
 use crate::event::{Event, EventKind};
 use crate::gate::{self, Verdict};
-use crate::host::Host;
 use crate::hosts::{self, HookEnv};
 use crate::journal::{Call, Journal, Record};
-use crate::paths::{self, DirProblem};
 use crate::slot::{self, Slot};
 use crate::stdin::Input;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Who is calling: the scope chain (README: "Who is calling"), as a pure function of
 //! what the environment, the MCP call and the state say.
 
-use crate::host::Host;
+use crate::base::host::Host;
 use serde::Serialize;
 
 /// How the caller was found. Serialized as the reason-style code the CLI
@@ -116,7 +116,7 @@ impl ScopeEnv {
     /// process's own).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>, parent_pid: Option<u32>) -> ScopeEnv {
         let var = |k: &str| get(k).map(|s| s.trim().to_string());
-        let valid = |k: &str| var(k).filter(|s| crate::ids::is_valid_id(s));
+        let valid = |k: &str| var(k).filter(|s| crate::base::ids::is_valid_id(s));
         ScopeEnv {
             scoping_disabled: var("LEAN_CTX_CONVERSATION_SCOPE")
                 .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "0" | "false" | "off" | "no")),

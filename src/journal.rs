@@ -31,10 +31,10 @@
 //! Order is meaningful: the ledger's "after" is "later in the file", and a
 //! trim keeps the records it keeps in file order.
 
+use crate::base::host::Host;
+use crate::base::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use crate::fsx::{self, LockKind};
-use crate::host::Host;
 use crate::ledger::{Ack, Delivery};
-use crate::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -74,7 +74,7 @@ pub const LINEAGE_KEEP_MS: u64 = 24 * 60 * 60 * 1000;
 pub const LOCK_WAIT: Duration = Duration::from_millis(800);
 /// The most of the journal anyone reads (a reader: the whole file or
 /// nothing; a trim: its last bytes).
-pub const MAX_READ_BYTES: u64 = crate::paths::JOURNAL_MAX_BYTES;
+pub const MAX_READ_BYTES: u64 = crate::base::paths::JOURNAL_MAX_BYTES;
 
 /// A journal record, borrowing its strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1127,7 +1127,7 @@ impl Journal {
         fsx::write_atomic(&self.path(), out.as_bytes())?;
         clean_stray_temps(&self.dir, now);
         // Cursor task slots are written through temps in scopes/ as well.
-        clean_stray_temps(&self.dir.join(crate::paths::SCOPES_DIR), now);
+        clean_stray_temps(&self.dir.join(crate::base::paths::SCOPES_DIR), now);
         Ok(())
     }
 
@@ -1181,7 +1181,7 @@ fn read_kept_header(f: &File) -> Option<u64> {
 /// its record was lost; found by tests/it/sim.rs, which runs hooks in
 /// virtual time).
 pub fn clean_stray_temps(dir: &Path, now_ms: u64) {
-    let now_ms = now_ms.min(crate::clock::now_ms());
+    let now_ms = now_ms.min(crate::base::clock::now_ms());
     let Ok(entries) = fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name();

@@ -25,9 +25,9 @@
 //! This module is the pure part: names, hashes, the result text rule and
 //! the decision. The journal stores the records; the read path asks.
 
+use crate::base::fingerprint::{canonical_json, sha256_hex};
+use crate::base::host::Host;
 use crate::decision::{Decision, Reason};
-use crate::fingerprint::{canonical_json, sha256_hex};
-use crate::host::Host;
 use serde::Serialize;
 use serde_json::Value;
 

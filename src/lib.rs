@@ -9,23 +9,19 @@
 //! content whole in the caller's current context window
 //! (docs/DELIVERY.md says what hosts really hand the model).
 
-pub mod clock;
+pub mod base;
 pub mod decision;
 pub mod digest;
 pub mod event;
-pub mod fingerprint;
 pub mod fsx;
 pub mod gate;
 pub mod hook;
-pub mod host;
 pub mod hosts;
 pub mod identity;
-pub mod ids;
 pub mod install;
 pub mod journal;
 pub mod ledger;
 pub mod mcp_call;
-pub mod paths;
 pub mod policy;
 pub mod readpath;
 pub mod slot;
@@ -34,8 +30,8 @@ pub mod stdin;
 pub mod stub;
 pub mod tool;
 
+pub use base::host::Host;
 pub use decision::{Decision, Reason};
-pub use host::Host;
 pub use identity::{Caller, Source};
 pub use readpath::{
     ReadPath, StubAnswer, StubQuery, conversation_allows_cold_stub, conversation_allows_stub, current_conversation_id,

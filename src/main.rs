@@ -8,11 +8,12 @@
 #![cfg_attr(not(test), no_main)]
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use leanctx::base::{clock, paths};
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::HookEnv;
 use leanctx::mcp_call::McpCall;
 use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::{Host, clock, gate, install, paths, status, stdin};
+use leanctx::{Host, gate, install, status, stdin};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,10 +1,10 @@
 //! Per-call caller identity (README: "Who is calling", step 2): an MCP `tools/call`'s
 //! name, arguments and `_meta`, matched to what the hooks recorded.
 
-use crate::fingerprint::args_fingerprint;
-use crate::host::Host;
+use crate::base::fingerprint::args_fingerprint;
+use crate::base::host::Host;
+use crate::base::ids;
 use crate::identity::{Caller, Source};
-use crate::ids;
 use crate::journal::View;
 use serde::Serialize;
 use serde_json::Value;
@@ -157,8 +157,9 @@ pub fn choose_claim<'a>(
 /// request's JSON-RPC id (hashed; `None` without an id).
 pub fn claimant_token(server_pid: u32, call: &McpCall) -> Option<String> {
     let id = call.request_id.as_deref()?;
-    let h =
-        crate::fingerprint::sha256_hex(format!("{server_pid}\0{id}\0{}\0{}", call.name, call.fingerprint()).as_bytes());
+    let h = crate::base::fingerprint::sha256_hex(
+        format!("{server_pid}\0{id}\0{}\0{}", call.name, call.fingerprint()).as_bytes(),
+    );
     Some(h[..32].to_string())
 }
 

@@ -7,21 +7,21 @@
 //! let rp = ReadPath::from_process();
 //! // At delivery: remember who got the content (only if certainly known:
 //! // `delivery_scope`, never `caller.scope`), and when.
-//! let who = rp.delivery_scope(&rp.resolve(None, leanctx::clock::now_ms()));
+//! let who = rp.delivery_scope(&rp.resolve(None, leanctx::base::clock::now_ms()));
 //! // At re-read: may this caller get the stub?
 //! let ans = rp.decide(&StubQuery { delivered: who.as_deref(), delivered_at_ms: Some(0), cold: false, call: None });
 //! if ans.decision.allow { /* serve the stub */ }
 //! ```
 
-use crate::clock;
+use crate::base::clock;
+use crate::base::host::Host;
+use crate::base::paths;
 use crate::decision::{self, Decision, Facts};
 use crate::digest::{Digest, Reader};
-use crate::host::Host;
 use crate::identity::{self, Caller, ScopeEnv};
 use crate::journal::{Call, Journal, View};
 use crate::ledger::{Ack, Delivery};
 use crate::mcp_call::{self, McpCall, PerCall};
-use crate::paths;
 use crate::slot::{self, SlotRead};
 use serde::Serialize;
 use std::path::{Path, PathBuf};

@@ -5,8 +5,8 @@
 //! Written with [`crate::fsx::write_atomic`]: a reader sees the old slot or
 //! the new one, never a mix, however many writers race.
 
-use crate::host::Host;
-use crate::ids;
+use crate::base::host::Host;
+use crate::base::ids;
 use serde_json::{Map, Value};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -129,7 +129,7 @@ fn opt(v: &Option<String>) -> Value {
 }
 
 pub fn slot_path(dir: &Path) -> PathBuf {
-    dir.join(crate::paths::SLOT_FILE)
+    dir.join(crate::base::paths::SLOT_FILE)
 }
 
 pub fn write_slot(dir: &Path, slot: &Slot) -> io::Result<()> {
@@ -140,12 +140,12 @@ pub fn write_slot(dir: &Path, slot: &Slot) -> io::Result<()> {
 /// named by a hash of the id, so the main slot is not overwritten and no id
 /// reaches a path.
 pub fn scope_slot_path(dir: &Path, scope: &str) -> PathBuf {
-    let h = crate::fingerprint::sha256_hex(scope.as_bytes());
-    dir.join(crate::paths::SCOPES_DIR).join(format!("{}.json", &h[..32]))
+    let h = crate::base::fingerprint::sha256_hex(scope.as_bytes());
+    dir.join(crate::base::paths::SCOPES_DIR).join(format!("{}.json", &h[..32]))
 }
 
 pub fn write_scope_slot(dir: &Path, scope: &str, slot: &Slot) -> io::Result<()> {
-    crate::fsx::ensure_private_subdir(dir, crate::paths::SCOPES_DIR)?;
+    crate::fsx::ensure_private_subdir(dir, crate::base::paths::SCOPES_DIR)?;
     crate::fsx::write_atomic(&scope_slot_path(dir, scope), slot.to_json().as_bytes())
 }
 
@@ -162,12 +162,12 @@ pub enum SlotRead {
 }
 
 /// Read the slot: a regular file of ours, at most
-/// [`SLOT_MAX_BYTES`](crate::paths::SLOT_MAX_BYTES), opened without
+/// [`SLOT_MAX_BYTES`](crate::base::paths::SLOT_MAX_BYTES), opened without
 /// blocking or following a symlink. Anything else there (a FIFO, a symlink
 /// to `/dev/zero`, a huge file, another user's file) is an error: the read
 /// path then withholds rather than take it for "no slot".
 pub fn read_slot(dir: &Path, now_ms: u64) -> io::Result<SlotRead> {
-    let Some(bytes) = crate::fsx::read_state(&slot_path(dir), crate::paths::SLOT_MAX_BYTES)? else {
+    let Some(bytes) = crate::fsx::read_state(&slot_path(dir), crate::base::paths::SLOT_MAX_BYTES)? else {
         return Ok(SlotRead::Absent);
     };
     let Ok(text) = String::from_utf8(bytes) else { return Ok(SlotRead::Invalid) };

@@ -1,11 +1,12 @@
 //! `leanctx status`: what the state says now.
 
-use crate::host::Host;
+use crate::base::host::Host;
+use crate::base::paths;
+use crate::fsx;
 use crate::identity::Caller;
 use crate::journal::{self, Journal, View};
 use crate::readpath::ReadPath;
 use crate::slot::{self, SlotRead};
-use crate::{fsx, paths};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;

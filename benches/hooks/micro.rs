@@ -402,7 +402,7 @@ const OPS: &[(&str, bool)] = &[
 /// Run the in-process benchmarks; append the table to `out`; return the
 /// targets missed.
 pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
-    let now = leanctx::clock::now_ms();
+    let now = leanctx::base::clock::now_ms();
     let mut hist = Vec::new();
     for &n in cfg.micro_sizes {
         let dir = root.join(format!("micro-{n}"));

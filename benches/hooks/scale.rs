@@ -69,7 +69,7 @@ fn readers(
         let mut r = Readers::default();
         let rp = ReadPath::new(&dir, ScopeEnv::default());
         while !stop.load(Ordering::Relaxed) {
-            let now = leanctx::clock::now_ms();
+            let now = leanctx::base::clock::now_ms();
             let q = StubQuery {
                 delivered: Some("5ca1e000-0000-4000-8000-000000000000"),
                 delivered_at_ms: Some(now - 60_000),

@@ -2,10 +2,10 @@
 //! agent_id, tool_name `mcp__server__tool`, tool_use_id), so their payloads
 //! are parsed here too; their answers differ and live in their own files.
 
+use crate::base::fingerprint::args_fingerprint;
+use crate::base::host::Host;
 use crate::event::{Event, EventKind, Fields};
-use crate::fingerprint::args_fingerprint;
 use crate::gate::{Action, Verdict};
-use crate::host::Host;
 use crate::ledger::{self, AckOut, SizeRule};
 use crate::tool::ToolRef;
 use serde_json::{Value, json};

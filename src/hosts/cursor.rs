@@ -2,10 +2,10 @@
 //! `permission` for the gating events.
 
 use super::HookEnv;
+use crate::base::fingerprint::args_fingerprint;
+use crate::base::host::Host;
 use crate::event::{Event, EventKind, Fields};
-use crate::fingerprint::args_fingerprint;
 use crate::gate::{Action, Verdict};
-use crate::host::Host;
 use crate::ledger::{self, AckOut, SizeRule};
 use crate::tool::{ToolRef, server_from_cursor};
 use serde_json::{Value, json};
@@ -73,7 +73,7 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
         // `preToolUse` says `MCP:<tool>`: no server at all.
         let hint = f
             .str("mcp_server_name")
-            .filter(|n| crate::ids::is_plain_name(n))
+            .filter(|n| crate::base::ids::is_plain_name(n))
             .map(str::to_string)
             .or_else(|| server_from_cursor(f.str("command"), f.str("url").or_else(|| f.str("mcp_server_url"))));
         let mut tool = ToolRef::parse(&raw, hint.as_deref());

@@ -6,9 +6,9 @@ pub mod codebuddy;
 pub mod codex;
 pub mod cursor;
 
+use crate::base::host::Host;
 use crate::event::Event;
 use crate::gate::Verdict;
-use crate::host::Host;
 use serde_json::Value;
 
 /// Parse a payload for `host`. `event_override` is `--event`.
@@ -50,7 +50,7 @@ impl HookEnv {
         HookEnv {
             cursor_task_id: std::env::var("CURSOR_TASK_ID")
                 .ok()
-                .filter(|s| crate::ids::is_valid_id(s.trim()))
+                .filter(|s| crate::base::ids::is_valid_id(s.trim()))
                 .map(|s| s.trim().to_string()),
             claude_pid: std::env::var("CLAUDE_PID").ok().and_then(|s| s.trim().parse().ok()),
             codex_home: std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from).or_else(

@@ -4,7 +4,7 @@
 //! user's `/home/leanctx-fan/bin/mytool` is never taken for ours and our
 //! entry is found again after the binary moved.
 
-use crate::host::Host;
+use crate::base::host::Host;
 use std::path::{Path, PathBuf};
 
 /// Env override for the binary written into hook commands (tests,

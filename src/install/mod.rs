@@ -25,7 +25,7 @@ pub mod status;
 pub mod target;
 pub mod tomlfile;
 
-use crate::host::Host;
+use crate::base::host::Host;
 use edit::{Changes, ShapeError};
 use jsonfile::Node;
 use spec::{Shape, Spec};
@@ -257,7 +257,7 @@ pub fn status(
         }
         None => std::env::current_dir().ok(),
     };
-    let st = status::gather(&hosts, cwd.as_deref(), crate::clock::now_ms_env())?;
+    let st = status::gather(&hosts, cwd.as_deref(), crate::base::clock::now_ms_env())?;
     let text = if json {
         serde_json::to_string_pretty(&st).map_err(|e| InstallError(e.to_string()))? + "\n"
     } else {

@@ -11,7 +11,7 @@ use super::command::{parse_ours, parse_ours_exec};
 use super::edit::{self, Changes, Found, ShapeError};
 use super::jsonfile::Node;
 use super::spec::{Entry, Spec};
-use crate::host::Host;
+use crate::base::host::Host;
 use serde_json::Value;
 
 /// The program of a handler of ours for `host`, if it is one.

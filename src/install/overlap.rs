@@ -18,7 +18,7 @@
 //! the cursor entry records each Cursor event exactly once. The cost: Cursor
 //! is covered by the cursor entry only, so install it for Cursor.
 
-use crate::host::Host;
+use crate::base::host::Host;
 use serde_json::Value;
 
 /// The payload came from Cursor: Cursor sends `cursor_version` (current)

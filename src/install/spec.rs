@@ -3,7 +3,7 @@
 //! `{{LEANCTX}}`); the installer reads the very same files, so the two can
 //! never disagree.
 
-use crate::host::Host;
+use crate::base::host::Host;
 use serde_json::{Map, Value};
 
 /// What stands for the binary in `hooks/*.json`.

@@ -6,9 +6,9 @@
 use super::spec::{self, Shape, Spec};
 use super::target::{self, Target};
 use super::{InstallError, command, cursor, edit, jsonfile, nested, overlap, tomlfile};
-use crate::host::Host;
+use crate::base::host::Host;
+use crate::base::paths;
 use crate::journal::{Journal, View};
-use crate::paths;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -315,7 +315,7 @@ use crate::status::{Issue, ago};
 
 impl HooksStatus {
     pub fn human(&self) -> String {
-        let now = crate::clock::now_ms_env();
+        let now = crate::base::clock::now_ms_env();
         let mut o = String::new();
         let mut noted: Vec<&str> = Vec::new();
         for h in &self.hosts {

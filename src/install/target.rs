@@ -1,6 +1,6 @@
 //! Where each host keeps its hook config (docs/HOSTS.md §2).
 
-use crate::host::Host;
+use crate::base::host::Host;
 use std::path::{Path, PathBuf};
 
 /// User scope or a project.

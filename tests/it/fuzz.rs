@@ -276,11 +276,11 @@ fn arb_bytes() -> impl Strategy<Value = (Host, Vec<u8>)> {
 
 fn check_event(ev: &leanctx::event::Event) -> Result<(), TestCaseError> {
     for id in [&ev.conversation, &ev.call_id].into_iter().flatten() {
-        prop_assert!(leanctx::ids::is_valid_id(id), "invalid id kept: {id:?}");
+        prop_assert!(leanctx::base::ids::is_valid_id(id), "invalid id kept: {id:?}");
     }
     for a in [&ev.agent, &ev.started_agent].into_iter().flatten() {
         let raw = a.strip_prefix("agent:").or(a.strip_prefix("task:"));
-        prop_assert!(raw.is_some_and(leanctx::ids::is_valid_id), "bad agent scope {a:?}");
+        prop_assert!(raw.is_some_and(leanctx::base::ids::is_valid_id), "bad agent scope {a:?}");
     }
     if ev.is_mcp_call() {
         prop_assert!(ev.tool.is_some());
@@ -349,7 +349,7 @@ fn fuzz_hook_runner_on_bytes() {
             host,
             event_override: ov,
             env: HookEnv {
-                cursor_task_id: task.filter(|t| leanctx::ids::is_valid_id(t)),
+                cursor_task_id: task.filter(|t| leanctx::base::ids::is_valid_id(t)),
                 claude_pid: Some(7),
                 codex_home: None,
             },

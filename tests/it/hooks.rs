@@ -537,11 +537,11 @@ fn real_cursor_events_are_recorded_once_by_both_entries() {
             assert_eq!(s[2], "cursor", "{name}");
             assert_eq!(s[4], v["hook_event_name"].as_str().unwrap(), "{name}");
             let conv = v["parent_conversation_id"].as_str().or(v["conversation_id"].as_str()).unwrap();
-            if leanctx::ids::is_valid_id(conv) {
+            if leanctx::base::ids::is_valid_id(conv) {
                 assert_eq!(s[3], conv, "{name}");
             } else {
                 // The CLI capture's redacted id is no valid id: kept hashed.
-                assert_eq!(s[3], leanctx::ids::safe_id(conv).unwrap(), "{name}");
+                assert_eq!(s[3], leanctx::base::ids::safe_id(conv).unwrap(), "{name}");
             }
         }
     }

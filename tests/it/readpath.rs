@@ -228,7 +228,7 @@ fn claude_resume_compact_fixture_records_compaction() {
     // Compaction subagents (SubagentStop without start) leave nothing open.
     let text = sb.journal();
     let v = View::parse(&text);
-    assert!(v.active_subagents(sid, leanctx::clock::now_ms()).is_empty());
+    assert!(v.active_subagents(sid, leanctx::base::clock::now_ms()).is_empty());
 }
 
 /// Two Cursor chats interleaved. Different arguments: each MCP call claims
@@ -349,7 +349,7 @@ fn scope_check_cli_exit_codes_and_json() {
     // A stale slot (past the TTL) names nobody.
     let o = sb
         .cmd(["scope", "current"])
-        .env("LEAN_CTX_NOW_MS", (leanctx::clock::now_ms() + 3 * 3_600_000).to_string())
+        .env("LEAN_CTX_NOW_MS", (leanctx::base::clock::now_ms() + 3 * 3_600_000).to_string())
         .run();
     assert_eq!(o.code, 1);
 }
@@ -460,7 +460,7 @@ fn journal_stays_bounded_after_a_million_events() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let j = Journal::new(dir);
-    let t0 = leanctx::clock::now_ms();
+    let t0 = leanctx::base::clock::now_ms();
     let convs: Vec<String> = (0..1000).map(|i| format!("conv-{i}")).collect();
     let keys: Vec<String> = (0..1000).map(|i| format!("k-{i}")).collect();
     let cost = |j: &Journal| {
@@ -602,7 +602,7 @@ fn clear_then_resume_back_follows_the_lineage_both_ways() {
     let start = |sid: &str, source: &str, at: u64| {
         sb.hook("claude", json!({"hook_event_name":"SessionStart","session_id":sid,"source":source}).to_string())
             .env("CLAUDE_PID", &pid)
-            .env("LEAN_CTX_NOW_MS", (leanctx::clock::now_ms() - 10_000 + at).to_string())
+            .env("LEAN_CTX_NOW_MS", (leanctx::base::clock::now_ms() - 10_000 + at).to_string())
             .ok();
     };
     let current = || as_claude_server(&sb, s1, "scope current");
@@ -620,7 +620,7 @@ fn clear_then_resume_back_follows_the_lineage_both_ways() {
 fn a_long_subagent_runs_until_its_stop() {
     let sb = Sandbox::new();
     let s1 = "11111111-1111-4111-8111-111111111111";
-    let now = leanctx::clock::now_ms();
+    let now = leanctx::base::clock::now_ms();
     let hook = |ev: Value, at: u64| sb.hook("claude", ev.to_string()).env("LEAN_CTX_NOW_MS", at.to_string()).ok();
     hook(json!({"hook_event_name":"SubagentStart","session_id":s1,"agent_id":"long1"}), now - 3 * 3_600_000);
     hook(json!({"hook_event_name":"UserPromptSubmit","session_id":s1}), now - 1_000);
@@ -646,7 +646,7 @@ fn a_long_subagent_runs_until_its_stop() {
 fn a_subagent_start_without_an_id_still_starts_one() {
     let sb = Sandbox::new();
     let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
-    let at = (leanctx::clock::now_ms() - 5_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 5_000).to_string();
     let hook = |ev: &str| sb.hook("cursor", json!({"hook_event_name": ev, "conversation_id": conv}).to_string()).ok();
     hook("beforeSubmitPrompt");
     let check = || sb.cmd(["scope", "check", "--delivered", conv, "--at", &at]).run();
@@ -663,7 +663,7 @@ fn a_subagent_start_without_an_id_still_starts_one() {
 fn a_cursor_tasks_compaction_is_its_own() {
     let sb = Sandbox::new();
     let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
-    let at = (leanctx::clock::now_ms() - 5_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 5_000).to_string();
     sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":conv}).to_string())
         .env("CURSOR_TASK_ID", "t1")
         .ok();
@@ -717,7 +717,7 @@ fn replay_real_cursor_run_with_a_subagent() {
     let child = "9f26d535-5d39-4248-a9b2-2faaa07cd364";
     let raw_sub = cursor_real("subagentStart")["subagent_id"].as_str().unwrap().to_string();
     assert!(raw_sub.contains('\n'), "the real subagent id holds a newline");
-    let agent = format!("task:{}", leanctx::ids::safe_id(&raw_sub).unwrap());
+    let agent = format!("task:{}", leanctx::base::ids::safe_id(&raw_sub).unwrap());
     let hook = |v: Value| {
         let o = sb.hook("cursor", v.to_string()).ok();
         assert!(o.stderr.is_empty(), "{}", o.stderr);
@@ -858,7 +858,7 @@ fn the_servers_environment_is_not_the_caller() {
     let s = "11111111-1111-4111-8111-111111111111";
     let c1 = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
     let c2 = "9f26d535-5d39-4248-a9b2-2faaa07cd364";
-    let at = (leanctx::clock::now_ms() - 60_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 60_000).to_string();
     sb.hook("claude", json!({"hook_event_name":"UserPromptSubmit","session_id":s}).to_string()).ok();
     sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":c1}).to_string()).ok();
     sb.hook(

@@ -207,7 +207,7 @@ fn no_secret_reaches_the_disk_on_any_host_or_event() {
         }
     }
     // Force a trim: what is rewritten must be as clean.
-    leanctx::journal::Journal::new(&sb.data).trim_now(leanctx::clock::now_ms()).unwrap();
+    leanctx::journal::Journal::new(&sb.data).trim_now(leanctx::base::clock::now_ms()).unwrap();
     let files = walk(&sb.data);
     let mut bytes = 0;
     for f in files.iter().filter(|p| p.is_file()) {

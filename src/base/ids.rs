@@ -38,7 +38,7 @@ pub fn safe_id(s: &str) -> Option<String> {
     if s.trim().is_empty() {
         return None;
     }
-    let h = crate::fingerprint::sha256_hex(s.as_bytes());
+    let h = crate::base::fingerprint::sha256_hex(s.as_bytes());
     Some(format!("{HASHED_ID_PREFIX}{}", &h[..32]))
 }
 
