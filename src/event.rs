@@ -54,7 +54,7 @@ pub struct Event {
     pub roots: Vec<String>,
     /// What the host says tool calls returned (ledger acknowledgements):
     /// refs, digests and lengths only.
-    pub acks: Vec<crate::ledger::AckOut>,
+    pub acks: Vec<crate::state::ledger::AckOut>,
 }
 
 impl Event {

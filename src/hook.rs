@@ -10,8 +10,8 @@ use crate::base::paths::{self, DirProblem};
 use crate::event::{Event, EventKind};
 use crate::gate::{self, Verdict};
 use crate::hosts::{self, HookEnv};
-use crate::journal::{Call, Journal, Record};
-use crate::slot::{self, Slot};
+use crate::state::journal::{Call, Journal, Record};
+use crate::state::slot::{self, Slot};
 use crate::stdin::Input;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -226,13 +226,13 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     }
     // Ledger acknowledgements: Codex's rule needs its budget from the user's
     // config, read only when a Codex MCP result is being acknowledged.
-    let budget = if ev.acks.iter().any(|a| a.rule == crate::ledger::SizeRule::CodexBudget) {
+    let budget = if ev.acks.iter().any(|a| a.rule == crate::state::ledger::SizeRule::CodexBudget) {
         hosts::codex::budget_tokens(env.codex_home.as_deref(), ev.roots.first().map(String::as_str))
     } else {
-        crate::ledger::CODEX_DEFAULT_BUDGET_TOKENS
+        crate::state::ledger::CODEX_DEFAULT_BUDGET_TOKENS
     };
     for a in &ev.acks {
-        recs.push(Record::Ack(crate::ledger::Ack {
+        recs.push(Record::Ack(crate::state::ledger::Ack {
             t: now,
             host,
             scope: ev.agent.as_deref().unwrap_or(conv),

@@ -165,7 +165,7 @@ pub fn env_after_call(env: &ScopeEnv, lineage: Option<&str>) -> Option<Caller> {
 }
 
 /// Step 6: a caller from the slot.
-pub fn from_slot(slot: &crate::slot::Slot) -> Caller {
+pub fn from_slot(slot: &crate::state::slot::Slot) -> Caller {
     let host = slot.host.as_deref().and_then(|h| h.parse().ok());
     Caller::new(Source::Slot, slot.scope().map(str::to_string), slot.conversation().map(str::to_string), host)
 }

@@ -11,7 +11,6 @@
 
 pub mod base;
 pub mod decision;
-pub mod digest;
 pub mod event;
 pub mod fsx;
 pub mod gate;
@@ -19,12 +18,10 @@ pub mod hook;
 pub mod hosts;
 pub mod identity;
 pub mod install;
-pub mod journal;
-pub mod ledger;
 pub mod mcp_call;
 pub mod policy;
 pub mod readpath;
-pub mod slot;
+pub mod state;
 pub mod status;
 pub mod stdin;
 pub mod stub;

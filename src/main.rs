@@ -587,16 +587,16 @@ fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
     if args.call.as_os_str() == "-" && result.as_ref().is_some_and(|r| r.as_os_str() == "-") {
         return Err("--call and --result cannot both be read from stdin".into());
     }
-    leanctx::ledger::check_name("--key", &args.key).map_err(|e| e.to_string())?;
-    leanctx::ledger::check_name("--version", &args.version).map_err(|e| e.to_string())?;
+    leanctx::state::ledger::check_name("--key", &args.key).map_err(|e| e.to_string())?;
+    leanctx::state::ledger::check_name("--version", &args.version).map_err(|e| e.to_string())?;
     let call = read_call(&CallArg { call: Some(args.call.clone()) })?.expect("--call given");
     // An error result is a result, but delivers no content: nothing to record.
     let content = match &result {
         Some(path) => {
-            let v = read_json_arg("--result", path, leanctx::ledger::MAX_RESULT_BYTES)?;
-            match leanctx::ledger::sent_content(&v) {
+            let v = read_json_arg("--result", path, leanctx::state::ledger::MAX_RESULT_BYTES)?;
+            match leanctx::state::ledger::sent_content(&v) {
                 Ok(c) => Some(Ok(c)),
-                Err(e @ leanctx::ledger::InputError::ErrorResult) => Some(Err(e.to_string())),
+                Err(e @ leanctx::state::ledger::InputError::ErrorResult) => Some(Err(e.to_string())),
                 Err(e) => return Err(e.to_string()),
             }
         }

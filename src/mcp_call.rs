@@ -5,7 +5,7 @@ use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
 use crate::base::ids;
 use crate::identity::{Caller, Source};
-use crate::journal::View;
+use crate::state::journal::View;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -106,7 +106,7 @@ pub fn caller_from_record(view: &View<'_>, call_id: &str) -> Option<Caller> {
 }
 
 /// Claude: the caller a hook's call record names.
-pub fn caller_from_call(c: &crate::journal::Call<'_>) -> Caller {
+pub fn caller_from_call(c: &crate::state::journal::Call<'_>) -> Caller {
     let scope = c.agent.unwrap_or(c.conv).to_string();
     Caller::new(Source::ToolUseId, Some(scope), Some(c.conv.to_string()), Some(c.host))
 }
@@ -124,8 +124,8 @@ pub fn choose_claim<'a>(
     claimant: Option<&str>,
     now: u64,
 ) -> Result<(Caller, Option<&'a str>), PerCall> {
-    let scope_of = |c: &crate::journal::Call<'_>| c.agent.unwrap_or(c.conv).to_string();
-    let caller_of = |c: &crate::journal::Call<'_>| {
+    let scope_of = |c: &crate::state::journal::Call<'_>| c.agent.unwrap_or(c.conv).to_string();
+    let caller_of = |c: &crate::state::journal::Call<'_>| {
         Caller::new(Source::Fingerprint, Some(scope_of(c)), Some(c.conv.to_string()), Some(c.host))
     };
     if let Some(held) = claimant.and_then(|t| view.claimed_by(t)) {
@@ -199,7 +199,7 @@ mod tests {
 
     #[test]
     fn claims_choose_one_scope_or_none() {
-        use crate::journal::{Call, Record, View};
+        use crate::state::journal::{Call, Record, View};
         let call = |conv: &'static str,
                     agent: Option<&'static str>,
                     host: Host,

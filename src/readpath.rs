@@ -17,12 +17,12 @@ use crate::base::clock;
 use crate::base::host::Host;
 use crate::base::paths;
 use crate::decision::{self, Decision, Facts};
-use crate::digest::{Digest, Reader};
 use crate::identity::{self, Caller, ScopeEnv};
-use crate::journal::{Call, Journal, View};
-use crate::ledger::{Ack, Delivery};
 use crate::mcp_call::{self, McpCall, PerCall};
-use crate::slot::{self, SlotRead};
+use crate::state::digest::{Digest, Reader};
+use crate::state::journal::{Call, Journal, View};
+use crate::state::ledger::{Ack, Delivery};
+use crate::state::slot::{self, SlotRead};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -663,7 +663,7 @@ fn claim(
         Err(p) => (Err(p), None),
     };
     if let Some(key) = key {
-        journal.append_held(&held, &[crate::journal::Record::Claim { t: now, key, claimant }], now)?;
+        journal.append_held(&held, &[crate::state::journal::Record::Claim { t: now, key, claimant }], now)?;
     }
     Ok(result)
 }

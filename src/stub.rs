@@ -8,7 +8,7 @@
 //! # let result = serde_json::json!({"content": []});
 //! let rp = ReadPath::from_process();
 //! let call = McpCall::from_json(&request).expect("a tools/call");
-//! let sent = leanctx::ledger::sent_content(&result).expect("an MCP result");
+//! let sent = leanctx::state::ledger::sent_content(&result).expect("an MCP result");
 //! // On every read: may this caller get a stub? If not, the content goes out
 //! // and its delivery is recorded (the host then confirms or not).
 //! let ans = rp.stub(&call, "src/main.rs", "sha256:…", Some(&sent)).expect("key and version");
@@ -17,10 +17,10 @@
 
 use crate::decision::{Decision, Reason};
 use crate::identity::{Caller, Source};
-use crate::journal::{Journal, Record};
-use crate::ledger::{self, Confirmation, Content, InputError, Question};
 use crate::mcp_call::{McpCall, PerCall};
 use crate::readpath::{Ask, READ_WAIT, ReadPath};
+use crate::state::journal::{Journal, Record};
+use crate::state::ledger::{self, Confirmation, Content, InputError, Question};
 use serde::Serialize;
 use std::time::Instant;
 

@@ -6,9 +6,9 @@
 use crate::Config;
 use crate::spawn::{self, Spec, Stats, Tools, fmt_dur};
 use leanctx::identity::ScopeEnv;
-use leanctx::journal::{self, Journal, View};
 use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::slot::{self, SlotRead};
+use leanctx::state::journal::{self, Journal, View};
+use leanctx::state::slot::{self, SlotRead};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -43,7 +43,7 @@ fn read_config(path: &std::path::Path) -> Option<String> {
 }
 
 /// The output budget (tokens) Codex applies to tool results, read from every
-/// place a user may set it (see [`crate::ledger::codex_budget`]): the user's
+/// place a user may set it (see [`crate::state::ledger::codex_budget`]): the user's
 /// `config.toml`, profile files beside it, the project's
 /// `<cwd>/.codex/config.toml`, and the command line of the Codex process that
 /// runs this hook (its parent: Codex starts hooks with `bash -c`, which execs).
@@ -62,5 +62,5 @@ pub fn budget_tokens(codex_home: Option<&std::path::Path>, cwd: Option<&str>) ->
     if let Some(cwd) = cwd {
         others.extend(read_config(&std::path::Path::new(cwd).join(".codex/config.toml")));
     }
-    crate::ledger::codex_budget(user.as_deref(), &others, &crate::fsx::parent_argv())
+    crate::state::ledger::codex_budget(user.as_deref(), &others, &crate::fsx::parent_argv())
 }

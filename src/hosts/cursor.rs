@@ -6,7 +6,7 @@ use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
 use crate::event::{Event, EventKind, Fields};
 use crate::gate::{Action, Verdict};
-use crate::ledger::{self, AckOut, SizeRule};
+use crate::state::ledger::{self, AckOut, SizeRule};
 use crate::tool::{ToolRef, server_from_cursor};
 use serde_json::{Value, json};
 

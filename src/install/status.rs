@@ -8,7 +8,7 @@ use super::target::{self, Target};
 use super::{InstallError, command, cursor, edit, jsonfile, nested, overlap, tomlfile};
 use crate::base::host::Host;
 use crate::base::paths;
-use crate::journal::{Journal, View};
+use crate::state::journal::{Journal, View};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

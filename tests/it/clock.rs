@@ -8,9 +8,9 @@
 use crate::support::Sandbox;
 use leanctx::Host;
 use leanctx::identity::ScopeEnv;
-use leanctx::journal::{self, Journal, Record, View};
 use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::slot::{self, Slot, SlotRead};
+use leanctx::state::journal::{self, Journal, Record, View};
+use leanctx::state::slot::{self, Slot, SlotRead};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 

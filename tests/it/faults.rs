@@ -19,8 +19,8 @@
 //! `LEANCTX_REQUIRE_MOUNTS=1` to make that a failure instead).
 
 use crate::support::{Out, Sandbox};
-use leanctx::journal;
-use leanctx::slot::Slot;
+use leanctx::state::journal;
+use leanctx::state::slot::Slot;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -14,8 +14,8 @@ use leanctx::Host;
 use leanctx::gate::{self, Loaded};
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::{self, HookEnv};
-use leanctx::journal::{self, Call, Record};
 use leanctx::policy;
+use leanctx::state::journal::{self, Call, Record};
 use leanctx::stdin::Input;
 use leanctx::tool::ToolRef;
 use proptest::prelude::*;
@@ -332,7 +332,7 @@ fn check_state(dir: &Path) -> Result<(), TestCaseError> {
         }
     }
     if let Ok(t) = std::fs::read_to_string(dir.join("active_transcript.json")) {
-        prop_assert!(leanctx::slot::Slot::parse(&t).is_some(), "slot does not parse: {t:?}");
+        prop_assert!(leanctx::state::slot::Slot::parse(&t).is_some(), "slot does not parse: {t:?}");
     }
     Ok(())
 }
@@ -516,7 +516,7 @@ impl Rec {
             5 => Record::Compaction { t, host, conv: &s[0] },
             6 => Record::End { t, host, conv: &s[0] },
             7 => Record::Lineage { t, host, pid: self.pid, conv: &s[0] },
-            8 => Record::Delivery(leanctx::ledger::Delivery {
+            8 => Record::Delivery(leanctx::state::ledger::Delivery {
                 t,
                 host,
                 conv: &s[0],
@@ -528,7 +528,7 @@ impl Rec {
                 digest: &s[1],
                 len: u64::from(self.pid),
             }),
-            9 => Record::Ack(leanctx::ledger::Ack {
+            9 => Record::Ack(leanctx::state::ledger::Ack {
                 t,
                 host,
                 scope: &s[0],

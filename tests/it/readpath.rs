@@ -3,9 +3,9 @@
 
 use crate::support::{Sandbox, payload, payloads};
 use leanctx::identity::{ScopeEnv, Source};
-use leanctx::journal::{self, Journal, Record, View};
 use leanctx::mcp_call::McpCall;
 use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::state::journal::{self, Journal, Record, View};
 use leanctx::{Host, Reason};
 use serde_json::{Value, json};
 use std::collections::HashMap;

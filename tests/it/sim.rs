@@ -675,10 +675,10 @@ fn an_in_flight_temp_survives_a_cleaner_with_a_clock_far_ahead() {
     let d = tempfile::tempdir().unwrap();
     let tmp = d.path().join(".tmp-inflight");
     std::fs::write(&tmp, "x").unwrap();
-    leanctx::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
+    leanctx::state::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
     assert!(tmp.exists());
     let f = std::fs::OpenOptions::new().write(true).open(&tmp).unwrap();
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(120)).unwrap();
-    leanctx::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
+    leanctx::state::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
     assert!(!tmp.exists(), "a temp two minutes old is a leftover");
 }

@@ -68,9 +68,9 @@
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
 use leanctx::identity::ScopeEnv;
-use leanctx::ledger;
 use leanctx::mcp_call::{McpCall, PerCall};
 use leanctx::readpath::ReadPath;
+use leanctx::state::ledger;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::unix::fs::PermissionsExt;

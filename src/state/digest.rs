@@ -23,7 +23,7 @@
 
 use crate::base::host::Host;
 use crate::fsx;
-use crate::journal::{self, Call, Journal, Record, View};
+use crate::state::journal::{self, Call, Journal, Record, View};
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -469,7 +469,7 @@ impl Digest {
     }
 
     /// [`View::latest_delivery`] (positions are this digest's own).
-    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, crate::ledger::Delivery<'_>)> {
+    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, crate::state::ledger::Delivery<'_>)> {
         // The newest line of this scope and key (a hash collision only adds lines).
         self.deliveries.get(&hash_of(&[scope, key]))?.iter().rev().find_map(|(at, span)| {
             match journal::parse_line(self.at(*span))? {
@@ -480,7 +480,7 @@ impl Digest {
     }
 
     /// [`View::acks_after`].
-    pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<crate::ledger::Ack<'_>> {
+    pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<crate::state::ledger::Ack<'_>> {
         let Some(lines) = self.acks.get(&hash_of(&[call_ref])) else { return Vec::new() };
         lines
             .iter()

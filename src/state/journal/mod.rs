@@ -34,7 +34,7 @@
 use crate::base::host::Host;
 use crate::base::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use crate::fsx::{self, LockKind};
-use crate::ledger::{Ack, Delivery};
+use crate::state::ledger::{Ack, Delivery};
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -48,13 +48,13 @@ pub const CLAIM_WINDOW_MS: u64 = 10_000;
 /// Call records are kept this long (a permission prompt can delay the call).
 pub const CALL_KEEP_MS: u64 = 10 * 60_000;
 /// Sightings, ends, compactions, subagents and lineage are kept this long.
-pub const STATE_TTL_MS: u64 = crate::slot::SLOT_TTL_MS;
+pub const STATE_TTL_MS: u64 = crate::state::slot::SLOT_TTL_MS;
 /// A sighting (or subagent start, or call record) stamped up to this far
 /// ahead of the reader's clock counts: the reader's clock may be behind the
 /// hooks' (it was 5 s: a reader 5 s behind saw two live chats as none).
 /// Further ahead, it was stamped by a clock that ran ahead and has not
 /// happened yet. The same tolerance as the slot's.
-pub const FUTURE_SKEW_MS: u64 = crate::slot::FUTURE_SKEW_MS;
+pub const FUTURE_SKEW_MS: u64 = crate::state::slot::FUTURE_SKEW_MS;
 /// An end or a subagent stop stamped further ahead than this is ignored.
 /// Ignoring one only keeps a conversation or subagent live (more
 /// withholding); applying one stamped by a clock that ran ahead could end
@@ -845,8 +845,8 @@ pub fn trim<'a>(records: &[Record<'a>], now: u64) -> Vec<Record<'a>> {
 /// The ledger records a trim keeps (indices): per scope and key only the
 /// newest delivery (the only one a decision reads), unless a compaction of
 /// its conversation follows it (dead: and forgetting that compaction later
-/// must not revive it), inside [`crate::ledger::DELIVERY_KEEP_MS`], the
-/// newest [`crate::ledger::MAX_DELIVERIES`]; and the acknowledgements that
+/// must not revive it), inside [`crate::state::ledger::DELIVERY_KEEP_MS`], the
+/// newest [`crate::state::ledger::MAX_DELIVERIES`]; and the acknowledgements that
 /// follow a kept delivery of their call. Everything dropped is dropped in
 /// the safe direction: a forgotten delivery or acknowledgement means
 /// "deliver".
@@ -870,13 +870,13 @@ fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
         .filter(|&i| match &records[i] {
             Record::Delivery(d) => {
                 last_compaction.get(d.conv).is_none_or(|&p| p < i)
-                    && now.saturating_sub(d.t) <= crate::ledger::DELIVERY_KEEP_MS
+                    && now.saturating_sub(d.t) <= crate::state::ledger::DELIVERY_KEEP_MS
             }
             _ => false,
         })
         .collect();
     live.sort_unstable_by_key(|&i| Reverse(i));
-    live.truncate(crate::ledger::MAX_DELIVERIES);
+    live.truncate(crate::state::ledger::MAX_DELIVERIES);
     // The first kept delivery of each call: an acknowledgement after it may count.
     let mut first_of_ref: HashMap<&str, usize> = HashMap::new();
     for &i in &live {
@@ -1460,7 +1460,7 @@ mod ledger_trim_tests {
 
     #[test]
     fn trim_keeps_live_deliveries_in_file_order_and_drops_dead_ones() {
-        let now = 10 * crate::ledger::DELIVERY_KEEP_MS;
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
         let recs = vec![
             a(now - 9, "x", "id:0"),       // before any delivery of its call: useless
             d(now - 8, "x", "k1", "id:1"), // superseded by the next delivery of k1
@@ -1469,9 +1469,9 @@ mod ledger_trim_tests {
             d(now - 5, "y", "k1", "id:3"), // followed by y's compaction: dead
             Record::Compaction { t: now - 4, host: Host::Codex, conv: "y" },
             // A clock that went back: still after, by file order.
-            a(now - 100, "x", "id:2"),                                       // kept
-            d(now - crate::ledger::DELIVERY_KEEP_MS - 1, "z", "k9", "id:9"), // too old
-            d(now - 3, "y", "k2", "id:4"),                                   // after the compaction: kept
+            a(now - 100, "x", "id:2"),                                              // kept
+            d(now - crate::state::ledger::DELIVERY_KEEP_MS - 1, "z", "k9", "id:9"), // too old
+            d(now - 3, "y", "k2", "id:4"),                                          // after the compaction: kept
         ];
         let kept = trim(&recs, now);
         let ledger: Vec<&Record> = kept.iter().filter(|r| matches!(r, Record::Delivery(_) | Record::Ack(_))).collect();
@@ -1487,7 +1487,7 @@ mod ledger_trim_tests {
 
     #[test]
     fn trim_bounds_the_ledger() {
-        let now = 10 * crate::ledger::DELIVERY_KEEP_MS;
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
         let keys: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
         let refs: Vec<String> = (0..2000).map(|i| format!("id:{i}")).collect();
         let mut recs = Vec::new();
@@ -1497,12 +1497,15 @@ mod ledger_trim_tests {
         }
         let kept = trim(&recs, now);
         let n = kept.iter().filter(|r| matches!(r, Record::Delivery(_))).count();
-        assert_eq!(n, crate::ledger::MAX_DELIVERIES);
+        assert_eq!(n, crate::state::ledger::MAX_DELIVERIES);
         // The newest survive, with their acknowledgements.
         let v = View { records: kept };
         assert!(v.latest_delivery("x", "k1999").is_some());
         assert!(v.latest_delivery("x", "k0").is_none());
-        assert_eq!(v.records.iter().filter(|r| matches!(r, Record::Ack(_))).count(), crate::ledger::MAX_DELIVERIES);
+        assert_eq!(
+            v.records.iter().filter(|r| matches!(r, Record::Ack(_))).count(),
+            crate::state::ledger::MAX_DELIVERIES
+        );
     }
 }
 
