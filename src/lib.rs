@@ -10,7 +10,6 @@
 //! (docs/DELIVERY.md says what hosts really hand the model).
 
 pub mod base;
-pub mod decision;
 pub mod event;
 pub mod fsx;
 pub mod gate;
@@ -18,20 +17,17 @@ pub mod hook;
 pub mod hosts;
 pub mod identity;
 pub mod install;
-pub mod mcp_call;
 pub mod policy;
-pub mod readpath;
 pub mod state;
 pub mod status;
 pub mod stdin;
-pub mod stub;
 pub mod tool;
 
 pub use base::host::Host;
-pub use decision::{Decision, Reason};
-pub use identity::{Caller, Source};
-pub use readpath::{
+pub use identity::caller::{Caller, Source};
+pub use identity::decision::{Decision, Reason};
+pub use identity::readpath::{
     ReadPath, StubAnswer, StubQuery, conversation_allows_cold_stub, conversation_allows_stub, current_conversation_id,
     current_conversation_id_fresh, multiple_conversations_recent, stub_decision,
 };
-pub use stub::{LedgerAnswer, Recorded};
+pub use identity::stub::{LedgerAnswer, Recorded};

@@ -11,8 +11,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use leanctx::base::{clock, paths};
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::HookEnv;
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
 use leanctx::{Host, gate, install, status, stdin};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
@@ -602,7 +602,8 @@ fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
         }
         None => None,
     };
-    let not_recorded = |why: String| leanctx::stub::Recorded { recorded: false, why: Some(why), call_ref: None };
+    let not_recorded =
+        |why: String| leanctx::identity::stub::Recorded { recorded: false, why: Some(why), call_ref: None };
     let rp = ReadPath::from_process_for_cli();
     if deliver {
         let rec = match content.expect("deliver takes --result") {

@@ -3,8 +3,8 @@
 use crate::base::host::Host;
 use crate::base::paths;
 use crate::fsx;
-use crate::identity::Caller;
-use crate::readpath::ReadPath;
+use crate::identity::caller::Caller;
+use crate::identity::readpath::ReadPath;
 use crate::state::journal::{self, Journal, View};
 use crate::state::slot::{self, SlotRead};
 use serde::Serialize;
@@ -321,8 +321,8 @@ pub fn gather(rp: &ReadPath) -> Status {
         })
         .collect();
     // What the read path makes of it all: one decision, as a server asks.
-    let probe = rp.decide(&crate::readpath::StubQuery::default());
-    let state_available = probe.decision.reason != crate::decision::Reason::StateUnavailable;
+    let probe = rp.decide(&crate::identity::readpath::StubQuery::default());
+    let state_available = probe.decision.reason != crate::identity::decision::Reason::StateUnavailable;
     if !state_available {
         issues.push(Issue::new(
             "the read path withholds every stub (state-unavailable) until the state is fixed",
@@ -465,7 +465,7 @@ impl Status {
         );
         let cur = match &self.current.scope {
             Some(s) => format!("{s} (from {})", self.current.source.as_str()),
-            None if self.current.source == crate::identity::Source::Disabled => {
+            None if self.current.source == crate::identity::caller::Source::Disabled => {
                 "scoping disabled (LEAN_CTX_CONVERSATION_SCOPE)".into()
             }
             None => "unknown".into(),

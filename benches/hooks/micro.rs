@@ -5,9 +5,9 @@
 use crate::Config;
 use crate::spawn::{Stats, fmt_dur};
 use leanctx::Host;
-use leanctx::identity::{ScopeEnv, Source};
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::caller::{ScopeEnv, Source};
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
 use leanctx::state::journal::{Call, Journal, Record, View};
 use leanctx::state::ledger::{Ack, Content, Delivery};
 use leanctx::state::slot::{self, Slot};

@@ -5,8 +5,8 @@
 
 use crate::Config;
 use crate::spawn::{self, Spec, Stats, Tools, fmt_dur};
-use leanctx::identity::ScopeEnv;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
 use leanctx::state::journal::{self, Journal, View};
 use leanctx::state::slot::{self, SlotRead};
 use std::ffi::OsString;

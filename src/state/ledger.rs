@@ -27,7 +27,7 @@
 
 use crate::base::fingerprint::{canonical_json, sha256_hex};
 use crate::base::host::Host;
-use crate::decision::{Decision, Reason};
+use crate::identity::decision::{Decision, Reason};
 use serde::Serialize;
 use serde_json::Value;
 

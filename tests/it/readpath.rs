@@ -2,9 +2,9 @@
 //! decisions, the CLI's exit codes, and the journal's bound.
 
 use crate::support::{Sandbox, payload, payloads};
-use leanctx::identity::{ScopeEnv, Source};
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::caller::{ScopeEnv, Source};
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
 use leanctx::state::journal::{self, Journal, Record, View};
 use leanctx::{Host, Reason};
 use serde_json::{Value, json};
@@ -285,7 +285,7 @@ fn cursor_two_chats_fingerprint_claims() {
         cold: false,
         call: Some(&call("same.rs")),
     });
-    assert_eq!(ans.per_call, leanctx::mcp_call::PerCall::Ambiguous);
+    assert_eq!(ans.per_call, leanctx::identity::mcp_call::PerCall::Ambiguous);
     assert!(!ans.decision.allow);
     // A call that names nobody is never re-identified from the slot.
     assert_eq!(ans.decision.reason, Reason::UnknownCaller);

@@ -17,9 +17,9 @@
 
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
-use leanctx::identity::ScopeEnv;
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
@@ -631,7 +631,7 @@ fn a_call_without_id_cannot_claim_another_hosts_record() {
     );
     let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 10);
     let res = rp.resolve(Some(&call), t + 10);
-    assert_eq!(res.per_call, leanctx::mcp_call::PerCall::Ambiguous, "{res:?}");
+    assert_eq!(res.per_call, leanctx::identity::mcp_call::PerCall::Ambiguous, "{res:?}");
     assert!(!res.caller.exact, "{res:?}");
 }
 

@@ -3,7 +3,7 @@
 //! scope …`) for servers not written in Rust.
 //!
 //! ```no_run
-//! use leanctx::readpath::{ReadPath, StubQuery};
+//! use leanctx::identity::readpath::{ReadPath, StubQuery};
 //! let rp = ReadPath::from_process();
 //! // At delivery: remember who got the content (only if certainly known:
 //! // `delivery_scope`, never `caller.scope`), and when.
@@ -16,9 +16,9 @@
 use crate::base::clock;
 use crate::base::host::Host;
 use crate::base::paths;
-use crate::decision::{self, Decision, Facts};
-use crate::identity::{self, Caller, ScopeEnv};
-use crate::mcp_call::{self, McpCall, PerCall};
+use crate::identity::caller::{self, Caller, ScopeEnv, Source};
+use crate::identity::decision::{self, Decision, Facts};
+use crate::identity::mcp_call::{self, McpCall, PerCall};
 use crate::state::digest::{Digest, Reader};
 use crate::state::journal::{Call, Journal, View};
 use crate::state::ledger::{Ack, Delivery};
@@ -221,7 +221,7 @@ impl ReadPath {
     }
 
     fn resolve_with(&self, call: Option<&McpCall>, view: &dyn Ask, now: u64, deadline: Instant) -> Resolution {
-        if let Some(c) = identity::disabled(&self.env) {
+        if let Some(c) = caller::disabled(&self.env) {
             return Resolution::new(c, PerCall::NotGiven);
         }
         // Per-call evidence first: the server's own environment names whoever
@@ -244,9 +244,9 @@ impl ReadPath {
         // host's own hooks recorded the session): unproven, it names one
         // session for every caller of a shared server, for ever, which is
         // less than the slot (the last writer, at least). So it is skipped.
-        let env_caller = identity::custom(&self.env)
-            .or_else(|| identity::env_after_call(&self.env, lineage))
-            .filter(|c| c.exact || c.source != identity::Source::ProcessEnv);
+        let env_caller = caller::custom(&self.env)
+            .or_else(|| caller::env_after_call(&self.env, lineage))
+            .filter(|c| c.exact || c.source != Source::ProcessEnv);
         // A call that was given but named nobody (no unclaimed record, two
         // chats made it, the state failed) may be any live chat's: only a
         // proven per-process identity may stand in, never a guess (the slot
@@ -259,7 +259,7 @@ impl ReadPath {
         }
         let mut state_problem = None;
         let caller = match self.usable_dir().map(|d| slot::read_slot(d, now)) {
-            Some(Ok(SlotRead::Live(s))) => identity::from_slot(&s),
+            Some(Ok(SlotRead::Live(s))) => caller::from_slot(&s),
             // A slot that is there but cannot be read is not "no caller":
             // the legacy single-conversation allow must not apply.
             Some(Ok(SlotRead::Invalid)) => {
@@ -436,10 +436,10 @@ impl ReadPath {
         let deadline = Instant::now() + READ_WAIT;
         let first = self.with_journal(now, deadline, |view, unavailable| {
             let res = self.resolve_with(None, view, now, deadline);
-            let caller = if res.caller.source == identity::Source::Disabled || res.caller.scope.as_deref() == current {
+            let caller = if res.caller.source == Source::Disabled || res.caller.scope.as_deref() == current {
                 res.caller
             } else {
-                Caller::new(identity::Source::Slot, current.map(str::to_string), current.map(str::to_string), None)
+                Caller::new(Source::Slot, current.map(str::to_string), current.map(str::to_string), None)
             };
             let r = Resolution { caller, per_call: PerCall::NotGiven, state_problem: res.state_problem };
             if slot_dependent(&r) { Err(r) } else { Ok(self.decide_for(&r, view, unavailable, &q, now).decision) }
@@ -462,7 +462,7 @@ impl ReadPath {
 /// facts must then come from a journal read after the slot. (Not a call
 /// whose per-call id named no record: that answer needs no slot.)
 fn slot_dependent(res: &Resolution) -> bool {
-    matches!(res.caller.source, identity::Source::Slot | identity::Source::None) && res.per_call != PerCall::NoRecord
+    matches!(res.caller.source, Source::Slot | Source::None) && res.per_call != PerCall::NoRecord
 }
 
 /// The questions a decision asks of the journal: of a whole-file [`View`],
@@ -688,7 +688,7 @@ pub fn current_conversation_id_fresh() -> Option<String> {
     let mut lkg = LAST_GOOD.lock().unwrap_or_else(|e| e.into_inner());
     match &value {
         Some(v) => *lkg = Some((v.clone(), now)),
-        None if res.caller.source == identity::Source::None && slot_read_failed(&rp, now) => {
+        None if res.caller.source == Source::None && slot_read_failed(&rp, now) => {
             // A transient failure (unreadable slot) keeps the last good id,
             // within the slot TTL.
             if let Some((v, at)) = lkg.as_ref()

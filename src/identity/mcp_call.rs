@@ -4,7 +4,7 @@
 use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
 use crate::base::ids;
-use crate::identity::{Caller, Source};
+use crate::identity::caller::{Caller, Source};
 use crate::state::journal::View;
 use serde::Serialize;
 use serde_json::Value;

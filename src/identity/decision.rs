@@ -1,7 +1,7 @@
 //! The stub decisions (README: "Stub decisions and reason codes"), as pure
 //! functions with reason codes.
 
-use crate::identity::{Caller, Source};
+use crate::identity::caller::{Caller, Source};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -206,7 +206,7 @@ fn is_subscope(scope: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::Caller;
+    use crate::identity::caller::Caller;
 
     /// caller, delivered, delivered at, facts → allow, reason.
     type Row = (Caller, Option<&'static str>, Option<u64>, Facts, bool, Reason);

@@ -2,8 +2,8 @@
 //! library calls behind them ([`ReadPath::stub`], [`ReadPath::deliver`]).
 //!
 //! ```no_run
-//! use leanctx::mcp_call::McpCall;
-//! use leanctx::readpath::ReadPath;
+//! use leanctx::identity::mcp_call::McpCall;
+//! use leanctx::identity::readpath::ReadPath;
 //! # let request = serde_json::json!({});
 //! # let result = serde_json::json!({"content": []});
 //! let rp = ReadPath::from_process();
@@ -15,10 +15,10 @@
 //! if ans.decision.allow { /* serve [unchanged] */ } else { /* return `result` */ }
 //! ```
 
-use crate::decision::{Decision, Reason};
-use crate::identity::{Caller, Source};
-use crate::mcp_call::{McpCall, PerCall};
-use crate::readpath::{Ask, READ_WAIT, ReadPath};
+use crate::identity::caller::{Caller, Source};
+use crate::identity::decision::{Decision, Reason};
+use crate::identity::mcp_call::{McpCall, PerCall};
+use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
 use crate::state::journal::{Journal, Record};
 use crate::state::ledger::{self, Confirmation, Content, InputError, Question};
 use serde::Serialize;
