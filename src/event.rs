@@ -2,7 +2,7 @@
 
 use crate::base::host::Host;
 use crate::base::ids;
-use crate::tool::ToolRef;
+use crate::gate::tool::ToolRef;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -17,11 +17,9 @@ pub mod hook;
 pub mod hosts;
 pub mod identity;
 pub mod install;
-pub mod policy;
 pub mod state;
 pub mod status;
 pub mod stdin;
-pub mod tool;
 
 pub use base::host::Host;
 pub use identity::caller::{Caller, Source};

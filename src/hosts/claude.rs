@@ -5,9 +5,9 @@
 use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
 use crate::event::{Event, EventKind, Fields};
+use crate::gate::tool::ToolRef;
 use crate::gate::{Action, Verdict};
 use crate::state::ledger::{self, AckOut, SizeRule};
-use crate::tool::ToolRef;
 use serde_json::{Value, json};
 
 /// Event names of the Claude-style hosts (Claude Code, Codex, CodeBuddy).

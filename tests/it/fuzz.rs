@@ -11,13 +11,13 @@
 use crate::rng;
 use crate::support::payloads;
 use leanctx::Host;
+use leanctx::gate::policy;
+use leanctx::gate::tool::ToolRef;
 use leanctx::gate::{self, Loaded};
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::{self, HookEnv};
-use leanctx::policy;
 use leanctx::state::journal::{self, Call, Record};
 use leanctx::stdin::Input;
-use leanctx::tool::ToolRef;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};

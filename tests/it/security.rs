@@ -597,7 +597,7 @@ fn cursor_server_names_never_keep_a_credential() {
             let (u, h, a) = url(&mut r);
             (None, Some(u), h, a)
         };
-        let got = leanctx::tool::server_from_cursor(cmd.as_deref(), url.as_deref());
+        let got = leanctx::gate::tool::server_from_cursor(cmd.as_deref(), url.as_deref());
         let ctx = format!("seed {seed} case {i}: command {cmd:?} url {url:?} -> {got:?}");
         assert!(!got.as_deref().unwrap_or("").contains("SEC"), "a secret in the name: {ctx}");
         match &got {

@@ -1,10 +1,13 @@
 //! The MCP gate: evaluate policy files for one tool call and say what the
 //! strictest of them decides (deny > ask > allow; no rule = no opinion).
 
-use crate::policy::{self, Policy, PolicyError};
-use crate::tool::ToolRef;
+pub mod policy;
+pub mod tool;
+
+use policy::{Policy, PolicyError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use tool::ToolRef;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -245,7 +248,7 @@ fn default_message(action: Action, tool: &ToolRef, path: &Path, i: usize) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::parse;
+    use crate::gate::policy::parse;
 
     fn pol(path: &str, json: &str) -> Loaded {
         Loaded::Policy(parse(json, Path::new(path)).unwrap())
