@@ -7,8 +7,8 @@
 
 use crate::base::host::Host;
 use crate::base::paths::{self, DirProblem};
-use crate::event::{Event, EventKind};
 use crate::gate::{self, Verdict};
+use crate::hosts::event::{Event, EventKind};
 use crate::hosts::{self, HookEnv};
 use crate::state::journal::{Call, Journal, Record};
 use crate::state::slot::{self, Slot};

@@ -10,7 +10,6 @@
 //! (docs/DELIVERY.md says what hosts really hand the model).
 
 pub mod base;
-pub mod event;
 pub mod fsx;
 pub mod gate;
 pub mod hook;

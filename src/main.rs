@@ -13,7 +13,7 @@ use leanctx::hook::{self, HookContext};
 use leanctx::hosts::HookEnv;
 use leanctx::identity::mcp_call::McpCall;
 use leanctx::identity::readpath::{ReadPath, StubQuery};
-use leanctx::{Host, gate, install, status, stdin};
+use leanctx::{Host, install, status, stdin};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -266,7 +266,7 @@ fn leanctx_main() -> ExitCode {
         Command::Hooks(HooksCmd::Uninstall { hosts, opts }) => install_each(&hosts, opts, false, false, true),
         Command::Hooks(HooksCmd::Status { host, project, json }) => {
             let mut out = io::stdout().lock();
-            match install::status(host, project.as_deref(), json, &mut out) {
+            match status::hooks::print(host, project.as_deref(), json, &mut out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     let _ = out.flush();
@@ -683,7 +683,7 @@ fn gate_check(host: Host, tool: &str, server: Option<&str>, cwd: Option<PathBuf>
         Some(c) => c,
         None => std::env::current_dir().map_err(|e| format!("current dir: {e}"))?,
     };
-    let report = gate::explain(host, tool, server, paths::data_dir_path().ok().as_deref(), &cwd);
+    let report = status::gate::explain(host, tool, server, paths::data_dir_path().ok().as_deref(), &cwd);
     print_out(&if json { to_json(&report) } else { report.human() });
     Ok(0)
 }

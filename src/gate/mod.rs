@@ -3,32 +3,13 @@
 
 pub mod policy;
 pub mod tool;
+pub mod verdict;
+
+pub use verdict::{Action, Verdict};
 
 use policy::{Policy, PolicyError};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tool::ToolRef;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// What the gate says about one call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", rename_all = "kebab-case")]
-pub enum Verdict {
-    NoOpinion,
-    Decide {
-        action: Action,
-        message: String,
-        /// Which file and rule decided (`path#n`, rules numbered from 1), or the broken file.
-        decided_by: String,
-    },
-}
 
 /// A policy file as loaded for one call.
 #[derive(Clone, Debug)]
@@ -88,7 +69,7 @@ fn user_trust(loaded: &[Loaded], user: Option<&Path>) -> Vec<PathBuf> {
 
 /// Mark `p` (if it is a workspace file, not the user's) whose workspace
 /// root is not in `trusted`: its allow rules do not count.
-fn mark_workspace(p: &mut Policy, user: Option<&Path>, trusted: &[PathBuf]) {
+pub(crate) fn mark_workspace(p: &mut Policy, user: Option<&Path>, trusted: &[PathBuf]) {
     if Some(p.path.as_path()) == user || !p.rules.iter().any(|r| r.action == Action::Allow) {
         return;
     }
@@ -99,7 +80,7 @@ fn mark_workspace(p: &mut Policy, user: Option<&Path>, trusted: &[PathBuf]) {
 }
 
 /// Why a workspace file's allow did not count, for `gate check`.
-fn allow_ignored_note(user: Option<&Path>) -> String {
+pub(crate) fn allow_ignored_note(user: Option<&Path>) -> String {
     let file = user.map(|u| u.display().to_string()).unwrap_or_else(|| "the user policy file".into());
     format!(
         "ignored: a workspace policy may only deny or ask; to let this workspace allow, list its root in \
@@ -171,7 +152,7 @@ pub fn evaluate_file(policy: &Policy, tool: &ToolRef) -> Option<(Action, usize)>
 }
 
 /// A rule that names no particular server (`server` absent or only `*`s).
-fn any_server(r: &policy::Rule) -> bool {
+pub(crate) fn any_server(r: &policy::Rule) -> bool {
     r.server.as_deref().is_none_or(|p| p.chars().all(|c| c == '*'))
 }
 
@@ -243,6 +224,30 @@ fn default_message(action: Action, tool: &ToolRef, path: &Path, i: usize) -> Str
         Action::Deny => "blocked",
     };
     format!("{} {what} by leanctx gate rule #{} in {}", tool.raw, i + 1, path.display())
+}
+
+/// Rules in `policy` that can never match some or all of `host`'s calls.
+pub fn never_matching(host: crate::base::host::Host, policy: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    if host != crate::base::host::Host::Cursor {
+        return out;
+    }
+    for (i, r) in policy.rules.iter().enumerate() {
+        let Some(pattern) = r.server.as_deref().filter(|_| !crate::gate::any_server(r)) else { continue };
+        let at = format!("{}#{}", policy.path.display(), i + 1);
+        if pattern.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            out.push(format!(
+                "{at}: server \"{pattern}\" can never match on cursor: a server name with spaces or control \
+                 characters is not taken from mcp_server_name, the server is then named by its command or URL host"
+            ));
+        } else if r.action == Action::Allow {
+            out.push(format!(
+                "{at}: allow for server \"{pattern}\" never matches Cursor's preToolUse, which names MCP tools \
+                 `MCP:<tool>` without the server; it matches beforeMCPExecution (mcp_server_name) only"
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -372,172 +377,5 @@ mod tests {
         assert!(
             matches!(&v, Verdict::Decide { action: Action::Ask, message, .. } if message.contains("/x/gate.json:1:"))
         );
-    }
-}
-
-/// What `leanctx gate check` shows: each policy file's say and the answer.
-#[derive(Debug, Serialize)]
-pub struct Explanation {
-    pub host: crate::base::host::Host,
-    pub tool: ToolRef,
-    pub files: Vec<FileSay>,
-    pub verdict: Verdict,
-    /// What the hook would print (`null` = nothing).
-    pub answer: Option<String>,
-    /// Rules that can never match on this host, and how the server was
-    /// taken.
-    pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct FileSay {
-    pub path: PathBuf,
-    /// `missing`, `no-match`, `rule`, `broken`.
-    pub status: &'static str,
-    pub rule: Option<usize>,
-    pub action: Option<Action>,
-    pub error: Option<String>,
-    /// Why the rule's say does not count (an untrusted workspace's allow).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// `server`: the server the call is on, when the name does not say it (as
-/// Cursor's `mcp_server_name` does on `beforeMCPExecution`).
-pub fn explain(
-    host: crate::base::host::Host,
-    raw_tool: &str,
-    server: Option<&str>,
-    data_dir: Option<&Path>,
-    cwd: &Path,
-) -> Explanation {
-    let mut tool = ToolRef::parse(raw_tool, server);
-    // `gate check` is asked about MCP tools even when named bare (Cursor).
-    tool.is_mcp = true;
-    let paths = policy_paths(data_dir, &[cwd.display().to_string()]);
-    let user = data_dir.map(|d| d.join(crate::base::paths::POLICY_FILE));
-    let mut trusted = Vec::new();
-    let mut files = Vec::new();
-    let mut loaded = Vec::new();
-    for p in paths {
-        match policy::load(&p) {
-            Ok(None) => {
-                files.push(FileSay { path: p, status: "missing", rule: None, action: None, error: None, note: None })
-            }
-            Ok(Some(mut pol)) => {
-                if Some(p.as_path()) == user.as_deref() {
-                    trusted.clone_from(&pol.trusted_workspaces);
-                }
-                mark_workspace(&mut pol, user.as_deref(), &trusted);
-                let say = evaluate_file(&pol, &tool);
-                let ignored = pol.allow_ignored && matches!(say, Some((Action::Allow, _)));
-                files.push(FileSay {
-                    path: p,
-                    status: if say.is_some() { "rule" } else { "no-match" },
-                    rule: say.map(|(_, i)| i),
-                    action: say.map(|(a, _)| a),
-                    error: None,
-                    note: ignored.then(|| allow_ignored_note(user.as_deref())),
-                });
-                loaded.push(Loaded::Policy(pol));
-            }
-            Err(e) => {
-                files.push(FileSay {
-                    path: p,
-                    status: "broken",
-                    rule: None,
-                    action: Some(Action::Ask),
-                    error: Some(e.to_string()),
-                    note: None,
-                });
-                loaded.push(Loaded::Broken(e));
-            }
-        }
-    }
-    let verdict = evaluate(&loaded, &tool);
-    let event = if host == crate::base::host::Host::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
-    let answer = crate::hosts::answer(host, event, true, &verdict);
-    let mut warnings = Vec::new();
-    if let Some(s) = server
-        && tool.server.as_deref() != Some(s)
-    {
-        warnings.push(format!("--server {s} ignored: the name {raw_tool} says the server"));
-    }
-    if tool.server.is_none() {
-        warnings.push(format!(
-            "no server: {raw_tool} is checked as a call on any server (as Cursor's preToolUse `MCP:<tool>` is): \
-             server-scoped deny and ask rules on the tool apply, server-scoped allow rules do not; \
-             pass --server NAME to check a call on one server"
-        ));
-    }
-    for l in &loaded {
-        if let Loaded::Policy(p) = l {
-            warnings.extend(never_matching(host, p));
-        }
-    }
-    Explanation { host, tool, files, verdict, answer, warnings }
-}
-
-/// Rules in `policy` that can never match some or all of `host`'s calls.
-pub fn never_matching(host: crate::base::host::Host, policy: &Policy) -> Vec<String> {
-    let mut out = Vec::new();
-    if host != crate::base::host::Host::Cursor {
-        return out;
-    }
-    for (i, r) in policy.rules.iter().enumerate() {
-        let Some(pattern) = r.server.as_deref().filter(|_| !any_server(r)) else { continue };
-        let at = format!("{}#{}", policy.path.display(), i + 1);
-        if pattern.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            out.push(format!(
-                "{at}: server \"{pattern}\" can never match on cursor: a server name with spaces or control \
-                 characters is not taken from mcp_server_name, the server is then named by its command or URL host"
-            ));
-        } else if r.action == Action::Allow {
-            out.push(format!(
-                "{at}: allow for server \"{pattern}\" never matches Cursor's preToolUse, which names MCP tools \
-                 `MCP:<tool>` without the server; it matches beforeMCPExecution (mcp_server_name) only"
-            ));
-        }
-    }
-    out
-}
-
-impl Explanation {
-    pub fn human(&self) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "tool     {} (server {}, tool {})",
-            self.tool.raw,
-            self.tool.server.as_deref().unwrap_or("?"),
-            self.tool.tool
-        );
-        for f in &self.files {
-            let detail = match f.status {
-                "rule" => format!(
-                    "rule #{} says {}{}",
-                    f.rule.unwrap_or(0) + 1,
-                    f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
-                    f.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
-                ),
-                "broken" => format!("does not parse: {} → ask", f.error.as_deref().unwrap_or("")),
-                "no-match" => "no rule matches".into(),
-                _ => "not present".into(),
-            };
-            let _ = writeln!(o, "policy   {}: {detail}", f.path.display());
-        }
-        let v = match &self.verdict {
-            Verdict::NoOpinion => "no opinion (the host's own permissions apply)".to_string(),
-            Verdict::Decide { action, message, decided_by } => {
-                format!("{} — {message} [{decided_by}]", format!("{action:?}").to_lowercase())
-            }
-        };
-        let _ = writeln!(o, "verdict  {v}");
-        let _ = writeln!(o, "{:<8} {}", self.host.as_str(), self.answer.as_deref().unwrap_or("(prints nothing)"));
-        for w in &self.warnings {
-            let _ = writeln!(o, "warning  {w}");
-        }
-        o
     }
 }

@@ -4,9 +4,9 @@
 use super::HookEnv;
 use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
-use crate::event::{Event, EventKind, Fields};
 use crate::gate::tool::{ToolRef, server_from_cursor};
 use crate::gate::{Action, Verdict};
+use crate::hosts::event::{Event, EventKind, Fields};
 use crate::state::ledger::{self, AckOut, SizeRule};
 use serde_json::{Value, json};
 

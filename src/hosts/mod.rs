@@ -5,10 +5,11 @@ pub mod claude;
 pub mod codebuddy;
 pub mod codex;
 pub mod cursor;
+pub mod event;
 
 use crate::base::host::Host;
-use crate::event::Event;
 use crate::gate::Verdict;
+use crate::hosts::event::Event;
 use serde_json::Value;
 
 /// Parse a payload for `host`. `event_override` is `--event`.

@@ -17,11 +17,11 @@ pub mod cursor;
 pub mod diff;
 pub mod edit;
 pub mod fsio;
+pub mod inspect;
 pub mod jsonfile;
 pub mod nested;
 pub mod overlap;
 pub mod spec;
-pub mod status;
 pub mod target;
 pub mod tomlfile;
 
@@ -127,7 +127,7 @@ impl From<String> for InstallError {
     }
 }
 
-fn out_err(e: io::Error) -> InstallError {
+pub(crate) fn out_err(e: io::Error) -> InstallError {
     InstallError(format!("cannot write output: {e}"))
 }
 
@@ -235,36 +235,6 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
 
 /// Said once after an uninstall that removed something.
 pub const BINARY_STAYS: &str = "(the leanctx binary stays; remove it with `cargo uninstall leanctx` or by deleting it)";
-
-/// `project`: the project whose files are shown (default: the current dir's).
-pub fn status(
-    host: Option<Host>,
-    project: Option<&std::path::Path>,
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<(), InstallError> {
-    let hosts: Vec<Host> = match host {
-        Some(h) => vec![h],
-        None => Host::ALL.to_vec(),
-    };
-    let cwd = match project {
-        Some(p) => {
-            let t = target::resolve(Host::Cursor, Some(p), false)?;
-            match t.scope {
-                Scope::Project { dir, .. } => Some(dir),
-                Scope::User => None,
-            }
-        }
-        None => std::env::current_dir().ok(),
-    };
-    let st = status::gather(&hosts, cwd.as_deref(), crate::base::clock::now_ms_env())?;
-    let text = if json {
-        serde_json::to_string_pretty(&st).map_err(|e| InstallError(e.to_string()))? + "\n"
-    } else {
-        st.human()
-    };
-    out.write_all(text.as_bytes()).map_err(out_err)
-}
 
 /// What an edit did (or would do).
 struct EditResult {
@@ -509,5 +479,5 @@ fn host_notes(host: Host, t: &Target) -> Vec<String> {
 /// The other side of the Cursor/Claude overlap has our entries (user scope).
 fn overlap_installed(host: Host) -> bool {
     let other = if host == Host::Cursor { Host::ClaudeCode } else { Host::Cursor };
-    status::user_entries(other).is_some_and(|n| n > 0)
+    inspect::user_entries(other).is_some_and(|n| n > 0)
 }

@@ -105,7 +105,7 @@ fn json_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
+    use crate::hosts::event::EventKind;
     use crate::install::command::parse_ours;
 
     fn kind(host: Host, event: &str) -> EventKind {

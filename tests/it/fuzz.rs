@@ -274,7 +274,7 @@ fn arb_bytes() -> impl Strategy<Value = (Host, Vec<u8>)> {
     ]
 }
 
-fn check_event(ev: &leanctx::event::Event) -> Result<(), TestCaseError> {
+fn check_event(ev: &leanctx::hosts::event::Event) -> Result<(), TestCaseError> {
     for id in [&ev.conversation, &ev.call_id].into_iter().flatten() {
         prop_assert!(leanctx::base::ids::is_valid_id(id), "invalid id kept: {id:?}");
     }

@@ -1,5 +1,8 @@
 //! `leanctx status`: what the state says now.
 
+pub mod gate;
+pub mod hooks;
+
 use crate::base::host::Host;
 use crate::base::paths;
 use crate::fsx;
@@ -350,7 +353,7 @@ pub fn gather(rp: &ReadPath) -> Status {
     // unreadable files, Codex hooks switched off, hooks that never fired.
     let recording = dir.as_deref().is_some_and(can_record);
     let mut any_installed = false;
-    if let Ok(hs) = crate::install::status::gather(&Host::ALL, cwd.as_deref(), now) {
+    if let Ok(hs) = hooks::gather(&Host::ALL, cwd.as_deref(), now) {
         for h in &hs.hosts {
             any_installed |= h.installed;
             for i in &h.issues {
