@@ -83,7 +83,7 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
     // Cursor also runs Claude Code's hooks (third-party configs on), with its
     // own payload: the cursor entry records that event, so this run stands
     // aside rather than count it twice. Not a failure: nothing on stderr.
-    if crate::install::overlap::claude_hook_run_by_cursor(ctx.host, &payload) {
+    if crate::hosts::overlap::claude_hook_run_by_cursor(ctx.host, &payload) {
         return fail_open(ctx.host, &fallback_name, out);
     }
     let event = hosts::parse(ctx.host, &payload, ctx.event_override.as_deref(), &ctx.env);

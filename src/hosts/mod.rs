@@ -6,6 +6,7 @@ pub mod codebuddy;
 pub mod codex;
 pub mod cursor;
 pub mod event;
+pub mod overlap;
 
 use crate::base::host::Host;
 use crate::gate::Verdict;

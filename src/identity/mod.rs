@@ -5,6 +5,7 @@
 
 pub mod caller;
 pub mod decision;
+pub mod delivery;
 pub mod mcp_call;
 pub mod readpath;
 pub mod stub;

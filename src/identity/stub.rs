@@ -17,10 +17,11 @@
 
 use crate::identity::caller::{Caller, Source};
 use crate::identity::decision::{Decision, Reason};
+use crate::identity::delivery::{self, Question};
 use crate::identity::mcp_call::{McpCall, PerCall};
 use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
 use crate::state::journal::{Journal, Record};
-use crate::state::ledger::{self, Confirmation, Content, InputError, Question};
+use crate::state::ledger::{self, Confirmation, Content, InputError};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -192,7 +193,7 @@ impl ReadPath {
             return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
         }
         let q = Question { scope, key: keyh, version: verh, window: window.as_deref() };
-        let mut facts = ledger::Facts::default();
+        let mut facts = delivery::Facts::default();
         let mut seen = None;
         if let Some((at, d)) = view.latest_delivery(scope, keyh) {
             facts.acks_after = view.acks_after(d.call_ref, at);
@@ -211,7 +212,7 @@ impl ReadPath {
             });
             facts.latest = Some(d);
         }
-        answer(ledger::decide(&q, &facts), seen)
+        answer(delivery::decide(&q, &facts), seen)
     }
 
     fn record_delivery(

@@ -20,7 +20,6 @@ pub mod fsio;
 pub mod inspect;
 pub mod jsonfile;
 pub mod nested;
-pub mod overlap;
 pub mod spec;
 pub mod target;
 pub mod tomlfile;
@@ -189,9 +188,9 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     }
     if matches!(host, Host::ClaudeCode | Host::Cursor) && overlap_installed(host) {
         if !opts.overlap_noted.replace(true) {
-            writeln!(out, "  note: {}", overlap::NOTE).map_err(out_err)?;
+            writeln!(out, "  note: {}", crate::hosts::overlap::NOTE).map_err(out_err)?;
         }
-        rep.notes.push(overlap::NOTE.to_string());
+        rep.notes.push(crate::hosts::overlap::NOTE.to_string());
     }
     Ok(rep)
 }

@@ -22,12 +22,12 @@
 //! conversation follows it in the journal. Order, not clocks: "after" means
 //! later in the journal, never a later timestamp.
 //!
-//! This module is the pure part: names, hashes, the result text rule and
-//! the decision. The journal stores the records; the read path asks.
+//! This module is the pure part: names, hashes, the records and the result
+//! text rule. The journal stores the records; the stub rule itself is
+//! [`crate::identity::delivery`]; the read path asks.
 
 use crate::base::fingerprint::{canonical_json, sha256_hex};
 use crate::base::host::Host;
-use crate::identity::decision::{Decision, Reason};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -302,27 +302,6 @@ impl AckOut {
     }
 }
 
-/// The stub question, after the caller was resolved per call.
-#[derive(Clone, Debug)]
-pub struct Question<'a> {
-    pub scope: &'a str,
-    /// [`name_hash`] of key and version.
-    pub key: &'a str,
-    pub version: &'a str,
-    pub window: Option<&'a str>,
-}
-
-/// What the journal says about the newest delivery of the key to the scope.
-#[derive(Clone, Debug, Default)]
-pub struct Facts<'a> {
-    pub unavailable: bool,
-    pub latest: Option<Delivery<'a>>,
-    /// Acknowledgements of the latest delivery's call, after it.
-    pub acks_after: Vec<Ack<'a>>,
-    /// A compaction of the delivery's conversation follows it.
-    pub compacted_after: bool,
-}
-
 /// How the newest delivery stands with its host, for `--json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -357,105 +336,18 @@ pub fn confirmation(d: &Delivery<'_>, acks_after: &[Ack<'_>]) -> Confirmation {
     best
 }
 
-/// The decision, pure: may the caller named per call by `q` be served a stub
-/// for `q.key`@`q.version`?
-pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
-    let deny = |reason| Decision { allow: false, reason };
-    if f.unavailable {
-        return deny(Reason::StateUnavailable);
-    }
-    let Some(d) = &f.latest else { return deny(Reason::NotDelivered) };
-    debug_assert_eq!((d.scope, d.key), (q.scope, q.key));
-    if d.version != q.version {
-        return deny(Reason::VersionChanged);
-    }
-    // A window on either side that the other does not share: a different
-    // context window, or one we cannot tell is the same.
-    if d.window != q.window {
-        return deny(Reason::WindowChanged);
-    }
-    if f.compacted_after {
-        return deny(Reason::Compacted);
-    }
-    if confirmation(d, &f.acks_after) != Confirmation::Whole {
-        return deny(Reason::Unconfirmed);
-    }
-    Decision { allow: true, reason: Reason::ConfirmedDelivery }
-}
-
 /// Codex: is a result of `len` bytes shown whole under a budget of
 /// `budget_tokens`?
 pub fn codex_whole(len: u64, budget_tokens: u64) -> bool {
     len <= budget_tokens.saturating_mul(CODEX_WHOLE_BYTES_PER_1000_TOKENS) / 1000
 }
 
-/// Codex's `tool_output_token_limit` from its `config.toml` text: the
-/// top-level value, lowered by any profile's (a profile may be active, and
-/// a smaller budget only withholds more). `None` when the file sets none or
-/// does not parse (the caller then uses [`CODEX_DEFAULT_BUDGET_TOKENS`]).
-pub fn codex_budget_from_config(text: &str) -> Option<u64> {
-    let doc: toml_edit::Document<&str> = toml_edit::Document::parse(text).ok()?;
-    let as_budget = |item: Option<&toml_edit::Item>| item.and_then(|i| i.as_integer()).map(|n| n.max(0) as u64);
-    let top = as_budget(doc.get("tool_output_token_limit"));
-    let profiles = doc
-        .get("profiles")
-        .and_then(|p| p.as_table_like())
-        .map(|t| t.iter().filter_map(|(_, p)| as_budget(p.as_table_like()?.get("tool_output_token_limit"))).min())
-        .unwrap_or(None);
-    match (top, profiles) {
-        (Some(t), Some(p)) => Some(t.min(p)),
-        (Some(t), None) => Some(t),
-        (None, Some(p)) => Some(p.min(CODEX_DEFAULT_BUDGET_TOKENS)),
-        (None, None) => None,
-    }
-}
-
-/// Codex's `-c tool_output_token_limit=N` (or `--config …`, `-c=…`) on its
-/// command line, the smallest if several.
-pub fn codex_budget_from_argv(argv: &[String]) -> Option<u64> {
-    let mut found: Option<u64> = None;
-    let mut it = argv.iter().peekable();
-    while let Some(a) = it.next() {
-        let value = match a.as_str() {
-            "-c" | "--config" => it.next().map(String::as_str),
-            _ => a.strip_prefix("--config=").or_else(|| a.strip_prefix("-c")),
-        };
-        let Some((k, v)) = value.and_then(|v| v.split_once('=')) else { continue };
-        if k.trim().trim_matches('"') != "tool_output_token_limit" {
-            continue;
-        }
-        if let Ok(n) = v.trim().trim_matches('"').replace('_', "").parse::<u64>() {
-            found = Some(found.map_or(n, |f| f.min(n)));
-        }
-    }
-    found
-}
-
-/// The budget a Codex result is judged by: the smallest of every place the
-/// user may have set it — the user's `config.toml` (its top level, or the
-/// default when it sets none, and every `[profiles.*]`), every profile file
-/// (`<CODEX_HOME>/<name>.config.toml`), the project's `.codex/config.toml`,
-/// and Codex's own command line. Which of them applies to this session is
-/// not known to a hook; the smallest only withholds more.
-pub fn codex_budget(user_config: Option<&str>, other_configs: &[String], argv: &[String]) -> u64 {
-    let mut budget = user_config.and_then(codex_budget_from_config).unwrap_or(CODEX_DEFAULT_BUDGET_TOKENS);
-    for text in other_configs {
-        if let Some(b) = codex_budget_from_config(text) {
-            budget = budget.min(b);
-        }
-    }
-    if let Some(b) = codex_budget_from_argv(argv) {
-        budget = budget.min(b);
-    }
-    budget
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn d<'a>(version: &'a str, window: Option<&'a str>, digest: &'a str) -> Delivery<'a> {
+    pub(crate) fn d<'a>(version: &'a str, window: Option<&'a str>, digest: &'a str) -> Delivery<'a> {
         Delivery {
             t: 1,
             host: Host::ClaudeCode,
@@ -470,39 +362,8 @@ mod tests {
         }
     }
 
-    fn ack<'a>(r: &'a str, scope: &'a str, digest: &'a str, len: u64, whole: bool) -> Ack<'a> {
+    pub(crate) fn ack<'a>(r: &'a str, scope: &'a str, digest: &'a str, len: u64, whole: bool) -> Ack<'a> {
         Ack { t: 2, host: Host::ClaudeCode, scope, call_ref: r, digest, len, whole }
-    }
-
-    #[test]
-    fn decision_table() {
-        use Reason::*;
-        let q = Question { scope: "S", key: "K", version: "v1", window: None };
-        let qw = Question { window: Some("S:1"), ..q.clone() };
-        let good = ack("id:c1", "S", "dg", 10, true);
-        #[rustfmt::skip]
-        let rows: Vec<(&Question, Facts, bool, Reason)> = vec![
-            (&q, Facts { unavailable: true, latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, StateUnavailable),
-            (&q, Facts::default(), false, NotDelivered),
-            (&q, Facts { latest: Some(d("v0", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, VersionChanged),
-            (&q, Facts { latest: Some(d("v1", Some("S:1"), "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, WindowChanged),
-            (&qw, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, WindowChanged),
-            (&qw, Facts { latest: Some(d("v1", Some("S:0"), "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, WindowChanged),
-            (&qw, Facts { latest: Some(d("v1", Some("S:1"), "dg")), acks_after: vec![good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], compacted_after: true, ..Facts::default() }, false, Compacted),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), ..Facts::default() }, false, Unconfirmed),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "preview", 10, true)], ..Facts::default() }, false, Unconfirmed),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "dg", 9, true)], ..Facts::default() }, false, Unconfirmed),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "dg", 10, false)], ..Facts::default() }, false, Unconfirmed),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c2", "S", "dg", 10, true)], ..Facts::default() }, false, Unconfirmed),
-            // An id ref is global: the acknowledging hook may name another session id.
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "T", "dg", 10, true)], ..Facts::default() }, true, ConfirmedDelivery),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "x", 10, true), good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
-            (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
-        ];
-        for (i, (q, f, allow, reason)) in rows.into_iter().enumerate() {
-            assert_eq!(decide(q, &f), Decision { allow, reason }, "row {i}");
-        }
     }
 
     #[test]
@@ -554,30 +415,6 @@ mod tests {
     }
 
     #[test]
-    fn codex_budget_from_every_toml_spelling() {
-        let rows: &[(&str, Option<u64>)] = &[
-            ("", None),
-            ("model = \"gpt-5.5\"\n", None),
-            ("tool_output_token_limit = 10000\n", Some(10_000)),
-            ("tool_output_token_limit = 10_000 # comment\n", Some(10_000)),
-            ("\"tool_output_token_limit\" = 50000\n", Some(50_000)),
-            ("tool_output_token_limit = 50000\n[profiles.fast]\ntool_output_token_limit = 1000\n", Some(1_000)),
-            ("[profiles.big]\ntool_output_token_limit = 90000\n", Some(CODEX_DEFAULT_BUDGET_TOKENS)),
-            ("profiles = { a = { tool_output_token_limit = 700 } }\n", Some(700)),
-            ("profiles.a.tool_output_token_limit = 800\n", Some(800)),
-            ("[mcp_servers.x]\ntool_output_token_limit = 5\n", None),
-            ("this is not toml", None),
-        ];
-        for (text, want) in rows {
-            assert_eq!(codex_budget_from_config(text), *want, "{text:?}");
-        }
-        assert!(codex_whole(10_240, 2_500));
-        assert!(!codex_whole(10_241, 2_500));
-        assert!(!codex_whole(61_440, 10_000));
-        assert!(codex_whole(153_600, 50_000));
-    }
-
-    #[test]
     fn the_text_rule_exactly() {
         // Blocks joined by one newline; a non-text block as canonical JSON.
         let blocks =
@@ -617,39 +454,6 @@ mod tests {
         assert_eq!(MAX_KEY_BYTES, 4096);
         assert_eq!(DELIVERY_KEEP_MS, 86_400_000);
         assert_eq!((MAX_DELIVERIES, UNVERIFIED_HOST_CAP_BYTES), (512, 10_000));
-    }
-
-    #[test]
-    fn codex_budget_from_every_place_the_smallest() {
-        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            codex_budget_from_argv(&argv(&["codex", "exec", "-c", "tool_output_token_limit=1000", "hi"])),
-            Some(1000)
-        );
-        assert_eq!(
-            codex_budget_from_argv(&argv(&["codex", "--config", "tool_output_token_limit = 2_000"])),
-            Some(2000)
-        );
-        assert_eq!(codex_budget_from_argv(&argv(&["codex", "--config=tool_output_token_limit=300"])), Some(300));
-        assert_eq!(
-            codex_budget_from_argv(&argv(&["codex", "-ctool_output_token_limit=400", "-c", "model=x"])),
-            Some(400)
-        );
-        assert_eq!(codex_budget_from_argv(&argv(&["codex", "-c", "model=x", "tool_output_token_limit=5"])), None);
-        let small = "tool_output_token_limit = 1000\n".to_string();
-        let big = "tool_output_token_limit = 90000\n".to_string();
-        assert_eq!(codex_budget(None, &[], &[]), CODEX_DEFAULT_BUDGET_TOKENS);
-        assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), &[], &[]), 50_000);
-        assert_eq!(codex_budget(Some("tool_output_token_limit = 50000\n"), std::slice::from_ref(&small), &[]), 1_000);
-        assert_eq!(codex_budget(None, std::slice::from_ref(&big), &[]), CODEX_DEFAULT_BUDGET_TOKENS);
-        assert_eq!(
-            codex_budget(
-                Some(&big),
-                std::slice::from_ref(&big),
-                &argv(&["codex", "-c", "tool_output_token_limit=700"])
-            ),
-            700
-        );
     }
 
     #[test]

@@ -6,9 +6,10 @@
 use super::{Issue, ago};
 use crate::base::host::Host;
 use crate::base::paths;
+use crate::hosts::overlap;
+use crate::install::InstallError;
 use crate::install::inspect::{FileReport, codex_hooks_disabled, file_report, program_exists, user_entries};
 use crate::install::target::{self, Target};
-use crate::install::{InstallError, overlap};
 use crate::state::journal::{Journal, View};
 use serde::Serialize;
 use std::fmt::Write as _;
