@@ -18,7 +18,6 @@ pub mod identity;
 pub mod install;
 pub mod state;
 pub mod status;
-pub mod stdin;
 
 pub use base::host::Host;
 pub use identity::caller::{Caller, Source};

@@ -9,11 +9,12 @@
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use leanctx::base::{clock, paths};
+use leanctx::hook::payload as stdin;
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::HookEnv;
 use leanctx::identity::mcp_call::McpCall;
 use leanctx::identity::readpath::{ReadPath, StubQuery};
-use leanctx::{Host, install, status, stdin};
+use leanctx::{Host, install, status};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -5,14 +5,16 @@
 //! exit 0, and the reason goes to stderr. The gate's own verdicts are the
 //! only thing that ever blocks a call.
 
+pub mod payload;
+
 use crate::base::host::Host;
 use crate::base::paths::{self, DirProblem};
 use crate::gate::{self, Verdict};
+use crate::hook::payload::Input;
 use crate::hosts::event::{Event, EventKind};
 use crate::hosts::{self, HookEnv};
 use crate::state::journal::{Call, Journal, Record};
 use crate::state::slot::{self, Slot};
-use crate::stdin::Input;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -46,7 +48,7 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
         Input::TimedOut(b) => {
             out.diagnostics.push(format!(
                 "stdin did not close within {} ms ({} bytes read); answering without recording",
-                crate::stdin::STDIN_DEADLINE.as_millis(),
+                crate::hook::payload::STDIN_DEADLINE.as_millis(),
                 b.len()
             ));
             return fail_open(ctx.host, &fallback_name, out);
@@ -54,7 +56,7 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
         Input::TooLarge { seen } => {
             out.diagnostics.push(format!(
                 "payload larger than {} bytes ({seen} seen); answering without recording",
-                crate::stdin::MAX_PAYLOAD_BYTES
+                crate::hook::payload::MAX_PAYLOAD_BYTES
             ));
             return fail_open(ctx.host, &fallback_name, out);
         }
