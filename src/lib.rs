@@ -10,6 +10,8 @@
 //! (docs/DELIVERY.md says what hosts really hand the model).
 
 pub mod base;
+#[doc(hidden)]
+pub mod cli;
 pub mod fsx;
 pub mod gate;
 pub mod hook;
