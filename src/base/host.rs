@@ -14,6 +14,11 @@ pub enum Host {
 impl Host {
     pub const ALL: [Host; 4] = [Host::Cursor, Host::ClaudeCode, Host::Codex, Host::CodeBuddy];
 
+    /// The host a canonical name ([`Host::as_str`]) names; no aliases.
+    pub fn from_name(s: &str) -> Option<Host> {
+        Host::ALL.into_iter().find(|h| h.as_str() == s)
+    }
+
     /// The canonical name, as used on the command line and in state files.
     pub fn as_str(self) -> &'static str {
         match self {

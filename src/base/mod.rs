@@ -8,3 +8,4 @@ pub mod fingerprint;
 pub mod host;
 pub mod ids;
 pub mod paths;
+pub mod shell;

@@ -96,7 +96,7 @@ pub fn server_from_cursor(command: Option<&str>, url: Option<&str>) -> Option<St
 /// The file name of the program a shell command line runs, if it is a
 /// plain name.
 fn program_name(cmd: &str) -> Option<String> {
-    let words = shell_words(cmd)?;
+    let words = crate::base::shell::words(cmd, crate::base::shell::Extent::Words)?;
     let mut it = words.iter().map(String::as_str).peekable();
     loop {
         let w = *it.peek()?;
@@ -149,62 +149,6 @@ fn plain_name(s: &str, max: usize) -> bool {
         && s.len() <= max
         && !s.starts_with(['-', '.'])
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
-}
-
-/// Split a command line into words as a POSIX shell would (whitespace,
-/// single and double quotes, backslash escapes). `None` when a quote or an
-/// escape is left open: the words could be anything.
-fn shell_words(s: &str) -> Option<Vec<String>> {
-    let mut out = Vec::new();
-    let (mut cur, mut in_word) = (String::new(), false);
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => cur.push(c),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => {
-                            let n = chars.next()?;
-                            if !matches!(n, '"' | '\\' | '$' | '`' | '\n') {
-                                cur.push('\\');
-                            }
-                            cur.push(n);
-                        }
-                        c => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                cur.push(chars.next()?);
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    Some(out)
 }
 
 /// The host (and numeric port) of a URL, if its authority is unambiguous.

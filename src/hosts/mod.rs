@@ -7,6 +7,7 @@ pub mod codex;
 pub mod cursor;
 pub mod event;
 pub mod overlap;
+pub mod profile;
 
 use crate::base::host::Host;
 use crate::gate::Verdict;
@@ -55,9 +56,9 @@ impl HookEnv {
                 .filter(|s| crate::base::ids::is_valid_id(s.trim()))
                 .map(|s| s.trim().to_string()),
             claude_pid: std::env::var("CLAUDE_PID").ok().and_then(|s| s.trim().parse().ok()),
-            codex_home: std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from).or_else(
-                || std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| std::path::Path::new(&h).join(".codex")),
-            ),
+            codex_home: profile::profile(Host::Codex)
+                .user_dir(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(Into::into).ok_or_else(String::new))
+                .ok(),
         }
     }
 }

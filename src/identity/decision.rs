@@ -276,24 +276,10 @@ mod tests {
     #[test]
     fn reason_codes_are_their_serde_names() {
         use Reason::*;
-        let all = [
-            ScopeDisabled,
-            SameConversation,
-            SingleConversation,
-            OtherConversation,
-            Concurrent,
-            Compacted,
-            UnknownCaller,
-            UnknownDelivery,
-            SubagentActive,
-            StateUnavailable,
-            UnrecordedCall,
-            ConfirmedDelivery,
-            NotDelivered,
-            VersionChanged,
-            WindowChanged,
-            Unconfirmed,
-        ];
+        #[rustfmt::skip]
+        let all = [ScopeDisabled, SameConversation, SingleConversation, OtherConversation, Concurrent, Compacted,
+            UnknownCaller, UnknownDelivery, SubagentActive, StateUnavailable, UnrecordedCall, ConfirmedDelivery,
+            NotDelivered, VersionChanged, WindowChanged, Unconfirmed];
         let mut seen = std::collections::HashSet::new();
         for r in all {
             assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));

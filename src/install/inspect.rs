@@ -1,7 +1,7 @@
 //! What leanctx finds installed in a host's hook config: our entries,
 //! whether they are current, which programs they run.
 
-use super::spec::{self, Shape, Spec};
+use super::spec::{Shape, Spec};
 use super::target::{self, Target};
 use super::{command, cursor, edit, jsonfile, nested, tomlfile};
 use crate::base::host::Host;
@@ -33,7 +33,7 @@ pub fn user_entries(host: Host) -> Option<usize> {
 }
 
 fn find(host: Host, doc: &serde_json::Value) -> Vec<edit::Found> {
-    match spec::shape(host) {
+    match crate::hosts::profile::profile(host).shape {
         Shape::Flat => cursor::find(doc),
         Shape::Nested => nested::find(doc, host),
     }
@@ -94,7 +94,7 @@ pub fn file_report(t: &Target) -> FileReport {
     // Current = installing again with the same binary would change nothing.
     let spec = Spec::for_host(t.host, &command::shell_word(&found[0].program));
     let mut copy = doc.clone();
-    let unchanged = match spec::shape(t.host) {
+    let unchanged = match crate::hosts::profile::profile(t.host).shape {
         Shape::Flat => cursor::upsert(&mut copy, &spec),
         Shape::Nested => nested::upsert(&mut copy, &spec),
     }

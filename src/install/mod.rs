@@ -159,7 +159,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
         edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?
     } else {
         edit_config(&t, opts.dry_run, !dir_exists, false, |text| {
-            json_edit_with(&t, text, |doc| match spec::shape(host) {
+            json_edit_with(&t, text, |doc| match crate::hosts::profile::profile(host).shape {
                 Shape::Flat => cursor::upsert(doc, &spec),
                 Shape::Nested => nested::upsert(doc, &spec),
             })
@@ -211,7 +211,7 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
     } else {
         let res = edit_config(&t, opts.dry_run, false, true, |text| {
-            json_edit_with(&t, text, |doc| match spec::shape(host) {
+            json_edit_with(&t, text, |doc| match crate::hosts::profile::profile(host).shape {
                 Shape::Flat => cursor::remove(doc),
                 Shape::Nested => nested::remove(doc, host),
             })
@@ -283,7 +283,7 @@ fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
 /// leanctx created has no backup, since there was no original to keep.)
 fn only_skeleton(host: Host, doc: &Node) -> bool {
     let v = doc.to_value();
-    match spec::shape(host) {
+    match crate::hosts::profile::profile(host).shape {
         Shape::Flat => v == serde_json::json!({"version": 1}),
         Shape::Nested => v == serde_json::json!({}),
     }
@@ -442,37 +442,9 @@ fn codex_file(t: Target) -> Result<Target, InstallError> {
 
 /// What each host needs the user to know after its config changed.
 fn host_notes(host: Host, t: &Target) -> Vec<String> {
+    let p = crate::hosts::profile::profile(host);
     let project = matches!(t.scope, Scope::Project { .. });
-    let mut v = Vec::new();
-    match host {
-        Host::Codex => {
-            v.push(
-                "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust \
-                 the leanctx entries (`codex exec` never asks, so untrusted hooks do not run there). \
-                 `leanctx hooks status codex` tells whether they have fired."
-                    .into(),
-            );
-            if project {
-                v.push("project hooks load only in a project Codex trusts".into());
-            }
-        }
-        Host::ClaudeCode => v.push(
-            "Claude Code uses the hooks in new sessions; interactive sessions run hooks only in folders you trust"
-                .into(),
-        ),
-        Host::CodeBuddy => {
-            v.push("CodeBuddy reads hooks at startup and asks you to review edited hooks in /hooks".into())
-        }
-        Host::Cursor => {
-            v.push(
-                "Cursor reloads hooks.json on save; restart Cursor if the hooks do not show in its Hooks tab".into(),
-            );
-            if project {
-                v.push("project hooks run only in a trusted workspace".into());
-            }
-        }
-    }
-    v
+    std::iter::once(p.install_note).chain(p.project_note.filter(|_| project)).map(str::to_string).collect()
 }
 
 /// The other side of the Cursor/Claude overlap has our entries (user scope).

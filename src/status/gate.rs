@@ -82,7 +82,7 @@ pub fn explain(host: Host, raw_tool: &str, server: Option<&str>, data_dir: Optio
         }
     }
     let verdict = evaluate(&loaded, &tool);
-    let event = if host == Host::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
+    let event = crate::hosts::profile::profile(host).gate_event;
     let answer = crate::hosts::answer(host, event, true, &verdict);
     let mut warnings = Vec::new();
     if let Some(s) = server

@@ -45,18 +45,7 @@ pub struct LastEvent {
 }
 
 fn never_fired(host: Host) -> Issue {
-    let how = match host {
-        Host::Codex => {
-            "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust the \
-             leanctx entries (codex exec never asks; untrusted hooks do not run there)"
-        }
-        Host::ClaudeCode => "start a new Claude Code session; interactive sessions run hooks only in folders you trust",
-        Host::CodeBuddy => "restart CodeBuddy and review the edited hooks in /hooks",
-        Host::Cursor => {
-            "check Cursor's Hooks tab (restart Cursor if they are missing); project hooks need a trusted workspace"
-        }
-    };
-    Issue::new("installed but never fired", how)
+    Issue::new("installed but never fired", crate::hosts::profile::profile(host).never_fired_fix)
 }
 
 pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksStatus, InstallError> {

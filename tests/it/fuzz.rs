@@ -634,7 +634,7 @@ fn fuzz_installer_reader_and_merger() {
     static MERGED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     fuzz("install merger", config, |(host, doc)| {
         let sp = spec::Spec::for_host(host, "/usr/local/bin/leanctx");
-        let flat = matches!(spec::shape(host), spec::Shape::Flat);
+        let flat = matches!(leanctx::hosts::profile::profile(host).shape, spec::Shape::Flat);
         let upsert = |d: &mut Node| if flat { cursor::upsert(d, &sp) } else { nested::upsert(d, &sp) };
         let remove = |d: &mut Node| if flat { cursor::remove(d) } else { nested::remove(d, host) };
         let find = |d: &Node| if flat { cursor::find(&d.to_value()) } else { nested::find(&d.to_value(), host) };
@@ -873,7 +873,7 @@ fn fuzz_install_uninstall_round_trip_is_byte_for_byte() {
         };
         let text = layout(&doc, &Layout::random(seed, comments));
         let sp = spec::Spec::for_host(host, "'/opt/my tools/leanctx'");
-        let flat = matches!(spec::shape(host), spec::Shape::Flat);
+        let flat = matches!(leanctx::hosts::profile::profile(host).shape, spec::Shape::Flat);
         let install = |t: &str| -> Option<(String, usize)> {
             let mut d = jsonfile::parse(t, comments).expect("a generated file parses");
             let ch = if flat { cursor::upsert(&mut d.root, &sp) } else { nested::upsert(&mut d.root, &sp) }.ok()?;

@@ -175,16 +175,6 @@ fn field(s: &str) -> String {
     out
 }
 
-fn parse_host(s: &str) -> Option<Host> {
-    match s {
-        "cursor" => Some(Host::Cursor),
-        "claude-code" => Some(Host::ClaudeCode),
-        "codex" => Some(Host::Codex),
-        "codebuddy" => Some(Host::CodeBuddy),
-        _ => None,
-    }
-}
-
 fn opt(s: &str) -> Option<&str> {
     (s != "-").then_some(s)
 }
@@ -243,12 +233,12 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
     let tag = it.next()?;
     let t: u64 = it.next()?.parse().ok()?;
     let rec = match tag {
-        "S" => Record::Sighting { t, host: parse_host(it.next()?)?, conv: it.next()?, event: it.next()? },
-        "U" => Record::SubagentStart { t, host: parse_host(it.next()?)?, conv: it.next()?, agent: it.next()? },
-        "u" => Record::SubagentStop { t, host: parse_host(it.next()?)?, conv: it.next()?, agent: opt(it.next()?) },
+        "S" => Record::Sighting { t, host: Host::from_name(it.next()?)?, conv: it.next()?, event: it.next()? },
+        "U" => Record::SubagentStart { t, host: Host::from_name(it.next()?)?, conv: it.next()?, agent: it.next()? },
+        "u" => Record::SubagentStop { t, host: Host::from_name(it.next()?)?, conv: it.next()?, agent: opt(it.next()?) },
         "C" => Record::Call(Call {
             t,
-            host: parse_host(it.next()?)?,
+            host: Host::from_name(it.next()?)?,
             conv: it.next()?,
             agent: opt(it.next()?),
             server: opt(it.next()?),
@@ -258,13 +248,15 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
             key: it.next()?,
         }),
         "K" => Record::Claim { t, key: it.next()?, claimant: it.next().and_then(opt) },
-        "P" => Record::Compaction { t, host: parse_host(it.next()?)?, conv: it.next()? },
-        "E" => Record::End { t, host: parse_host(it.next()?)?, conv: it.next()? },
-        "L" => Record::Lineage { t, host: parse_host(it.next()?)?, pid: it.next()?.parse().ok()?, conv: it.next()? },
+        "P" => Record::Compaction { t, host: Host::from_name(it.next()?)?, conv: it.next()? },
+        "E" => Record::End { t, host: Host::from_name(it.next()?)?, conv: it.next()? },
+        "L" => {
+            Record::Lineage { t, host: Host::from_name(it.next()?)?, pid: it.next()?.parse().ok()?, conv: it.next()? }
+        }
         "F" => Record::Floor { t },
         "D" => Record::Delivery(Delivery {
             t,
-            host: parse_host(it.next()?)?,
+            host: Host::from_name(it.next()?)?,
             conv: it.next()?,
             scope: it.next()?,
             window: opt(it.next()?),
@@ -276,7 +268,7 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
         }),
         "A" => Record::Ack(Ack {
             t,
-            host: parse_host(it.next()?)?,
+            host: Host::from_name(it.next()?)?,
             scope: it.next()?,
             call_ref: it.next()?,
             digest: it.next()?,
