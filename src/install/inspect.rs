@@ -1,9 +1,9 @@
 //! What leanctx finds installed in a host's hook config: our entries,
 //! whether they are current, which programs they run.
 
-use super::spec::{Shape, Spec};
+use super::spec::Spec;
 use super::target::{self, Target};
-use super::{command, cursor, edit, jsonfile, nested, tomlfile};
+use super::{command, entries, jsonfile, tomlfile};
 use crate::base::host::Host;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -29,14 +29,7 @@ pub fn user_entries(host: Host) -> Option<usize> {
     let t = target::resolve(host, None, false).ok()?;
     let text = std::fs::read_to_string(&t.file).ok()?;
     let doc = jsonfile::parse(&text, target::accepts_comments(host)).ok()?;
-    Some(find(host, &doc.root.to_value()).len())
-}
-
-fn find(host: Host, doc: &serde_json::Value) -> Vec<edit::Found> {
-    match crate::hosts::profile::profile(host).shape {
-        Shape::Flat => cursor::find(doc),
-        Shape::Nested => nested::find(doc, host),
-    }
+    Some(entries::find(host, &doc.root.to_value()).len())
 }
 
 pub fn file_report(t: &Target) -> FileReport {
@@ -78,7 +71,7 @@ pub fn file_report(t: &Target) -> FileReport {
             return r;
         }
     };
-    let found = find(t.host, &doc.to_value());
+    let found = entries::find(t.host, &doc.to_value());
     if found.is_empty() {
         r.state = "not-installed";
         return r;
@@ -94,12 +87,7 @@ pub fn file_report(t: &Target) -> FileReport {
     // Current = installing again with the same binary would change nothing.
     let spec = Spec::for_host(t.host, &command::shell_word(&found[0].program));
     let mut copy = doc.clone();
-    let unchanged = match crate::hosts::profile::profile(t.host).shape {
-        Shape::Flat => cursor::upsert(&mut copy, &spec),
-        Shape::Nested => nested::upsert(&mut copy, &spec),
-    }
-    .map(|c| c.is_empty())
-    .unwrap_or(false);
+    let unchanged = entries::upsert(&mut copy, &spec).map(|c| c.is_empty()).unwrap_or(false);
     r.state = if unchanged { "installed" } else { "outdated" };
     r
 }

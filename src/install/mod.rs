@@ -16,6 +16,7 @@ pub mod command;
 pub mod cursor;
 pub mod diff;
 pub mod edit;
+pub mod entries;
 pub mod fsio;
 pub mod inspect;
 pub mod jsonfile;
@@ -27,7 +28,7 @@ pub mod tomlfile;
 use crate::base::host::Host;
 use edit::{Changes, ShapeError};
 use jsonfile::Node;
-use spec::{Shape, Spec};
+use spec::Spec;
 use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -159,10 +160,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
         edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?
     } else {
         edit_config(&t, opts.dry_run, !dir_exists, false, |text| {
-            json_edit_with(&t, text, |doc| match crate::hosts::profile::profile(host).shape {
-                Shape::Flat => cursor::upsert(doc, &spec),
-                Shape::Nested => nested::upsert(doc, &spec),
-            })
+            json_edit_with(&t, text, |doc| entries::upsert(doc, &spec))
         })?
     };
 
@@ -211,10 +209,7 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
     } else {
         let res = edit_config(&t, opts.dry_run, false, true, |text| {
-            json_edit_with(&t, text, |doc| match crate::hosts::profile::profile(host).shape {
-                Shape::Flat => cursor::remove(doc),
-                Shape::Nested => nested::remove(doc, host),
-            })
+            json_edit_with(&t, text, |doc| entries::remove(host, doc))
         })?;
         report(&res, opts.dry_run, 0, out)?;
         rep.files.push(FileChange::of(&t, &res, opts.dry_run));
@@ -282,11 +277,7 @@ fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
 /// What an uninstall leaves of a file leanctx created: nothing. (A file
 /// leanctx created has no backup, since there was no original to keep.)
 fn only_skeleton(host: Host, doc: &Node) -> bool {
-    let v = doc.to_value();
-    match crate::hosts::profile::profile(host).shape {
-        Shape::Flat => v == serde_json::json!({"version": 1}),
-        Shape::Nested => v == serde_json::json!({}),
-    }
+    doc.to_value() == entries::skeleton(host)
 }
 
 /// Read, change with `f`, write if changed. See the module doc.
