@@ -191,7 +191,7 @@ pub fn evaluate(loaded: &[Loaded], tool: &ToolRef) -> Verdict {
     let mut verdict = Verdict::NoOpinion;
     let mut rank: Option<Action> = None;
     for l in loaded {
-        let (action, message, by) = match l {
+        let (action, message, by, broken) = match l {
             Loaded::Policy(p) => match evaluate_file(p, tool) {
                 // An untrusted workspace's allow is no opinion (its first
                 // matching rule still shadows its own later rules).
@@ -199,7 +199,7 @@ pub fn evaluate(loaded: &[Loaded], tool: &ToolRef) -> Verdict {
                 Some((action, i)) => {
                     let rule = &p.rules[i];
                     let msg = rule.message.clone().unwrap_or_else(|| default_message(action, tool, &p.path, i));
-                    (action, msg, format!("{}#{}", p.path.display(), i + 1))
+                    (action, msg, format!("{}#{}", p.path.display(), i + 1), false)
                 }
                 None => continue,
             },
@@ -207,11 +207,12 @@ pub fn evaluate(loaded: &[Loaded], tool: &ToolRef) -> Verdict {
                 Action::Ask,
                 format!("leanctx gate: policy file {e} — fix it; until then MCP calls need confirmation"),
                 e.path.display().to_string(),
+                true,
             ),
         };
         if rank.is_none_or(|r| action > r) {
             rank = Some(action);
-            verdict = Verdict::Decide { action, message, decided_by: by };
+            verdict = Verdict::Decide { action, message, decided_by: by, broken };
         }
     }
     verdict

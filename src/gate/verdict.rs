@@ -20,5 +20,8 @@ pub enum Verdict {
         message: String,
         /// Which file and rule decided (`path#n`, rules numbered from 1), or the broken file.
         decided_by: String,
+        /// A policy file that does not parse decided (asks until fixed).
+        #[serde(skip)]
+        broken: bool,
     },
 }

@@ -120,9 +120,7 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
     } else {
         Verdict::NoOpinion
     };
-    if let Verdict::Decide { decided_by, .. } = &verdict
-        && !decided_by.contains('#')
-    {
+    if let Verdict::Decide { decided_by, broken: true, .. } = &verdict {
         out.diagnostics.push(format!("gate policy {decided_by} does not parse; asking"));
     }
     out.stdout = hosts::answer(ctx.host, &event.name, gated, &verdict);

@@ -9,12 +9,36 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+/// How a hook config file stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileState {
+    Absent,
+    NotInstalled,
+    /// Our entries, current (installing again would change nothing).
+    Installed,
+    /// Our entries, but not as this binary would write them.
+    Outdated,
+    Unreadable,
+}
+
+impl FileState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileState::Absent => "absent",
+            FileState::NotInstalled => "not-installed",
+            FileState::Installed => "installed",
+            FileState::Outdated => "outdated",
+            FileState::Unreadable => "unreadable",
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct FileReport {
     pub path: PathBuf,
     pub scope: String,
-    /// `absent`, `not-installed`, `installed`, `outdated` or `unreadable`.
-    pub state: &'static str,
+    pub state: FileState,
     /// Events with an entry of ours.
     pub entries: usize,
     pub expected: usize,
@@ -37,7 +61,7 @@ pub fn file_report(t: &Target) -> FileReport {
     let mut r = FileReport {
         path: t.file.clone(),
         scope: t.describe_scope(),
-        state: "absent",
+        state: FileState::Absent,
         entries: 0,
         expected,
         programs: vec![],
@@ -48,7 +72,7 @@ pub fn file_report(t: &Target) -> FileReport {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return r,
         Err(e) => {
-            r.state = "unreadable";
+            r.state = FileState::Unreadable;
             r.error = Some(e.to_string());
             return r;
         }
@@ -66,14 +90,14 @@ pub fn file_report(t: &Target) -> FileReport {
     let doc = match read {
         Ok(d) => d,
         Err(e) => {
-            r.state = "unreadable";
+            r.state = FileState::Unreadable;
             r.error = Some(format!("{}:{}:{}: {}", t.file.display(), e.pos.line, e.pos.col, e.msg));
             return r;
         }
     };
     let found = entries::find(t.host, &doc.to_value());
     if found.is_empty() {
-        r.state = "not-installed";
+        r.state = FileState::NotInstalled;
         return r;
     }
     let mut events: Vec<&str> = found.iter().map(|f| f.event.as_str()).collect();
@@ -88,7 +112,7 @@ pub fn file_report(t: &Target) -> FileReport {
     let spec = Spec::for_host(t.host, &command::shell_word(&found[0].program));
     let mut copy = doc.clone();
     let unchanged = entries::upsert(&mut copy, &spec).map(|c| c.is_empty()).unwrap_or(false);
-    r.state = if unchanged { "installed" } else { "outdated" };
+    r.state = if unchanged { FileState::Installed } else { FileState::Outdated };
     r
 }
 

@@ -22,11 +22,20 @@ pub struct Explanation {
     pub warnings: Vec<String>,
 }
 
+/// What one policy file says about the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileStatus {
+    Missing,
+    NoMatch,
+    Rule,
+    Broken,
+}
+
 #[derive(Debug, Serialize)]
 pub struct FileSay {
     pub path: PathBuf,
-    /// `missing`, `no-match`, `rule`, `broken`.
-    pub status: &'static str,
+    pub status: FileStatus,
     pub rule: Option<usize>,
     pub action: Option<Action>,
     pub error: Option<String>,
@@ -48,9 +57,14 @@ pub fn explain(host: Host, raw_tool: &str, server: Option<&str>, data_dir: Optio
     let mut loaded = Vec::new();
     for p in paths {
         match policy::load(&p) {
-            Ok(None) => {
-                files.push(FileSay { path: p, status: "missing", rule: None, action: None, error: None, note: None })
-            }
+            Ok(None) => files.push(FileSay {
+                path: p,
+                status: FileStatus::Missing,
+                rule: None,
+                action: None,
+                error: None,
+                note: None,
+            }),
             Ok(Some(mut pol)) => {
                 if Some(p.as_path()) == user.as_deref() {
                     trusted.clone_from(&pol.trusted_workspaces);
@@ -60,7 +74,7 @@ pub fn explain(host: Host, raw_tool: &str, server: Option<&str>, data_dir: Optio
                 let ignored = pol.allow_ignored && matches!(say, Some((Action::Allow, _)));
                 files.push(FileSay {
                     path: p,
-                    status: if say.is_some() { "rule" } else { "no-match" },
+                    status: if say.is_some() { FileStatus::Rule } else { FileStatus::NoMatch },
                     rule: say.map(|(_, i)| i),
                     action: say.map(|(a, _)| a),
                     error: None,
@@ -71,7 +85,7 @@ pub fn explain(host: Host, raw_tool: &str, server: Option<&str>, data_dir: Optio
             Err(e) => {
                 files.push(FileSay {
                     path: p,
-                    status: "broken",
+                    status: FileStatus::Broken,
                     rule: None,
                     action: Some(Action::Ask),
                     error: Some(e.to_string()),
@@ -118,21 +132,21 @@ impl Explanation {
         );
         for f in &self.files {
             let detail = match f.status {
-                "rule" => format!(
+                FileStatus::Rule => format!(
                     "rule #{} says {}{}",
                     f.rule.unwrap_or(0) + 1,
                     f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
                     f.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
                 ),
-                "broken" => format!("does not parse: {} → ask", f.error.as_deref().unwrap_or("")),
-                "no-match" => "no rule matches".into(),
-                _ => "not present".into(),
+                FileStatus::Broken => format!("does not parse: {} → ask", f.error.as_deref().unwrap_or("")),
+                FileStatus::NoMatch => "no rule matches".into(),
+                FileStatus::Missing => "not present".into(),
             };
             let _ = writeln!(o, "policy   {}: {detail}", f.path.display());
         }
         let v = match &self.verdict {
             Verdict::NoOpinion => "no opinion (the host's own permissions apply)".to_string(),
-            Verdict::Decide { action, message, decided_by } => {
+            Verdict::Decide { action, message, decided_by, .. } => {
                 format!("{} — {message} [{decided_by}]", format!("{action:?}").to_lowercase())
             }
         };

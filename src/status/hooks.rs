@@ -8,7 +8,7 @@ use crate::base::host::Host;
 use crate::base::paths;
 use crate::hosts::overlap;
 use crate::install::InstallError;
-use crate::install::inspect::{FileReport, codex_hooks_disabled, file_report, program_exists, user_entries};
+use crate::install::inspect::{FileReport, FileState, codex_hooks_disabled, file_report, program_exists, user_entries};
 use crate::install::target::{self, Target};
 use crate::state::journal::{Journal, View};
 use serde::Serialize;
@@ -89,14 +89,14 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
         let mut notes = Vec::new();
         for f in &files {
             match f.state {
-                "outdated" => warnings.push(Issue::new(
+                FileState::Outdated => warnings.push(Issue::new(
                     format!("{} has outdated leanctx entries", f.path.display()),
                     format!(
                         "run `leanctx hooks install {host}`{}",
                         if f.scope == "user" { String::new() } else { " with the same --project/--local".into() }
                     ),
                 )),
-                "unreadable" => warnings.push(Issue::new(
+                FileState::Unreadable => warnings.push(Issue::new(
                     format!("cannot read {}: {}", f.path.display(), f.error.as_deref().unwrap_or("?")),
                     "fix the file (the host cannot read it either), then `leanctx hooks status` again",
                 )),
@@ -231,8 +231,10 @@ impl HooksStatus {
             let _ = writeln!(o, "{}  {}{exists}", h.host, h.config_dir.display());
             for f in &h.files {
                 let state = match f.state {
-                    "installed" | "outdated" => format!("{}, {}/{} events", f.state, f.entries, f.expected),
-                    s => s.to_string(),
+                    s @ (FileState::Installed | FileState::Outdated) => {
+                        format!("{}, {}/{} events", s.as_str(), f.entries, f.expected)
+                    }
+                    s => s.as_str().to_string(),
                 };
                 // The scope's word; the path says which project.
                 let scope = match f.scope.as_str() {
