@@ -8,4 +8,5 @@ pub mod fingerprint;
 pub mod host;
 pub mod ids;
 pub mod paths;
+pub mod scope;
 pub mod shell;

@@ -9,6 +9,7 @@ pub mod payload;
 
 use crate::base::host::Host;
 use crate::base::paths::{self, DirProblem};
+use crate::base::scope::ScopeKind;
 use crate::gate::{self, Verdict};
 use crate::hook::payload::Input;
 use crate::hosts::event::{Event, EventKind};
@@ -152,9 +153,9 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         return Ok(());
     };
     let host = ev.host;
-    let in_task = ev.agent.as_deref().is_some_and(|a| a.starts_with("task:"));
+    let in_task = ev.agent.as_deref().is_some_and(|a| ScopeKind::of(a) == ScopeKind::Task);
     let anonymous = if ev.kind == EventKind::SubagentStart {
-        format!("task:anon-{now}-{}", std::process::id())
+        ScopeKind::Task.name(&format!("anon-{now}-{}", std::process::id()))
     } else {
         String::new()
     };

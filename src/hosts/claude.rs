@@ -4,6 +4,7 @@
 
 use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
 use crate::gate::tool::ToolRef;
 use crate::gate::{Action, Verdict};
 use crate::hosts::event::{Event, EventKind, Fields};
@@ -38,7 +39,7 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
     let name = event_override.or(f.str("hook_event_name")).unwrap_or("");
     let mut ev = Event::new(host, name, kind_of(name));
     ev.conversation = f.id("session_id");
-    ev.agent = f.id("agent_id").map(|a| format!("agent:{a}"));
+    ev.agent = f.id("agent_id").map(|a| ScopeKind::Agent.name(&a));
     ev.transcript_path = f.path("transcript_path");
     ev.source = f.id("source");
     ev.call_id = f.id("tool_use_id");

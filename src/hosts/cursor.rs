@@ -4,6 +4,7 @@
 use super::HookEnv;
 use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
 use crate::gate::tool::{ToolRef, server_from_cursor};
 use crate::gate::{Action, Verdict};
 use crate::hosts::event::{Event, EventKind, Fields};
@@ -52,9 +53,10 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
         if let Some(parent) = f.safe_id("parent_conversation_id") {
             ev.conversation = Some(parent);
         }
-        ev.started_agent = f.safe_id("subagent_id").or_else(|| f.safe_id("tool_call_id")).map(|a| format!("task:{a}"));
+        ev.started_agent =
+            f.safe_id("subagent_id").or_else(|| f.safe_id("tool_call_id")).map(|a| ScopeKind::Task.name(&a));
     }
-    ev.agent = env.cursor_task_id.as_ref().map(|t| format!("task:{t}"));
+    ev.agent = env.cursor_task_id.as_ref().map(|t| ScopeKind::Task.name(t));
     ev.transcript_path = f.path("transcript_path");
     ev.call_id = f.safe_id("tool_use_id");
     if let Some(Value::Array(roots)) = f.get("workspace_roots") {

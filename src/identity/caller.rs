@@ -2,6 +2,7 @@
 //! what the environment, the MCP call and the state say.
 
 use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
 use serde::Serialize;
 
 /// How the caller was found. Serialized as the reason-style code the CLI
@@ -145,13 +146,13 @@ pub fn disabled(env: &ScopeEnv) -> Option<Caller> {
 /// `LEAN_CTX_SCOPE`: after per-call evidence, never over it; not exact (a
 /// server shared by two chats gives both the same custom scope).
 pub fn custom(env: &ScopeEnv) -> Option<Caller> {
-    env.custom.as_ref().map(|c| Caller::new(Source::Custom, Some(format!("custom:{c}")), None, None))
+    env.custom.as_ref().map(|c| Caller::new(Source::Custom, Some(ScopeKind::Custom.name(c)), None, None))
 }
 
 /// Steps 4 and 5 (after per-call identity).
 pub fn env_after_call(env: &ScopeEnv, lineage: Option<&str>) -> Option<Caller> {
     if let Some(t) = &env.cursor_task_id {
-        return Some(Caller::new(Source::TaskEnv, Some(format!("task:{t}")), None, Some(Host::Cursor)));
+        return Some(Caller::new(Source::TaskEnv, Some(ScopeKind::Task.name(t)), None, Some(Host::Cursor)));
     }
     if let Some(s) = &env.claude_session_id {
         let conv = lineage.unwrap_or(s).to_string();

@@ -1,6 +1,7 @@
 //! The stub decisions (README: "Stub decisions and reason codes"), as pure
 //! functions with reason codes.
 
+use crate::base::scope::ScopeKind;
 use crate::identity::caller::{Caller, Source};
 use serde::Serialize;
 
@@ -200,7 +201,7 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
 
 /// `agent:`/`task:`/`custom:` scopes are already narrower than a conversation.
 fn is_subscope(scope: &str) -> bool {
-    scope.starts_with("agent:") || scope.starts_with("task:") || scope.starts_with("custom:")
+    ScopeKind::of(scope).is_narrower()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use crate::base::fingerprint::args_fingerprint;
 use crate::base::host::Host;
 use crate::base::ids;
+use crate::base::scope::ScopeKind;
 use crate::identity::caller::{Caller, Source};
 use crate::state::journal::View;
 use serde::Serialize;
@@ -55,7 +56,7 @@ impl McpCall {
         let session = self.meta_id("sessionId").or_else(|| tm("session_id"))?;
         let thread = self.meta_id("threadId").or_else(|| tm("thread_id"));
         let scope = match thread {
-            Some(t) if t != session => format!("agent:{t}"),
+            Some(t) if t != session => ScopeKind::Agent.name(t),
             _ => session.to_string(),
         };
         Some(Caller::new(Source::MetaSession, Some(scope), Some(session.to_string()), Some(Host::Codex)))

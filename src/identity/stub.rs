@@ -15,6 +15,7 @@
 //! if ans.decision.allow { /* serve [unchanged] */ } else { /* return `result` */ }
 //! ```
 
+use crate::base::scope::ScopeKind;
 use crate::identity::caller::{Caller, Source};
 use crate::identity::decision::{Decision, Reason};
 use crate::identity::delivery::{self, Question};
@@ -105,7 +106,10 @@ impl ReadPath {
                 // subagent hooks name their agent, as Claude Code's do, so a
                 // record without one is the main agent's.)
                 let conv = caller.conversation.as_deref().or(caller.scope.as_deref()).unwrap_or_default();
-                let narrow = caller.scope.as_deref().is_some_and(|s| s.starts_with("agent:") || s.starts_with("task:"));
+                let narrow = caller
+                    .scope
+                    .as_deref()
+                    .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Agent | ScopeKind::Task));
                 let blind = caller.source.blind_to_subagents()
                     && caller.host == Some(crate::Host::Cursor)
                     && !narrow

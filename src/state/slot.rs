@@ -7,6 +7,7 @@
 
 use crate::base::host::Host;
 use crate::base::ids;
+use crate::base::scope::ScopeKind;
 use serde_json::{Map, Value};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -98,7 +99,7 @@ impl Slot {
             .filter(|ms| ms / 1000 == updated_at)
             .unwrap_or(updated_at.saturating_mul(1000));
         let agent = s("agent")
-            .filter(|a| a.strip_prefix("agent:").or(a.strip_prefix("task:")).is_some_and(ids::is_valid_id))
+            .filter(|a| ScopeKind::Agent.id(a).or(ScopeKind::Task.id(a)).is_some_and(ids::is_valid_id))
             .map(str::to_string);
         Some(Slot {
             transcript_path: s("transcript_path").unwrap_or("").to_string(),

@@ -16,6 +16,7 @@
 use crate::base::clock;
 use crate::base::host::Host;
 use crate::base::paths;
+use crate::base::scope::ScopeKind;
 use crate::identity::caller::{self, Caller, ScopeEnv, Source};
 use crate::identity::decision::{self, Decision, Facts};
 use crate::identity::mcp_call::{self, McpCall, PerCall};
@@ -340,7 +341,7 @@ impl ReadPath {
         // A scope that names no conversation (`custom:`, `task:` from the
         // env) may be any chat's: every compaction applies to it.
         let unbound = caller.conversation.is_none()
-            && caller.scope.as_deref().is_some_and(|s| s.starts_with("custom:") || s.starts_with("task:"));
+            && caller.scope.as_deref().is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Custom | ScopeKind::Task));
         let last_compaction = conv.and_then(|c| view.last_compaction(c));
         let last_compaction = if unbound { last_compaction.max(view.latest_compaction_any()) } else { last_compaction };
         Facts {

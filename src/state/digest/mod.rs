@@ -22,6 +22,7 @@
 //! the whole file instead.
 
 use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
 use crate::state::journal::{self, Call, Record, View};
 use std::collections::HashMap;
 
@@ -430,7 +431,7 @@ impl Digest {
                 by_id.insert(hash_of(&[id]), i);
             }
             if let (Some(conv), Some(agent)) = (f.conv, f.agent)
-                && agent.starts_with("task:")
+                && ScopeKind::of(agent) == ScopeKind::Task
             {
                 tasks.insert(hash_of(&[conv, agent]));
             }
