@@ -814,9 +814,9 @@ fn replay_real_cursor_run_with_a_subagent() {
 
     // The journal: every event under the right conversation or subagent.
     let j = sb.journal();
-    let lines: Vec<Vec<&str>> = j.lines().map(|l| l.split('\t').collect()).collect();
-    let of = |tag: &str| lines.iter().filter(|l| l[0] == tag).collect::<Vec<_>>();
-    let events = |conv: &str| of("S").iter().filter(|l| l[3] == conv).map(|l| l[4]).collect::<Vec<_>>();
+    let records = leanctx::state::journal::parse(&j);
+    let sightings = Sandbox::sightings(&j);
+    let events = |conv: &str| sightings.iter().filter(|s| s.1 == conv).map(|s| s.2).collect::<Vec<_>>();
     assert_eq!(
         events(root),
         [
@@ -835,16 +835,23 @@ fn replay_real_cursor_run_with_a_subagent() {
         ]
     );
     assert_eq!(events(child), ["preToolUse", "postToolUse"]);
-    assert_eq!(of("S").len(), 14, "no event was recorded under any other conversation:\n{j}");
-    let starts = of("U");
-    let stops = of("u");
+    assert_eq!(sightings.len(), 14, "no event was recorded under any other conversation:\n{j}");
+    use leanctx::state::journal::Record;
+    let starts: Vec<_> = records
+        .iter()
+        .filter_map(|r| if let Record::SubagentStart { conv, agent, .. } = r { Some((*conv, *agent)) } else { None })
+        .collect();
+    let stops: Vec<_> = records
+        .iter()
+        .filter_map(|r| if let Record::SubagentStop { conv, agent, .. } = r { Some((*conv, *agent)) } else { None })
+        .collect();
     assert_eq!((starts.len(), stops.len()), (1, 1), "{j}");
-    assert_eq!((starts[0][3], starts[0][4]), (root, agent.as_str()));
-    assert_eq!((stops[0][3], stops[0][4]), (root, agent.as_str()), "stopped by its id");
-    let calls = of("C");
-    let call_convs: Vec<&str> = calls.iter().map(|c| c[3]).collect();
+    assert_eq!(starts[0], (root, agent.as_str()));
+    assert_eq!(stops[0], (root, Some(agent.as_str())), "stopped by its id");
+    let calls = Sandbox::calls(&j);
+    let call_convs: Vec<&str> = calls.iter().map(|c| c.conv).collect();
     assert_eq!(call_convs, [root, child, root, root, root]);
-    assert!(calls.iter().all(|c| c[5] == "-" && c[6] == "dump"), "`MCP:dump` names no server");
+    assert!(calls.iter().all(|c| c.server.is_none() && c.tool == "dump"), "`MCP:dump` names no server");
     assert!(!j.contains("call-7e307548"), "the raw subagent id is never stored");
 }
 
