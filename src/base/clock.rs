@@ -3,6 +3,14 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// How far ahead of the reader's clock a stamp may be and still count: the
+/// reader's clock may be behind the writers' (at 5 s, a reader 5 s behind
+/// saw two live chats as none). Further ahead, it was stamped by a clock
+/// that ran ahead, or read by one that went back: a slot that far ahead
+/// reads as absent (a clock jump cannot keep it alive), a journal record as
+/// not yet happened. One value for the slot and the journal.
+pub const FUTURE_SKEW_MS: u64 = 60 * 1000;
+
 /// Milliseconds since the Unix epoch. A clock before 1970 reads as 0 rather
 /// than panicking: a broken clock must not break a hook.
 pub fn now_ms() -> u64 {

@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// Two hours: an older slot reads as absent.
 pub const SLOT_TTL_MS: u64 = 2 * 60 * 60 * 1000;
-/// A slot stamped further than this in the future (the clock went back)
-/// reads as absent, so a clock jump cannot keep a slot alive.
-pub const FUTURE_SKEW_MS: u64 = 60 * 1000;
+pub use crate::base::clock::FUTURE_SKEW_MS;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Slot {

@@ -49,12 +49,9 @@ pub const CLAIM_WINDOW_MS: u64 = 10_000;
 pub const CALL_KEEP_MS: u64 = 10 * 60_000;
 /// Sightings, ends, compactions, subagents and lineage are kept this long.
 pub const STATE_TTL_MS: u64 = crate::state::slot::SLOT_TTL_MS;
-/// A sighting (or subagent start, or call record) stamped up to this far
-/// ahead of the reader's clock counts: the reader's clock may be behind the
-/// hooks' (it was 5 s: a reader 5 s behind saw two live chats as none).
-/// Further ahead, it was stamped by a clock that ran ahead and has not
-/// happened yet. The same tolerance as the slot's.
-pub const FUTURE_SKEW_MS: u64 = crate::state::slot::FUTURE_SKEW_MS;
+/// A sighting, subagent start or call record stamped further ahead than
+/// this has not happened yet (the slot's tolerance too).
+pub use crate::base::clock::FUTURE_SKEW_MS;
 /// An end or a subagent stop stamped further ahead than this is ignored.
 /// Ignoring one only keeps a conversation or subagent live (more
 /// withholding); applying one stamped by a clock that ran ahead could end
