@@ -44,7 +44,13 @@ pub(crate) fn install_each(
                 let _ = out.flush();
                 eprintln!("leanctx: {e}");
             }
-            install::Report { host: Some(h), ok: false, dry_run: a.dry_run, error: Some(e.0), ..Default::default() }
+            install::Report {
+                host: Some(h),
+                ok: false,
+                dry_run: a.dry_run,
+                error: Some(e.message().to_string()),
+                ..Default::default()
+            }
         });
         reports.push(rep);
     }

@@ -109,26 +109,46 @@ impl FileChange {
     }
 }
 
-/// An installer failure, with a message for the user; exit code 1.
+/// An installer failure, with a message for the user (exit code 1) and,
+/// when an I/O error caused it, that error ([`std::error::Error::source`]).
 #[derive(Debug)]
-pub struct InstallError(pub String);
+pub struct InstallError {
+    message: String,
+    cause: Option<io::Error>,
+}
 
-impl std::fmt::Display for InstallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl InstallError {
+    /// A failure `what` on `path` because of `cause`: "cannot write <path>: <cause>".
+    pub fn io(what: &str, path: &std::path::Path, cause: io::Error) -> InstallError {
+        InstallError { message: format!("{what} {}: {cause}", path.display()), cause: Some(cause) }
+    }
+
+    /// The message for the user.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 
-impl std::error::Error for InstallError {}
+impl std::fmt::Display for InstallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InstallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_ref().map(|e| e as _)
+    }
+}
 
 impl From<String> for InstallError {
-    fn from(s: String) -> Self {
-        InstallError(s)
+    fn from(message: String) -> Self {
+        InstallError { message, cause: None }
     }
 }
 
 pub(crate) fn out_err(e: io::Error) -> InstallError {
-    InstallError(format!("cannot write output: {e}"))
+    InstallError { message: format!("cannot write output: {e}"), cause: Some(e) }
 }
 
 pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<Report, InstallError> {
@@ -136,7 +156,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     let t = target::resolve(host, opts.project.as_deref(), opts.local)?;
     let dir_exists = t.dir.is_dir();
     if !dir_exists && t.dir.exists() {
-        return Err(InstallError(format!("{} is not a directory", t.dir.display())));
+        return Err(InstallError::from(format!("{} is not a directory", t.dir.display())));
     }
     let asked = opts.create || matches!(t.scope, Scope::Project { .. });
     if !dir_exists && !asked {
@@ -146,7 +166,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
             rep.skipped = true;
             return Ok(rep);
         }
-        return Err(InstallError(format!(
+        return Err(InstallError::from(format!(
             "{} does not exist, so {host} does not look installed here; nothing written \
              (use --create to create it anyway, or --project <DIR> for a project)",
             t.dir.display()
@@ -271,7 +291,7 @@ fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write)
 }
 
 fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
-    InstallError(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
+    InstallError::from(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
 }
 
 /// What an uninstall leaves of a file leanctx created: nothing. (A file
@@ -288,7 +308,7 @@ fn edit_config(
     uninstalling: bool,
     transform: impl FnOnce(&str) -> Result<Edit, InstallError>,
 ) -> Result<EditResult, InstallError> {
-    let io_err = |what: &str, p: &std::path::Path, e: io::Error| InstallError(format!("{what} {}: {e}", p.display()));
+    let io_err = InstallError::io;
     if create_dir && !dry_run {
         fs::create_dir_all(&t.dir).map_err(|e| io_err("cannot create", &t.dir, e))?;
     }
@@ -299,7 +319,7 @@ fn edit_config(
     } else if dry_run {
         None
     } else {
-        return Err(InstallError(format!(
+        return Err(InstallError::from(format!(
             "{} points into {}, which does not exist; nothing written",
             t.file.display(),
             real_dir.display()
@@ -307,7 +327,7 @@ fn edit_config(
     };
 
     let (old, keep) = match fs::metadata(&real) {
-        Ok(md) if !md.is_file() => return Err(InstallError(format!("{} is not a regular file", real.display()))),
+        Ok(md) if !md.is_file() => return Err(InstallError::from(format!("{} is not a regular file", real.display()))),
         Ok(md) => {
             let bytes = fs::read(&real).map_err(|e| io_err("cannot read", &real, e))?;
             (Some(bytes), Some(crate::fsx::Keep::of(&md)))
@@ -420,7 +440,7 @@ fn codex_file(t: Target) -> Result<Target, InstallError> {
         .and_then(|s| jsonfile::parse(&s, false).ok())
         .is_some_and(|d| !nested::find(&d.root.to_value(), Host::Codex).is_empty());
     if in_toml && in_json {
-        return Err(InstallError(format!(
+        return Err(InstallError::from(format!(
             "leanctx entries are in both {} and {}, and Codex runs both; nothing written \
              (`leanctx hooks uninstall codex` removes them from both, then install again)",
             t.file.display(),

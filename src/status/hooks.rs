@@ -198,7 +198,7 @@ pub fn print(
     };
     let st = gather(&hosts, cwd.as_deref(), crate::base::clock::now_ms_env())?;
     let text = if json {
-        serde_json::to_string_pretty(&st).map_err(|e| InstallError(e.to_string()))? + "\n"
+        serde_json::to_string_pretty(&st).map_err(|e| InstallError::from(e.to_string()))? + "\n"
     } else {
         st.human()
     };
