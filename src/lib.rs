@@ -3,22 +3,38 @@
 //! Hosts (Cursor, Claude Code, Codex CLI, CodeBuddy Code) run `leanctx hook
 //! <host>` on their events; it records who is talking into shared state in
 //! the data dir (an `active_transcript.json` slot and a bounded journal) and
-//! gates MCP calls. MCP servers ask the read path ([`readpath`]) whether a
-//! re-read stub is true for the caller of this call, and the delivery ledger
-//! ([`ledger`], [`stub`]) whether the host confirmed the model received that
-//! content whole in the caller's current context window
-//! (docs/DELIVERY.md says what hosts really hand the model).
+//! gates MCP calls. MCP servers ask the read path ([`ReadPath`],
+//! [`identity::readpath`]) whether a re-read stub is true for the caller of
+//! this call, and the delivery ledger ([`ReadPath::stub`],
+//! [`ReadPath::deliver`], [`state::ledger`]) whether the host confirmed the
+//! model received that content whole in the caller's current context window
+//! (docs/DELIVERY.md says what hosts really hand the model). lean-ctx's
+//! own calls are the free functions re-exported here
+//! ([`current_conversation_id`], [`conversation_allows_stub`], …).
+//!
+//! That is the library's API. The other modules are the binary's layers
+//! (docs/ARCHITECTURE.md), public only so the tests and benchmarks can
+//! reach them, and hidden from these docs:
+//! `fsx` (file primitives) < `base` < `state` / `gate` < `identity` /
+//! `hosts` < `hook` / `install` < `status` < `cli`.
 
+#[doc(hidden)]
 pub mod base;
 #[doc(hidden)]
 pub mod cli;
+#[doc(hidden)]
 pub mod fsx;
+#[doc(hidden)]
 pub mod gate;
+#[doc(hidden)]
 pub mod hook;
+#[doc(hidden)]
 pub mod hosts;
 pub mod identity;
+#[doc(hidden)]
 pub mod install;
 pub mod state;
+#[doc(hidden)]
 pub mod status;
 
 pub use base::host::Host;

@@ -1,5 +1,5 @@
 //! The `leanctx` command line: [`run`] reads the arguments (the per-call
-//! commands by hand in [`fast`], the rest with clap in [`args`]), runs one
+//! commands by hand in `fast.rs`, the rest with clap in `args.rs`), runs one
 //! command (a file each) and returns the exit code.
 //!
 //! Exit codes: `hook` always 0 (fail open). `scope check`, `stub`: 0 stub

@@ -1,6 +1,6 @@
 //! File primitives: every reader and writer of leanctx's files goes
 //! through these. Atomic replacement ([`write_atomic`], [`replace_durable`]),
-//! a lock with a bounded wait ([`lock`]), mode and owner checks
+//! a lock with a bounded wait ([`lock()`]), mode and owner checks
 //! ([`state_problem`]), reads that never block or run unbounded
 //! ([`read_state`], [`read_stdin`]).
 //!
