@@ -191,7 +191,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The merge on a plain value (layout is tested in jsonfile.rs).
+    /// The merge on a plain value (layout is tested in `jsonfile/tests.rs`).
     fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
         let mut n = Node::from_value(doc);
         let r = super::upsert(&mut n, spec);

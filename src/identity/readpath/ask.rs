@@ -4,7 +4,7 @@
 use super::*;
 
 /// The questions a decision asks of the journal: of a whole-file [`View`],
-/// or of a long-lived reader's [`Digest`] (same answers: see digest.rs).
+/// or of a long-lived reader's [`Digest`] (same answers: see `src/state/digest/`).
 pub(crate) trait Ask {
     fn concurrent(&self, now: u64) -> bool;
     fn last_compaction(&self, conv: &str) -> Option<u64>;

@@ -24,7 +24,7 @@
 //! E t host conv                                     session end
 //! L t host pid conv                                 the host process pid now serves conv (/clear)
 //! F t                                               compactions up to t may have been forgotten
-//! D t host conv scope window|- ref key ver digest len   delivery (the ledger: see ledger.rs)
+//! D t host conv scope window|- ref key ver digest len   delivery (the ledger: see state/ledger.rs)
 //! A t host scope ref digest len whole|cut           a host hook acknowledged a call's result
 //! ```
 //!
