@@ -4,9 +4,9 @@
 //! <host>` on their events; it records who is talking into shared state in
 //! the data dir (an `active_transcript.json` slot and a bounded journal) and
 //! gates MCP calls. MCP servers ask the read path ([`ReadPath`],
-//! [`identity::readpath`]) whether a re-read stub is true for the caller of
-//! this call, and the delivery ledger ([`ReadPath::stub`],
-//! [`ReadPath::deliver`], [`state::ledger`]) whether the host confirmed the
+//! [`readpath`]) whether a re-read stub is true for the caller of this call
+//! ([`McpCall`]), and the delivery ledger ([`ReadPath::stub`],
+//! [`ReadPath::deliver`], [`ledger`]) whether the host confirmed the
 //! model received that content whole in the caller's current context window
 //! (docs/DELIVERY.md says what hosts really hand the model). lean-ctx's
 //! own calls are the free functions re-exported here
@@ -37,9 +37,15 @@ pub mod state;
 #[doc(hidden)]
 pub mod status;
 
+// The library API at the paths it had before the layers were folders
+// (`leanctx::readpath::ReadPath`, `leanctx::ledger::sent_content`, …).
+pub use identity::{mcp_call, readpath, stub};
+pub use state::ledger;
+
 pub use base::host::Host;
 pub use identity::caller::{Caller, Source};
 pub use identity::decision::{Decision, Reason};
+pub use identity::mcp_call::McpCall;
 pub use identity::readpath::{
     ReadPath, StubAnswer, StubQuery, conversation_allows_cold_stub, conversation_allows_stub, current_conversation_id,
     current_conversation_id_fresh, multiple_conversations_recent, stub_decision,
