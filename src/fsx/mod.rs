@@ -68,8 +68,3 @@ pub fn ensure_private_subdir(dir: &Path, name: &str) -> io::Result<std::path::Pa
         Err(e) => Err(e),
     }
 }
-
-/// Permission bits of a path, if it exists.
-pub fn mode_of_path(path: &Path) -> Option<u32> {
-    std::fs::metadata(path).ok().map(|m| mode_of(&m))
-}
