@@ -6,7 +6,11 @@
 //!
 //! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`) is
 //! in one file, `unix.rs`, re-exported here; nothing else in the crate
-//! names the platform.
+//! names the platform. A port adds a sibling (`windows.rs`) selected below
+//! with the same functions: those in the `pub use sys::{…}` list, and
+//! `keep_of`, `apply_keep`, `permissions`, `state_options`,
+//! `special_kind`, `exchange` and `read_stdin`, which the portable files
+//! here call as `sys::…`.
 
 mod atomic;
 mod lock;
