@@ -4,7 +4,6 @@ mod support;
 
 mod clock;
 mod crash;
-mod e2e;
 mod faults;
 mod fuzz;
 mod gate;

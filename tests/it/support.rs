@@ -68,7 +68,7 @@ impl Sandbox {
         S: AsRef<std::ffi::OsStr>,
     {
         let mut run = self.cmd(args);
-        if leanctx::paths::current_uid() != 0 {
+        if leanctx::fsx::current_uid() != 0 {
             return run;
         }
         use std::os::unix::fs::{PermissionsExt, chown};
@@ -100,6 +100,36 @@ impl Sandbox {
 
     pub fn journal(&self) -> String {
         std::fs::read_to_string(self.data.join("journal")).unwrap_or_default()
+    }
+
+    /// How many of the journal's records `which` picks, read with the
+    /// library's own parser.
+    pub fn count(journal: &str, which: impl Fn(&leanctx::state::journal::Record<'_>) -> bool) -> usize {
+        leanctx::state::journal::parse(journal).iter().filter(|r| which(r)).count()
+    }
+
+    /// The journal's call records, read with the library's own parser.
+    pub fn calls(journal: &str) -> Vec<leanctx::state::journal::Call<'_>> {
+        use leanctx::state::journal::{Record, parse};
+        parse(journal).into_iter().filter_map(|r| if let Record::Call(c) = r { Some(c) } else { None }).collect()
+    }
+
+    /// The journal's sightings as (host, conversation, event), read with the
+    /// library's own parser.
+    pub fn sightings(journal: &str) -> Vec<(leanctx::Host, &str, &str)> {
+        use leanctx::state::journal::{Record, parse};
+        let sighting =
+            |r| if let Record::Sighting { host, conv, event, .. } = r { Some((host, conv, event)) } else { None };
+        parse(journal).into_iter().filter_map(sighting).collect()
+    }
+
+    /// The subagents started in the journal, read with the library's parser.
+    pub fn subagent_starts(journal: &str) -> Vec<&str> {
+        use leanctx::state::journal::{Record, parse};
+        parse(journal)
+            .into_iter()
+            .filter_map(|r| if let Record::SubagentStart { agent, .. } = r { Some(agent) } else { None })
+            .collect()
     }
 
     pub fn slot(&self) -> Option<serde_json::Value> {
