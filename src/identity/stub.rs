@@ -83,11 +83,27 @@ impl ReadPath {
     /// Per-call identity only: the ledger never takes a caller from the
     /// environment or the slot, which name a process or the last writer, not
     /// the caller of this call.
-    fn ledger_caller(&self, call: &McpCall, view: &dyn Ask, now: u64, deadline: Instant) -> LedgerCaller {
+    fn ledger_caller(
+        &self,
+        call: &McpCall,
+        view: &dyn Ask,
+        unavailable: bool,
+        now: u64,
+        deadline: Instant,
+    ) -> LedgerCaller {
         if self.scoping_disabled() {
             return LedgerCaller {
                 caller: Caller::disabled(),
                 per_call: PerCall::NotGiven,
+                call_ref: None,
+                blind: false,
+            };
+        }
+        // Unreadable state: no record can be found or ruled out.
+        if unavailable {
+            return LedgerCaller {
+                caller: Caller::unknown(),
+                per_call: PerCall::StateError,
                 call_ref: None,
                 blind: false,
             };
@@ -140,7 +156,7 @@ impl ReadPath {
         let window = call.window_id().map(str::to_string);
         let deadline = Instant::now() + READ_WAIT;
         let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
-            let lc = self.ledger_caller(call, view, now, deadline);
+            let lc = self.ledger_caller(call, view, unavailable, now, deadline);
             let ans = self.ledger_decide(&lc, view, unavailable, &keyh, &verh, window.clone());
             (ans, lc)
         });
@@ -162,7 +178,9 @@ impl ReadPath {
         let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;
-        let lc = self.with_journal(now, deadline, |view, _| self.ledger_caller(call, view, now, deadline));
+        let lc = self.with_journal(now, deadline, |view, unavailable| {
+            self.ledger_caller(call, view, unavailable, now, deadline)
+        });
         Ok(self.record_delivery(&lc, call, &keyh, &verh, result, now))
     }
 

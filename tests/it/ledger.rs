@@ -653,3 +653,109 @@ fn concurrent_deliveries_and_acknowledgements_all_land() {
     eprintln!("concurrent ledger: {confirmed} of {n} deliveries acknowledged after they landed");
     assert_eq!(confirmed, expected, "{journal}");
 }
+
+/// `--json` says which delivery the answer relied on, and whether it was of
+/// this version.
+#[test]
+fn the_json_answer_names_the_delivery_and_its_version() {
+    let sb = Sandbox::new();
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let res = result_file(&sb, "r.json", "text");
+    let c1 = claude_call(&sb, "A", "toolu_1", "a.rs");
+    let o = sb.cmd(["stub", "--call", &s(&c1), "--key", "a.rs", "--version", "v1", "--result", &s(&res)]).run();
+    assert_eq!(o.code, 1, "{o:?}");
+    claude_batch(&sb, "A", "toolu_1", json!([{"type": "text", "text": "text"}]));
+    let c2 = claude_call(&sb, "A", "toolu_2", "a.rs");
+    let ask = |ver: &str| sb.cmd(["stub", "--call", &s(&c2), "--key", "a.rs", "--version", ver, "--json"]).run();
+    let o = ask("v1");
+    assert_eq!(o.code, 0, "{o:?}");
+    let j = o.json();
+    assert_eq!(j["delivery"]["same_version"], true, "{j}");
+    assert_eq!(j["delivery"]["confirmation"], "whole", "{j}");
+    assert_eq!(j["delivery"]["ref"], "id:toolu_1", "{j}");
+    let o = ask("v2");
+    assert_eq!(o.code, 1, "{o:?}");
+    let j = o.json();
+    assert_eq!(j["decision"]["reason"], "version-changed", "{j}");
+    assert_eq!(j["delivery"]["same_version"], false, "{j}");
+}
+
+/// A delivery that cannot be recorded says why, in the user's terms, for
+/// each way the caller can be unknown.
+#[test]
+fn an_unrecorded_delivery_says_why() {
+    let sb = Sandbox::new();
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let res = result_file(&sb, "r.json", "text");
+    let write = |name: &str, v: Value| {
+        let p = sb.tmp.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let why = |call: &PathBuf, env: &[(&str, &str)]| {
+        let mut run = sb.cmd(["deliver", "--call", &s(call), "--key", "a.rs", "--version", "v1", "--result", &s(&res)]);
+        run = run.arg("--json");
+        for (k, v) in env {
+            run = run.env(k, v);
+        }
+        let o = run.run();
+        assert_eq!(o.code, 1, "{o:?}");
+        let j = o.json();
+        assert_eq!(j["recorded"], false, "{j}");
+        j["why"].as_str().unwrap_or_default().to_string()
+    };
+    // A Claude call id no hook recorded.
+    claude_call(&sb, "A", "toolu_seen", "x.rs");
+    let ghost = write(
+        "ghost.json",
+        json!({"name": "ctx_read", "arguments": {"path": "a.rs"},
+        "_meta": {"claudecode/toolUseId": "toolu_ghost"}}),
+    );
+    assert!(why(&ghost, &[]).contains("names no hook record"));
+    // Two Cursor chats made this very call: ambiguous.
+    for conv in ["C1", "C2"] {
+        let p = json!({"hook_event_name": "beforeMCPExecution", "conversation_id": conv, "tool_name": "ctx_read",
+            "tool_input": json!({"path": "a.rs"}).to_string()});
+        sb.hook("cursor", p.to_string()).ok();
+    }
+    let bare = write("bare.json", json!({"name": "ctx_read", "arguments": {"path": "a.rs"}}));
+    assert!(why(&bare, &[]).contains("several chats"));
+    // Scoping switched off.
+    assert!(why(&bare, &[("LEAN_CTX_CONVERSATION_SCOPE", "0")]).contains("scoping is disabled"));
+    // State that cannot be read: the journal is a directory.
+    std::fs::remove_file(sb.data.join("journal")).unwrap();
+    std::fs::create_dir(sb.data.join("journal")).unwrap();
+    let w = why(&ghost, &[]);
+    assert!(w.contains("could not be read"), "{w}");
+}
+
+/// The read path waits (boundedly) for a journal lock another process holds
+/// for a moment, as a hook does while it appends: a busy lock is not bad
+/// state.
+#[test]
+fn stub_and_deliver_wait_out_a_briefly_held_journal_lock() {
+    let sb = Sandbox::new();
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let res = result_file(&sb, "r.json", "text");
+    let c1 = claude_call(&sb, "A", "toolu_1", "a.rs");
+    let o = sb.cmd(["deliver", "--call", &s(&c1), "--key", "a.rs", "--version", "v1", "--result", &s(&res)]).run();
+    assert_eq!(o.code, 0, "{o:?}");
+    claude_batch(&sb, "A", "toolu_1", json!([{"type": "text", "text": "text"}]));
+    let c2 = claude_call(&sb, "A", "toolu_2", "a.rs");
+    let lock = sb.data.join("journal.lock");
+    assert!(lock.exists());
+    for argv in [
+        vec!["stub", "--call", &s(&c2), "--key", "a.rs", "--version", "v1"],
+        vec!["deliver", "--call", &s(&c2), "--key", "b.rs", "--version", "v1", "--result", &s(&res)],
+    ] {
+        // Another process (util-linux flock(1)) holds the lock for 300 ms.
+        let mut holder = std::process::Command::new("flock")
+            .args(["-x", lock.to_str().unwrap(), "sleep", "0.3"])
+            .spawn()
+            .expect("flock(1) from util-linux");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let o = sb.cmd(&argv).run();
+        holder.wait().unwrap();
+        assert_eq!(o.code, 0, "{argv:?} waited for the lock: {o:?}");
+    }
+}

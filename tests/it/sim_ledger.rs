@@ -1416,3 +1416,48 @@ fn a_cursor_call_whose_hook_died_claims_a_claude_record_and_its_stub() {
     assert_ne!(b.caller.scope.as_deref(), Some("A"), "the Cursor call named the Claude session exactly: {b:?}");
     assert!(!b.decision.allow, "a stub of a file the Cursor chat never read: {}", serde_json::to_string(&b).unwrap());
 }
+
+/// The other side of `subagent-active`: a Cursor task that names itself
+/// (`CURSOR_TASK_ID` in its hooks' env) is told from its parent, so its own
+/// delivery, confirmed by its own `afterMCPExecution`, backs its re-read
+/// while it runs. Only the parent, whose fingerprint the task's calls
+/// share, is withheld. (A mutation that treated every scope as the parent's
+/// survived the suite.)
+#[test]
+fn a_cursor_task_that_names_itself_gets_its_own_stubs_while_it_runs() {
+    let sb = sandbox();
+    let t = 1_800_000_000_000u64;
+    let path = "/p/t.rs";
+    let text = "pub fn t() {}\n".repeat(40);
+    let input = json!({"path": path}).to_string();
+    let ev = |name: &str| {
+        json!({"hook_event_name": name, "conversation_id": "C", "tool_name": "ctx_read",
+        "tool_input": input, "command": "lean-ctx"})
+    };
+    at(&sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
+    at(
+        &sb,
+        "cursor",
+        t + 10,
+        json!({"hook_event_name": "subagentStart", "conversation_id": "C", "subagent_id": "T",
+            "parent_conversation_id": "C", "subagent_type": "explore"}),
+        None,
+    );
+    at(&sb, "cursor", t + 20, ev("beforeMCPExecution"), Some("T"));
+    let a = server_read(&sb, t + 21, 1, path, &text);
+    assert_eq!((a.caller.scope.as_deref(), a.decision.reason.as_str()), (Some("task:T"), "not-delivered"), "{a:?}");
+    assert_eq!(a.recorded.as_ref().map(|r| r.recorded), Some(true), "{a:?}");
+    let mut after = ev("afterMCPExecution");
+    after["result_json"] = json!(json!({"content": blocks(&text)}).to_string());
+    at(&sb, "cursor", t + 22, after, Some("T"));
+    // The task re-reads: its own confirmed delivery.
+    at(&sb, "cursor", t + 2_000, ev("beforeMCPExecution"), Some("T"));
+    let b = server_read(&sb, t + 2_001, 2, path, &text);
+    assert_eq!(b.caller.scope.as_deref(), Some("task:T"), "{b:?}");
+    assert_eq!(b.decision.reason.as_str(), "confirmed-delivery", "{b:?}");
+    assert!(b.decision.allow);
+    // The parent, while the task runs, is withheld.
+    at(&sb, "cursor", t + 5_000, ev("beforeMCPExecution"), None);
+    let c = server_read(&sb, t + 5_001, 3, path, &text);
+    assert_eq!(c.decision.reason.as_str(), "subagent-active", "{c:?}");
+}
