@@ -161,7 +161,20 @@ fn assert_claims_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
 
 #[test]
 fn digest_answers_like_the_whole_file() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    answers_like_the_whole_file(0x9E37_79B9_7F4A_7C15);
+}
+
+/// Hash collisions only add lines to an index bucket: with every key
+/// colliding, the answers stay the whole file's.
+#[test]
+fn digest_answers_like_the_whole_file_when_every_hash_collides() {
+    COLLIDE.set(true);
+    answers_like_the_whole_file(0x2545_F491_4F6C_DD1D);
+    COLLIDE.set(false);
+}
+
+fn answers_like_the_whole_file(seed: u64) {
+    let mut rng = Rng(seed);
     let base = 10_000_000;
     let (mut checked, mut concurrent, mut deferred) = (0, 0, 0);
     for round in 0..300 {
@@ -259,8 +272,25 @@ fn reader_follows_appends_trims_and_truncation() {
     assert!(r.digest().concurrent(50_003));
 
     // A claim reader seeded from this one answers like one that read
-    // everything itself, also after more appends.
+    // everything itself, also after more appends: the call and claim lines
+    // read before the seeding included.
+    let call = |t: u64, key: &'static str| {
+        Record::Call(Call {
+            t,
+            host: Host::Cursor,
+            conv: "y",
+            agent: None,
+            server: None,
+            tool: "ctx_read",
+            fp: "fp0",
+            call_id: None,
+            key,
+        })
+    };
+    j.append(&[call(50_003, "k-old"), Record::Claim { t: 50_003, key: "k-old", claimant: None }], 50_003).unwrap();
+    r.refresh(&j).unwrap();
     let mut seeded = r.for_claims_from(&j).expect("same file");
+    assert!(seeded.digest().claims_only, "a claim reader indexes call and claim lines only");
     j.append(
         &[Record::Call(Call {
             t: 50_004,
