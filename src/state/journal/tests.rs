@@ -161,6 +161,31 @@ mod lines_and_views {
         let n = v.records.iter().filter(|r| matches!(r, Record::Sighting { .. })).count();
         assert_eq!(n, MAX_CONVERSATIONS);
     }
+
+    /// Lines are appended in the order processes finish, not in the order
+    /// of their clocks: a trim keeps each conversation's newest and oldest
+    /// sighting by time (a tie: the later line), whatever the file order.
+    #[test]
+    fn trim_picks_newest_and_oldest_by_time_not_file_order() {
+        let now = 10 * STATE_TTL_MS;
+        let ev = |t: u64, event: &'static str| Record::Sighting { t, host: Host::ClaudeCode, conv: "a", event };
+        let recs = vec![ev(now - 50, "mid"), ev(now - 10, "newest"), ev(now - 90, "oldest"), ev(now - 20, "late")];
+        let kept = trim(&recs, now);
+        let events: Vec<&str> = kept
+            .iter()
+            .filter_map(|r| match r {
+                Record::Sighting { event, .. } => Some(*event),
+                _ => None,
+            })
+            .collect();
+        assert!(events.contains(&"newest") && events.contains(&"oldest"), "{events:?}");
+        assert!(!events.contains(&"late") && !events.contains(&"mid"), "{events:?}");
+        // A tie in time goes to the later line.
+        let recs = vec![ev(now - 90, "first"), ev(now - 10, "tie-earlier"), ev(now - 10, "tie-later")];
+        let kept = trim(&recs, now);
+        let has = |e: &str| kept.iter().any(|r| matches!(r, Record::Sighting { event, .. } if *event == e));
+        assert!(has("tie-later") && !has("tie-earlier") && has("first"), "{kept:?}");
+    }
 }
 
 mod subagent_trim_tests {
