@@ -1323,6 +1323,25 @@ fn a_subagents_acknowledgement_confirms_the_parents_interrupted_delivery() {
     assert!(!c.decision.allow, "a stub of content the main agent never got: {}", serde_json::to_string(&c).unwrap());
 }
 
+/// Cursor chat `C` starts at `t` and starts task `T` at `t + 10`; the
+/// returned maker builds C's MCP hook payloads for a `ctx_read` of `path`.
+fn cursor_chat_with_task(sb: &Sandbox, t: u64, path: &str) -> impl Fn(&str) -> Value {
+    at(sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
+    at(
+        sb,
+        "cursor",
+        t + 10,
+        json!({"hook_event_name": "subagentStart", "conversation_id": "C", "subagent_id": "T",
+            "parent_conversation_id": "C", "subagent_type": "explore"}),
+        None,
+    );
+    let input = json!({"path": path}).to_string();
+    move |name: &str| {
+        json!({"hook_event_name": name, "conversation_id": "C", "tool_name": "ctx_read",
+        "tool_input": input, "command": "lean-ctx"})
+    }
+}
+
 /// Cursor: a task's hook without `CURSOR_TASK_ID` (docs/HOSTS.md §3: the env is
 /// not reliable) records the call under the parent conversation, so the
 /// task's delivery is labelled with the parent's scope, and the parent's
@@ -1335,20 +1354,7 @@ fn a_cursor_task_without_its_env_hands_its_delivery_to_the_parent() {
     let t = 1_800_000_000_000u64;
     let path = "/p/b.rs";
     let text = "pub fn b() {}\n".repeat(40);
-    let input = json!({"path": path}).to_string();
-    let ev = |name: &str| {
-        json!({"hook_event_name": name, "conversation_id": "C", "tool_name": "ctx_read",
-        "tool_input": input, "command": "lean-ctx"})
-    };
-    at(&sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
-    at(
-        &sb,
-        "cursor",
-        t + 10,
-        json!({"hook_event_name": "subagentStart", "conversation_id": "C", "subagent_id": "T",
-            "parent_conversation_id": "C", "subagent_type": "explore"}),
-        None,
-    );
+    let ev = cursor_chat_with_task(&sb, t, path);
     // The task reads b.rs; its hooks run without CURSOR_TASK_ID.
     at(&sb, "cursor", t + 20, ev("beforeMCPExecution"), None);
     let a = server_read(&sb, t + 21, 1, path, &text);
@@ -1429,20 +1435,7 @@ fn a_cursor_task_that_names_itself_gets_its_own_stubs_while_it_runs() {
     let t = 1_800_000_000_000u64;
     let path = "/p/t.rs";
     let text = "pub fn t() {}\n".repeat(40);
-    let input = json!({"path": path}).to_string();
-    let ev = |name: &str| {
-        json!({"hook_event_name": name, "conversation_id": "C", "tool_name": "ctx_read",
-        "tool_input": input, "command": "lean-ctx"})
-    };
-    at(&sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
-    at(
-        &sb,
-        "cursor",
-        t + 10,
-        json!({"hook_event_name": "subagentStart", "conversation_id": "C", "subagent_id": "T",
-            "parent_conversation_id": "C", "subagent_type": "explore"}),
-        None,
-    );
+    let ev = cursor_chat_with_task(&sb, t, path);
     at(&sb, "cursor", t + 20, ev("beforeMCPExecution"), Some("T"));
     let a = server_read(&sb, t + 21, 1, path, &text);
     assert_eq!((a.caller.scope.as_deref(), a.decision.reason.as_str()), (Some("task:T"), "not-delivered"), "{a:?}");

@@ -291,21 +291,7 @@ fn reader_follows_appends_trims_and_truncation() {
     r.refresh(&j).unwrap();
     let mut seeded = r.for_claims_from(&j).expect("same file");
     assert!(seeded.digest().claims_only, "a claim reader indexes call and claim lines only");
-    j.append(
-        &[Record::Call(Call {
-            t: 50_004,
-            host: Host::Cursor,
-            conv: "y",
-            agent: None,
-            server: None,
-            tool: "ctx_read",
-            fp: "fp0",
-            call_id: None,
-            key: "k-new",
-        })],
-        50_004,
-    )
-    .unwrap();
+    j.append(&[call(50_004, "k-new")], 50_004).unwrap();
     let mut fresh = Reader::for_claims();
     for reader in [&mut seeded, &mut fresh] {
         reader.refresh(&j).unwrap();
