@@ -1,32 +1,71 @@
 //! Adversarial correctness: a randomized simulation of several chats of all
 //! four hosts, with subagents, compactions, session ends, resumes and
-//! `/clear`, whose hook events run through the real `leanctx hook` binary
-//! (several at once), and whose MCP calls reach one shared MCP server that
-//! asks the read path before serving an `[unchanged]` stub. An oracle knows
-//! the true caller of every call and the true content of every context
-//! window: a stub allowed for a file that is not in the caller's window is a
-//! wrong stub, and there must be none. The share of safe stubs still
-//! allowed is the savings.
+//! `/clear`, whose hook events run through the real `leanctx hook` binary,
+//! and whose MCP calls reach MCP servers that ask the read path before
+//! serving an `[unchanged]` stub. An oracle knows the true caller of every
+//! call and the true content of every context window: a stub allowed for a
+//! file that is not in the caller's window is a wrong stub, and there must
+//! be none. The share of safe stubs still allowed is the savings.
+//!
+//! The servers: one shared by all chats (the hardest case: nothing in its
+//! environment tells the chats apart; in half the runs it carries a stale
+//! `CLAUDE_CODE_SESSION_ID`, as a daemon started from a Claude Code shell
+//! does), and per-chat servers with an environment of their own, as hosts
+//! start stdio servers: a Claude Code child with `CLAUDE_CODE_SESSION_ID`,
+//! proven by its host's hooks (`CLAUDE_PID`) or not, a `LEAN_CTX_SCOPE`
+//! server, and a `LEAN_CTX_CONVERSATION_SCOPE=0` server (scoping disabled:
+//! every stub allowed by the user's choice; counted apart, see
+//! [`Stats::disabled_unsafe`]). Servers sometimes ask without the call
+//! (`call: None`, a server that cannot pass it) or without the delivery
+//! time, and now and then meet state that cannot be read at the moment
+//! they ask ([`Fault`]: the data dir opened to everyone, the journal or the
+//! slot replaced by a directory, a FIFO or garbage, the slot gone). Claude
+//! Code and Codex pre hooks sometimes die before they record.
 //!
 //! Time is virtual (`LEAN_CTX_NOW_MS` for hooks, `ReadPath::at` for the
 //! server), so windows, claim windows and TTLs are exercised without sleeps.
 //!
-//! Seeds 1–6 every run, plus `LEANCTX_SIM_SEEDS=N` fresh ones (default 2,
+//! Replays: the figure runs are serial (the chats acting in one tick take
+//! turns in the order of their virtual times), so `LEANCTX_SEED=S` replays a
+//! seed bit for bit (`simulation_replays_bit_for_bit`). Hooks really running
+//! at once are kept in their own variant
+//! (`simulation_zero_wrong_stubs_with_concurrent_hooks`), whose counts are
+//! not reproducible and are not cited: the slot is last-writer-wins, and
+//! which chat's hook lands last changes what a later question is told.
+//!
+//! Seeds 1–6 every run, plus `LEANCTX_SIM_SEEDS=N` fresh ones (default 1,
 //! 200 with `LEANCTX_STRESS=1`) from a printed base,
 //! `LEANCTX_SIM_TICKS=N` (default 80), `LEANCTX_SEED=S` replays from seed S.
 
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
-use leanctx::identity::ScopeEnv;
+use leanctx::identity::{ScopeEnv, Source};
 use leanctx::mcp_call::McpCall;
 use leanctx::readpath::{ReadPath, StubQuery};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const FILES: [&str; 6] = ["a.rs", "b.rs", "c.rs", "d.rs", "README.md", "Cargo.toml"];
+
+/// Every reason code of the scope check (`decision::Reason` without the
+/// ledger's own): the simulation must reach each one.
+const SCOPE_REASONS: [&str; 11] = [
+    "same-conversation",
+    "other-conversation",
+    "compacted",
+    "unknown-delivery",
+    "unknown-caller",
+    "unrecorded-call",
+    "concurrent",
+    "subagent-active",
+    "single-conversation",
+    "state-unavailable",
+    "scope-disabled",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum H {
@@ -45,6 +84,23 @@ impl H {
             H::CodeBuddy => "codebuddy",
         }
     }
+}
+
+/// What a server's process environment says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Env {
+    /// The shared server: nothing, or (in half the runs) a stale
+    /// `CLAUDE_CODE_SESSION_ID` of a session it does not serve alone.
+    Shared,
+    /// A Claude Code stdio child: `CLAUDE_CODE_SESSION_ID`, its parent the
+    /// `claude` process whose hooks get `CLAUDE_PID` (proven).
+    ClaudeProven,
+    /// The same without `CLAUDE_PID` in the hooks (unproven: ignored).
+    ClaudeUnproven,
+    /// `LEAN_CTX_SCOPE` set for this chat's server.
+    Custom,
+    /// `LEAN_CTX_CONVERSATION_SCOPE=0`.
+    Disabled,
 }
 
 #[derive(Debug)]
@@ -67,9 +123,14 @@ struct Chat {
     ended: bool,
     window: HashSet<&'static str>,
     subs: Vec<Sub>,
+    /// Its MCP server: 0 the shared one, else its own.
+    server: usize,
+    /// The `claude` process's pid its hooks see as `CLAUDE_PID` (proven
+    /// per-process servers only).
+    claude_pid: Option<u32>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
 struct Stats {
     hooks: u64,
     calls: u64,
@@ -82,11 +143,27 @@ struct Stats {
     compactions: u64,
     subagents: u64,
     ends: u64,
+    clears: u64,
+    /// Questions asked without the call, without the delivery time.
+    no_call: u64,
+    no_time: u64,
+    /// Pre hooks that died before recording.
+    pre_died: u64,
+    /// Questions asked while the state could not be read.
+    faults: u64,
+    /// Questions a scoping-disabled server answered (`scope-disabled`):
+    /// not judged as wrong — the user switched scoping off, and the answer
+    /// is lean-ctx's legacy one — and not in the savings. The unsafe ones
+    /// are counted, to show what switching it off costs.
+    disabled: u64,
+    disabled_unsafe: u64,
     wrong_detail: Vec<String>,
     misresolved: Vec<String>,
-    reasons: HashMap<String, u64>,
+    reasons: BTreeMap<String, u64>,
     /// Why safe stubs were withheld (what the savings lose to).
-    lost: HashMap<String, u64>,
+    lost: BTreeMap<String, u64>,
+    /// A fold of every decision and verdict, in order (replays compare it).
+    trace: u64,
 }
 
 impl Stats {
@@ -102,6 +179,13 @@ impl Stats {
         self.compactions += o.compactions;
         self.subagents += o.subagents;
         self.ends += o.ends;
+        self.clears += o.clears;
+        self.no_call += o.no_call;
+        self.no_time += o.no_time;
+        self.pre_died += o.pre_died;
+        self.faults += o.faults;
+        self.disabled += o.disabled;
+        self.disabled_unsafe += o.disabled_unsafe;
         self.wrong_detail.extend(o.wrong_detail.iter().cloned());
         self.misresolved.extend(o.misresolved.iter().cloned());
         for (k, v) in &o.reasons {
@@ -110,27 +194,142 @@ impl Stats {
         for (k, v) in &o.lost {
             *self.lost.entry(k.clone()).or_default() += v;
         }
+        self.trace = self.trace.rotate_left(7) ^ o.trace;
+    }
+
+    fn fold(&mut self, x: u64) {
+        self.trace = (self.trace ^ x).wrapping_mul(0x100_0000_01b3).rotate_left(5);
+    }
+
+    fn reason(&self, r: &str) -> u64 {
+        self.reasons.get(r).copied().unwrap_or(0)
+    }
+
+    fn share(&self) -> f64 {
+        self.safe_allowed as f64 / (self.safe_allowed + self.safe_withheld).max(1) as f64
     }
 }
 
-/// The one MCP server all chats share (the hardest case: no process env
-/// tells the chats apart). Its cache remembers, per file, whom the content
-/// was last delivered to (as the read path resolved it) and when.
-#[derive(Default)]
+/// An MCP server. Its cache remembers, per file, whom the content was last
+/// delivered to (as the read path labelled it) and when.
 struct Server {
+    env: ScopeEnv,
+    kind: Env,
     cache: HashMap<&'static str, (Option<String>, u64)>,
+}
+
+impl Server {
+    /// A server process of `kind` for the chat `conv`; `parent` is the
+    /// process that started it.
+    fn new(kind: Env, conv: &str, parent: u32, stale_env: bool) -> Server {
+        let mut vars: HashMap<&str, String> = HashMap::new();
+        match kind {
+            Env::Shared if stale_env => {
+                vars.insert("CLAUDE_CODE_SESSION_ID", conv.to_string());
+            }
+            Env::Shared => {}
+            Env::ClaudeProven | Env::ClaudeUnproven => {
+                vars.insert("CLAUDE_CODE_SESSION_ID", conv.to_string());
+            }
+            Env::Custom => {
+                vars.insert("LEAN_CTX_SCOPE", format!("work {conv}"));
+            }
+            Env::Disabled => {
+                vars.insert("LEAN_CTX_CONVERSATION_SCOPE", "0".to_string());
+            }
+        }
+        let env = ScopeEnv::from_vars(|k| vars.get(k).cloned(), Some(parent));
+        Server { env, kind, cache: HashMap::new() }
+    }
+}
+
+/// State that cannot be read at the moment a server asks (and is back
+/// before the next hook runs, so no hook loses a record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// The data dir opened to everyone (`chmod 777`).
+    DirOpen,
+    /// The journal replaced by a directory.
+    JournalDir,
+    /// The slot replaced by a FIFO.
+    SlotFifo,
+    /// The slot overwritten with garbage.
+    SlotGarbage,
+    /// The slot deleted (a cleanup), and the server asks without the call.
+    SlotGone,
+}
+
+const FAULTS: [Fault; 5] = [Fault::DirOpen, Fault::JournalDir, Fault::SlotFifo, Fault::SlotGarbage, Fault::SlotGone];
+
+struct Applied {
+    fault: Fault,
+    saved: Option<Vec<u8>>,
+}
+
+fn apply(data: &Path, fault: Fault) -> Applied {
+    let slot = data.join("active_transcript.json");
+    let journal = data.join("journal");
+    let mut saved = None;
+    match fault {
+        Fault::DirOpen => std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o777)).unwrap(),
+        Fault::JournalDir => {
+            if journal.exists() {
+                std::fs::rename(&journal, data.join("journal.sim-aside")).unwrap();
+            }
+            std::fs::create_dir(&journal).unwrap();
+        }
+        Fault::SlotFifo | Fault::SlotGarbage | Fault::SlotGone => {
+            saved = std::fs::read(&slot).ok();
+            let _ = std::fs::remove_file(&slot);
+            match fault {
+                Fault::SlotFifo => {
+                    let c = std::ffi::CString::new(slot.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+                }
+                Fault::SlotGarbage => {
+                    std::fs::write(&slot, b"{\"transcript_path\": [garbage").unwrap();
+                    std::fs::set_permissions(&slot, std::fs::Permissions::from_mode(0o600)).unwrap();
+                }
+                _ => {}
+            }
+        }
+    }
+    Applied { fault, saved }
+}
+
+fn restore(data: &Path, a: Applied) {
+    let slot = data.join("active_transcript.json");
+    let journal = data.join("journal");
+    match a.fault {
+        Fault::DirOpen => std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o700)).unwrap(),
+        Fault::JournalDir => {
+            std::fs::remove_dir(&journal).unwrap();
+            if data.join("journal.sim-aside").exists() {
+                std::fs::rename(data.join("journal.sim-aside"), &journal).unwrap();
+            }
+        }
+        _ => {
+            let _ = std::fs::remove_file(&slot);
+            if let Some(bytes) = a.saved {
+                std::fs::write(&slot, bytes).unwrap();
+                std::fs::set_permissions(&slot, std::fs::Permissions::from_mode(0o600)).unwrap();
+            }
+        }
+    }
 }
 
 struct Ctx<'a> {
     sb: &'a Sandbox,
-    server: &'a Mutex<Server>,
+    /// Index 0: the shared server; `i + 1`: chat `i`'s own.
+    servers: &'a [Mutex<Server>],
     ids: &'a AtomicU64,
     seed: u64,
     /// Adversarial knobs.
     knobs: Knobs,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Knobs {
     /// A Claude MCP call without `_meta["claudecode/toolUseId"]` (older host).
     claude_no_meta: f64,
@@ -138,14 +337,57 @@ struct Knobs {
     cursor_no_task_env: f64,
     /// Stub questions asked as cold (entry from a persisted index).
     cold: f64,
+    /// A question asked without the call (a server that cannot pass it).
+    no_call: f64,
+    /// A question asked without the delivery time.
+    no_time: f64,
+    /// A Claude Code or Codex pre hook that dies before it records. (Not
+    /// Cursor's or CodeBuddy's: their calls are named by that record, and
+    /// a call without one may claim another chat's identical record, a
+    /// known limit: RELIABILITY.md, "What the suites do not cover".)
+    pre_dies: f64,
+    /// A question asked while the state cannot be read ([`Fault`]).
+    faults: f64,
+    /// A chat gets a server of its own (the rest share one).
+    own_server: f64,
+    /// The chats acting in one tick run their hooks at once (threads): not
+    /// reproducible. Else they take turns, in the order of their times.
+    concurrent: bool,
 }
+
+const PER_CALL: Knobs = Knobs {
+    claude_no_meta: 0.15,
+    cursor_no_task_env: 0.1,
+    cold: 0.2,
+    no_call: 0.1,
+    no_time: 0.1,
+    pre_dies: 0.03,
+    faults: 0.05,
+    own_server: 0.4,
+    concurrent: false,
+};
+
+const NO_CLAUDE_META: Knobs =
+    Knobs { claude_no_meta: 1.0, cursor_no_task_env: 0.3, cold: 0.5, no_call: 0.2, ..PER_CALL };
 
 fn uid(ctx: &Ctx, prefix: &str) -> String {
     format!("{prefix}{:x}{}", ctx.seed & 0xffff, ctx.ids.fetch_add(1, Relaxed))
 }
 
-/// Run one hook of `chat` at virtual time `t`; `agent` is the acting
-/// subagent, if any.
+/// Start `chat`'s own server process anew (a new session, a resume): a new
+/// environment, an empty cache, and for Claude Code a new `claude` pid.
+fn respawn_server(ctx: &Ctx, chat: &mut Chat) {
+    if chat.server == 0 {
+        return;
+    }
+    let mut s = ctx.servers[chat.server].lock().unwrap();
+    let kind = s.kind;
+    let pid = 100_000 + ctx.ids.fetch_add(1, Relaxed) as u32;
+    chat.claude_pid = (kind == Env::ClaudeProven).then_some(pid);
+    *s = Server::new(kind, &chat.id, pid, false);
+}
+
+/// Run one hook of `chat` at virtual time `t`.
 fn hook(ctx: &Ctx, st: &mut Stats, chat: &Chat, event: &str, t: u64, extra: Value, task_env: Option<&str>) {
     if std::env::var_os("LEANCTX_SIM_TRACE").is_some() {
         eprintln!("t={t} {:?} {} hook {event} {extra}", chat.host, chat.id);
@@ -167,10 +409,17 @@ fn hook(ctx: &Ctx, st: &mut Stats, chat: &Chat, event: &str, t: u64, extra: Valu
     if let Some(task) = task_env {
         run = run.env("CURSOR_TASK_ID", task);
     }
+    if let Some(pid) = chat.claude_pid {
+        run = run.env("CLAUDE_PID", pid.to_string());
+    }
     let o = run.run();
     assert_eq!(o.code, 0, "seed {}: hook {event} exit {}: {}", ctx.seed, o.code, o.stderr);
     assert!(o.stderr.is_empty(), "seed {}: hook {event}: {}", ctx.seed, o.stderr);
     st.hooks += 1;
+}
+
+fn reason_index(r: &str) -> u64 {
+    SCOPE_REASONS.iter().position(|x| *x == r).map_or(99, |i| i as u64)
 }
 
 /// One MCP read of `file` by `actor` (None = the chat's main agent).
@@ -205,7 +454,12 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     }
     let task_env = task.as_deref().filter(|_| !rng.chance(ctx.knobs.cursor_no_task_env));
     let pre = if host == H::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
-    hook(ctx, st, chat, pre, t, extra.clone(), task_env);
+    let pre_died = matches!(host, H::Claude | H::Codex) && rng.chance(ctx.knobs.pre_dies);
+    if pre_died {
+        st.pre_died += 1;
+    } else {
+        hook(ctx, st, chat, pre, t, extra.clone(), task_env);
+    }
 
     // The MCP call as the server receives it.
     let meta = match host {
@@ -219,8 +473,15 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     let request = json!({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
         "params": {"name": "ctx_read", "arguments": {"path": file}, "_meta": meta}});
     let call = McpCall::from_json(&request).unwrap();
+    // How the server asks: the state it meets, with or without the call
+    // (never without it when the pre hook died: the slot would name the
+    // last writer, a limit RELIABILITY.md states), with or without the time.
+    let fault = (rng.chance(ctx.knobs.faults)).then(|| *rng.pick(&FAULTS));
+    let no_call = !pre_died && (fault == Some(Fault::SlotGone) || rng.chance(ctx.knobs.no_call));
+    let no_time = rng.chance(ctx.knobs.no_time);
+    let cold = rng.chance(ctx.knobs.cold);
+    let given = (!no_call).then_some(&call);
     let now = t + 1;
-    let rp = ReadPath::new(&ctx.sb.data, ScopeEnv::default()).at(now);
     let truth_scope = match actor {
         Some(i) => chat.subs[i].scope.clone(),
         None => chat.id.clone(),
@@ -231,50 +492,70 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     };
     st.calls += 1;
     {
-        let mut server = ctx.server.lock().unwrap();
+        let mut server = ctx.servers[chat.server].lock().unwrap();
+        let rp = ReadPath::new(&ctx.sb.data, server.env.clone()).at(now);
+        let applied = fault.map(|f| {
+            st.faults += 1;
+            apply(&ctx.sb.data, f)
+        });
         let entry = server.cache.get(file).cloned();
         let (allowed, resolved, label) = match &entry {
             Some((delivered, at)) => {
-                let cold = rng.chance(ctx.knobs.cold);
+                st.no_call += no_call as u64;
+                st.no_time += no_time as u64;
                 let ans = rp.decide(&StubQuery {
                     delivered: delivered.as_deref(),
-                    delivered_at_ms: Some(*at),
+                    delivered_at_ms: (!no_time).then_some(*at),
                     cold,
-                    call: Some(&call),
+                    call: given,
                 });
                 st.stub_questions += 1;
-                *st.reasons.entry(ans.decision.reason.as_str().to_string()).or_default() += 1;
+                let reason = ans.decision.reason.as_str();
+                *st.reasons.entry(reason.to_string()).or_default() += 1;
                 let safe = window.contains(file);
+                st.fold(now ^ ((ans.decision.allow as u64) << 1) ^ (safe as u64) ^ (reason_index(reason) << 8));
                 match (ans.decision.allow, safe) {
+                    _ if reason == "scope-disabled" => {
+                        st.disabled += 1;
+                        st.disabled_unsafe += !safe as u64;
+                    }
                     (true, true) => st.safe_allowed += 1,
                     (true, false) => {
                         st.wrong += 1;
                         st.wrong_detail.push(format!(
                             "seed {}: t={now} {host:?} caller {truth_scope} got a stub of {file} delivered to \
-                             {delivered:?} at {at} (cold {cold}): {:?}",
-                            ctx.seed, ans
+                             {delivered:?} at {at} (cold {cold}, call given {}, time given {}, fault {fault:?}, \
+                             server {:?}): {:?}",
+                            ctx.seed, !no_call, !no_time, server.kind, ans
                         ));
                     }
                     (false, true) => {
                         st.safe_withheld += 1;
-                        *st.lost.entry(ans.decision.reason.as_str().to_string()).or_default() += 1;
+                        *st.lost.entry(reason.to_string()).or_default() += 1;
                     }
                     (false, false) => st.unsafe_withheld += 1,
                 }
                 (ans.decision.allow, ans.caller, ans.delivery_scope)
             }
             None => {
-                let res = rp.resolve(Some(&call), now);
+                let res = rp.resolve(given, now);
                 let label = rp.delivery_scope(&res);
                 (false, res.caller, label)
             }
         };
+        if let Some(a) = applied {
+            restore(&ctx.sb.data, a);
+        }
         if resolved.exact {
             st.exact += 1;
             // An exact resolution must name the true caller, except a Cursor
             // subagent whose hook lacked CURSOR_TASK_ID (its record names
-            // the parent: the decision must then withhold for another reason).
-            let excused = actor.is_some() && host == H::Cursor && task_env.is_none() && sub_conv.is_none();
+            // the parent), and a proven process env asked by a subagent (the
+            // env names the server's session): the decision must then
+            // withhold for another reason (`subagent-active`).
+            let excused = actor.is_some()
+                && ((host == H::Cursor && task_env.is_none() && sub_conv.is_none())
+                    || resolved.source == Source::ProcessEnv);
             if !excused && resolved.scope.as_deref() != Some(truth_scope.as_str()) {
                 st.misresolved.push(format!(
                     "seed {}: t={now} {host:?} {truth_scope} resolved exactly as {:?} via {:?} ({file}, call {call_id})",
@@ -284,8 +565,9 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
         }
         if std::env::var_os("LEANCTX_SIM_TRACE").is_some() {
             eprintln!(
-                "t={now} {host:?} {truth_scope} reads {file}: entry {entry:?} allowed {allowed} resolved {:?} via {:?} label {label:?}",
-                resolved.scope, resolved.source
+                "t={now} {host:?} {truth_scope} reads {file}: entry {entry:?} allowed {allowed} resolved {:?} via {:?} \
+                 label {label:?} (fault {fault:?}, call given {})",
+                resolved.scope, resolved.source, !no_call
             );
         }
         if !allowed {
@@ -315,10 +597,12 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
     let cursor = host == H::Cursor;
     if chat.ended {
         // Claude Code and Codex resume with the same id; the transcript (and
-        // so the window) comes back. The others start a new chat.
+        // so the window) comes back. The others start a new chat. Either
+        // way a new host process starts a new stdio server.
         match host {
             H::Claude | H::Codex if rng.chance(0.6) => {
                 chat.ended = false;
+                respawn_server(ctx, chat);
                 hook(ctx, &mut st, chat, "SessionStart", t, json!({"source": "resume"}), None);
             }
             _ => {
@@ -326,6 +610,7 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
                 chat.window.clear();
                 chat.subs.clear();
                 chat.ended = false;
+                respawn_server(ctx, chat);
                 let ev = if cursor { "sessionStart" } else { "SessionStart" };
                 hook(ctx, &mut st, chat, ev, t, json!({"source": "startup"}), None);
             }
@@ -414,7 +699,10 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
             hook(ctx, &mut st, chat, ev, t + 1, json!({"reason": "other"}), None);
         }
         91..=93 if host == H::Claude && chat.subs.is_empty() => {
-            // /clear: a new session id, an empty context.
+            // /clear: a new session id, an empty context, the same claude
+            // process (and stdio server, whose env keeps the old id: the
+            // lineage its hooks record names the new one).
+            st.clears += 1;
             hook(ctx, &mut st, chat, "SessionEnd", t, json!({"reason": "clear"}), None);
             chat.id = uid(ctx, "chat-");
             chat.window.clear();
@@ -433,22 +721,44 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
     std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let server = Mutex::new(Server::default());
     let ids = AtomicU64::new(0);
-    let ctx = Ctx { sb: &sb, server: &server, ids: &ids, seed, knobs };
     let hosts = [H::Cursor, H::Claude, H::Codex, H::CodeBuddy];
     let n = rng.range(2, 5) as usize;
-    let mut chats: Vec<Chat> = (0..n)
-        .map(|i| Chat {
-            host: if i < 2 { hosts[rng.below(4) as usize] } else { *rng.pick(&hosts) },
-            id: uid(&ctx, "chat-"),
-            ended: false,
-            window: HashSet::new(),
-            subs: Vec::new(),
-        })
-        .collect();
+    let stale_env = rng.chance(0.5);
+    // Chat i's server is i + 1 (unused when it shares server 0).
+    let mut plan = Vec::new();
+    for i in 0..n {
+        let host = if i < 2 { hosts[rng.below(4) as usize] } else { *rng.pick(&hosts) };
+        let kind = if rng.chance(knobs.own_server) {
+            match (host, rng.below(10)) {
+                (H::Claude, 0..=4) => Env::ClaudeProven,
+                (H::Claude, 5..=6) => Env::ClaudeUnproven,
+                (_, 0..=6) => Env::Custom,
+                _ => Env::Disabled,
+            }
+        } else {
+            Env::Shared
+        };
+        plan.push((host, kind));
+    }
+    let mut servers = vec![Mutex::new(Server::new(Env::Shared, "stale-session", 1, stale_env))];
+    let mut chats = Vec::new();
+    for (i, &(host, kind)) in plan.iter().enumerate() {
+        let id = format!("chat-{:x}{}", seed & 0xffff, ids.fetch_add(1, Relaxed));
+        let pid = 100_000 + ids.fetch_add(1, Relaxed) as u32;
+        servers.push(Mutex::new(Server::new(kind, &id, pid, false)));
+        let server = if kind == Env::Shared { 0 } else { i + 1 };
+        let claude_pid = (kind == Env::ClaudeProven).then_some(pid);
+        chats.push(Chat { host, id, ended: false, window: HashSet::new(), subs: Vec::new(), server, claude_pid });
+    }
+    let ctx = Ctx { sb: &sb, servers: &servers, ids: &ids, seed, knobs };
     let mut total = Stats::default();
     let mut t: u64 = 1_800_000_000_000 + rng.below(1_000_000);
+    for chat in &chats {
+        let ev = if chat.host == H::Cursor { "sessionStart" } else { "SessionStart" };
+        hook(&ctx, &mut total, chat, ev, t, json!({"source": "startup"}), None);
+        t += 1;
+    }
     for _ in 0..ticks {
         // Time between ticks: mostly busy, sometimes past the concurrency
         // or claim window, rarely past the slot TTL.
@@ -463,7 +773,7 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
             // once passed for stopped, and its parent got its stubs).
             _ => rng.range(2 * 3_600_000, 3 * 3_600_000),
         };
-        // Some chats act at once: their hooks run concurrently.
+        // Some chats act in this tick, each at its own offset.
         let k = rng.range(1, chats.len().min(3) as u64) as usize;
         let mut idx: Vec<usize> = (0..chats.len()).collect();
         for i in 0..idx.len() {
@@ -471,46 +781,73 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
             idx.swap(i, j);
         }
         idx.truncate(k);
-        let seeds: Vec<(usize, u64, u64)> = idx.iter().map(|&i| (i, rng.next_u64(), rng.below(20))).collect();
+        let mut seeds: Vec<(usize, u64, u64)> = idx.iter().map(|&i| (i, rng.next_u64(), rng.below(20))).collect();
         let ctx = &ctx;
-        let results: Vec<Stats> = std::thread::scope(|s| {
-            let handles: Vec<_> = chats
-                .iter_mut()
-                .enumerate()
-                .filter_map(|(i, c)| seeds.iter().find(|x| x.0 == i).map(|&(_, sd, off)| (c, sd, off)))
-                .map(|(c, sd, off)| s.spawn(move || step(ctx, &mut Rng::new(sd), c, t + off * 3)))
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for r in &results {
-            total.add(r);
+        if knobs.concurrent {
+            // Their hooks run at once.
+            let results: Vec<Stats> = std::thread::scope(|s| {
+                let handles: Vec<_> = chats
+                    .iter_mut()
+                    .enumerate()
+                    .filter_map(|(i, c)| seeds.iter().find(|x| x.0 == i).map(|&(_, sd, off)| (c, sd, off)))
+                    .map(|(c, sd, off)| s.spawn(move || step(ctx, &mut Rng::new(sd), c, t + off * 3)))
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for r in &results {
+                total.add(r);
+            }
+        } else {
+            // They take turns in the order of their times (ties: the chat
+            // drawn first), so a seed replays exactly.
+            seeds.sort_by_key(|&(_, _, off)| off);
+            for (i, sd, off) in seeds {
+                let r = step(ctx, &mut Rng::new(sd), &mut chats[i], t + off * 3);
+                total.add(&r);
+            }
         }
     }
+    total.fold(seed);
     total
+}
+
+/// The scope reasons reached, one line per code.
+fn coverage(name: &str, s: &Stats) -> String {
+    let mut out = format!("sim[{name}] reason coverage:");
+    for r in SCOPE_REASONS {
+        out.push_str(&format!("\n  {r:<20} {:>6}", s.reason(r)));
+    }
+    out
 }
 
 fn report(name: &str, seeds: u64, s: &Stats) -> String {
     let safe = s.safe_allowed + s.safe_withheld;
-    let share = if safe == 0 { 0.0 } else { 100.0 * s.safe_allowed as f64 / safe as f64 };
-    let mut reasons: Vec<_> = s.reasons.iter().collect();
-    reasons.sort_by(|a, b| b.1.cmp(a.1));
     let mut lost: Vec<_> = s.lost.iter().collect();
     lost.sort_by(|a, b| b.1.cmp(a.1));
     format!(
-        "sim[{name}]: {seeds} seeds, {} hook processes, {} MCP calls ({} resolved exactly), {} stub questions, \
-         {} compactions, {} subagents, {} ends: wrong stubs {}; safe stubs allowed {}/{} = {share:.1}% \
-         (unsafe withheld {}); safe stubs withheld for {lost:?}; all reasons {reasons:?}",
+        "sim[{name}]: {seeds} seeds, {} hook processes, {} MCP calls ({} resolved exactly), {} stub questions \
+         ({} without the call, {} without the delivery time, {} on unreadable state), {} pre hooks died, \
+         {} compactions, {} subagents, {} ends, {} /clear: wrong stubs {}; safe stubs allowed {}/{} = {:.1}% \
+         (unsafe withheld {}); scoping disabled: {} answers, {} of them unsafe; safe stubs withheld for {lost:?}",
         s.hooks,
         s.calls,
         s.exact,
         s.stub_questions,
+        s.no_call,
+        s.no_time,
+        s.faults,
+        s.pre_died,
         s.compactions,
         s.subagents,
         s.ends,
+        s.clears,
         s.wrong,
         s.safe_allowed,
         safe,
-        s.unsafe_withheld
+        100.0 * s.share(),
+        s.unsafe_withheld,
+        s.disabled,
+        s.disabled_unsafe,
     )
 }
 
@@ -518,18 +855,41 @@ fn report(name: &str, seeds: u64, s: &Stats) -> String {
 /// `LEANCTX_SIM_SEEDS` fresh ones from the printed base (`LEANCTX_SEED`
 /// replays them; with `LEANCTX_SEED` set the fixed ones are skipped).
 const FIXED_SEEDS: [u64; 6] = [1, 2, 3, 4, 5, 6];
+const TICKS: u64 = 80;
 
-fn run_many(name: &str, knobs: Knobs) -> Stats {
-    let fresh = rng::count("LEANCTX_SIM_SEEDS", 2, 200);
-    let ticks = rng::count("LEANCTX_SIM_TICKS", 80, 120);
+/// The total over every seed, and over the fixed seeds alone (`None` when
+/// replaying): the figures and the coverage are asserted on the fixed
+/// seeds, deterministic, so a fresh seed's luck cannot fail CI, while every
+/// seed must have 0 wrong stubs.
+fn run_many(name: &str, knobs: Knobs) -> (Stats, Option<Stats>) {
+    let fresh = rng::count("LEANCTX_SIM_SEEDS", 1, 200);
+    let ticks = rng::count("LEANCTX_SIM_TICKS", TICKS, 120);
     let base = rng::base_seed(&format!("sim[{name}]"));
     let replaying = std::env::var_os("LEANCTX_SEED").is_some();
     let fixed: &[u64] = if replaying { &[] } else { &FIXED_SEEDS };
     let all: Vec<u64> = fixed.iter().copied().chain((0..fresh).map(|i| base.wrapping_add(i))).collect();
-    let seeds = all.len() as u64;
+    // Two seeds at a time (each on its own is serial and deterministic,
+    // unless `knobs.concurrent`).
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut runs: Vec<(u64, Stats)> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Relaxed);
+                        let Some(&seed) = all.get(i) else { break out };
+                        out.push((seed, run_seed(seed, ticks, knobs)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    runs.sort_by_key(|(seed, _)| all.iter().position(|s| s == seed));
     let mut total = Stats::default();
-    for seed in all {
-        let s = run_seed(seed, ticks, knobs);
+    let mut fixed_total = Stats::default();
+    for (seed, s) in &runs {
         assert!(
             s.misresolved.is_empty(),
             "sim[{name}]: exact resolutions that named the wrong caller, seed {seed}:\n{}",
@@ -541,30 +901,46 @@ fn run_many(name: &str, knobs: Knobs) -> Stats {
             s.wrong,
             s.wrong_detail.join("\n")
         );
-        total.add(&s);
+        if fixed.contains(seed) {
+            fixed_total.add(s);
+        }
+        total.add(s);
     }
-    println!("{}", report(name, seeds, &total));
-    total
+    println!("{}", report(name, all.len() as u64, &total));
+    if replaying {
+        return (total, None);
+    }
+    println!("{}", report(&format!("{name}, fixed seeds 1-6 x {ticks} ticks"), fixed.len() as u64, &fixed_total));
+    println!("{}", coverage(&format!("{name}, fixed seeds"), &fixed_total));
+    // The fixed seeds' figures are asserted only at the CI size.
+    (total, (ticks == TICKS).then_some(fixed_total))
 }
 
 /// Per-call identity as the hosts give it (with an older Claude that sends
 /// no tool-use id now and then, and Cursor subagent hooks that sometimes
-/// lack `CURSOR_TASK_ID`): zero wrong stubs, and stubs still flow.
+/// lack `CURSOR_TASK_ID`), servers of every kind asking with and without
+/// the call, and state that cannot be read now and then: zero wrong stubs,
+/// every reason code reached, and stubs still flow.
 #[test]
 fn simulation_zero_wrong_stubs() {
-    let s = run_many("per-call", Knobs { claude_no_meta: 0.15, cursor_no_task_env: 0.1, cold: 0.2 });
+    let (s, fixed) = run_many("per-call", PER_CALL);
     assert_eq!(s.wrong, 0);
-    assert!(s.stub_questions > 100);
-    // A savings floor (a product that always withholds passes `wrong == 0`):
-    // measured 44 % on the fixed seeds; half of it, for the fresh seeds' spread.
-    let share = s.safe_allowed as f64 / (s.safe_allowed + s.safe_withheld).max(1) as f64;
-    assert!(share >= 0.22, "scope check: safe stubs allowed {:.1} %", share * 100.0);
-    // The reason codes this setting must reach (the others need a server
-    // environment, disabled scoping or bad state: the fault, clock and
-    // read-path suites reach those).
-    for r in ["same-conversation", "other-conversation", "unknown-delivery", "unknown-caller", "compacted"] {
-        assert!(s.reasons.get(r).copied().unwrap_or(0) > 0, "reason {r} never reached: {:?}", s.reasons);
+    assert!(s.misresolved.is_empty());
+    let Some(f) = fixed else { return };
+    // The fixed seeds replay exactly: their figures (RELIABILITY.md) are
+    // asserted as floors a little under what they measure.
+    assert_eq!(f.wrong, 0);
+    assert!(f.stub_questions >= 450, "{}", report("per-call fixed", 6, &f));
+    assert!(f.hooks >= 1_400 && f.calls >= 500 && f.exact >= 350, "{}", report("per-call fixed", 6, &f));
+    assert!(f.compactions >= 50 && f.subagents >= 50 && f.ends >= 30 && f.clears >= 3, "{f:?}");
+    assert!(f.no_call >= 30 && f.no_time >= 30 && f.faults >= 15 && f.pre_died >= 5, "{f:?}");
+    // A savings floor (a product that always withholds passes `wrong == 0`).
+    assert!(f.share() >= 0.35, "scope check: safe stubs allowed {:.1} %", f.share() * 100.0);
+    // Every reason code is reached.
+    for r in SCOPE_REASONS {
+        assert!(f.reason(r) > 0, "reason {r} never reached on the fixed seeds: {:?}", f.reasons);
     }
+    assert!(f.disabled > 0 && f.disabled == f.reason("scope-disabled"), "{f:?}");
 }
 
 /// No per-call identity at all from Claude (every call without its
@@ -572,11 +948,45 @@ fn simulation_zero_wrong_stubs() {
 /// never let a wrong stub through.
 #[test]
 fn simulation_zero_wrong_stubs_without_claude_meta() {
-    let s = run_many("no-claude-meta", Knobs { claude_no_meta: 1.0, cursor_no_task_env: 0.3, cold: 0.5 });
+    let (s, fixed) = run_many("no-claude-meta", NO_CLAUDE_META);
     assert_eq!(s.wrong, 0);
-    // Not a product that always withholds: measured 24 % on the fixed seeds.
-    let share = s.safe_allowed as f64 / (s.safe_allowed + s.safe_withheld).max(1) as f64;
-    assert!(share >= 0.10, "scope check without Claude ids: safe stubs allowed {:.1} %", share * 100.0);
+    let Some(f) = fixed else { return };
+    assert!(f.stub_questions >= 450, "{}", report("no-claude-meta fixed", 6, &f));
+    // Not a product that always withholds.
+    assert!(f.share() >= 0.18, "scope check without Claude ids: safe stubs allowed {:.1} %", f.share() * 100.0);
+    for r in ["same-conversation", "other-conversation", "unknown-caller", "concurrent", "state-unavailable"] {
+        assert!(f.reason(r) > 0, "reason {r} never reached: {:?}", f.reasons);
+    }
+}
+
+/// The chats acting in one tick run their hooks at the same time (threads,
+/// real processes racing for the journal lock and the slot). Not
+/// reproducible — the slot is last-writer-wins — so only the verdict is
+/// asserted: zero wrong stubs and every exact resolution right. (No
+/// unreadable-state faults here: another chat's hook would meet them.)
+#[test]
+fn simulation_zero_wrong_stubs_with_concurrent_hooks() {
+    let knobs = Knobs { concurrent: true, faults: 0.0, ..PER_CALL };
+    let mut total = Stats::default();
+    for seed in [7, 8] {
+        let s = run_seed(seed, TICKS, knobs);
+        assert!(s.misresolved.is_empty(), "seed {seed}:\n{}", s.misresolved.join("\n"));
+        assert!(s.wrong == 0, "{} wrong stubs with seed {seed} (concurrent):\n{}", s.wrong, s.wrong_detail.join("\n"));
+        total.add(&s);
+    }
+    println!("{}", report("concurrent hooks", 2, &total));
+    assert!(total.stub_questions > 100, "{total:?}");
+}
+
+/// `LEANCTX_SEED=S` replays a run exactly: the same seed twice gives the
+/// same statistics, every counter, every reason count and the fold of every
+/// decision and verdict in order.
+#[test]
+fn simulation_replays_bit_for_bit() {
+    let a = run_seed(FIXED_SEEDS[2], 60, PER_CALL);
+    let b = run_seed(FIXED_SEEDS[2], 60, PER_CALL);
+    assert!(a.stub_questions > 50, "{a:?}");
+    assert_eq!(a, b, "seed {} does not replay", FIXED_SEEDS[2]);
 }
 
 // Deterministic regressions for what the simulation found.
