@@ -95,13 +95,17 @@ pub struct Facts {
     pub last_compaction: Option<u64>,
     /// Compactions at or before this may have been forgotten.
     pub compaction_floor: u64,
-    /// A subagent of the caller's conversation is running.
+    /// A subagent of the caller's conversation is running (of any
+    /// conversation, when the caller is unknown).
     pub subagent_active: bool,
     /// The journal exists but could not be read (permissions, a busy lock):
     /// every other fact is unknown.
     pub unavailable: bool,
     /// The call's exact per-call id names no call record.
     pub unrecorded_call: bool,
+    /// The caller is unknown and the state holds more than one
+    /// conversation, live or not: the content may have gone to another.
+    pub several_known: bool,
     /// A call was given, and named nobody (no unclaimed record, or two
     /// chats' records): the caller is unknown, and no legacy allow applies.
     pub call_unresolved: bool,
@@ -171,6 +175,12 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
         return match (cold || facts.call_unresolved, facts.concurrent) {
             (true, _) => Decision::deny(Reason::UnknownCaller),
             (false, true) => Decision::deny(Reason::Concurrent),
+            // The legacy allow assumes one caller and one recipient: not
+            // while a subagent runs (it may be the caller), nor once the
+            // state knows another conversation (it may have been the
+            // recipient).
+            (false, false) if facts.subagent_active => Decision::deny(Reason::SubagentActive),
+            (false, false) if facts.several_known => Decision::deny(Reason::UnknownCaller),
             (false, false) => Decision::allow(Reason::SingleConversation),
         };
     };
@@ -263,6 +273,8 @@ mod tests {
             (caller(Source::Slot, a),                 a,         Some(100), sub,       false, SubagentActive),
             (caller(Source::Slot, Some("agent:x")),   Some("agent:x"), Some(100), sub, true,  SameConversation),
             (Caller::unknown(),                       a,         Some(100), quiet,     true,  SingleConversation),
+            (Caller::unknown(),                       a,         Some(100), sub,       false, SubagentActive),
+            (Caller::unknown(),                       a,         Some(100), Facts { several_known: true, ..quiet }, false, UnknownCaller),
             (Caller::unknown(),                       a,         Some(100), busy,      false, Concurrent),
             (caller(Source::MetaSession, a),          None,      Some(100), quiet,     false, UnknownDelivery),
             (caller(Source::Slot, a),                 None,      Some(100), quiet,     false, UnknownDelivery),

@@ -373,6 +373,16 @@ impl Digest {
         self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
     }
 
+    /// [`View::any_subagent_active`].
+    pub fn any_subagent_active(&self, now: u64) -> bool {
+        self.subagents.keys().any(|c| !self.active_subagents(c, now).is_empty())
+    }
+
+    /// [`View::several_conversations`] (or more: every conversation seen).
+    pub fn several_conversations(&self) -> bool {
+        self.convs.len() > 1
+    }
+
     /// [`View::open_subagents`]: the subagent records of `conv`, closed by
     /// its latest end (which closes every start before it, as every end does).
     pub fn open_subagents(&self, conv: &str, now: u64) -> Vec<(&str, u64)> {

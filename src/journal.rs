@@ -485,6 +485,34 @@ impl<'a> View<'a> {
         self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
     }
 
+    /// More than one conversation has sightings or ends in the journal.
+    pub fn several_conversations(&self) -> bool {
+        let mut first = None;
+        for r in &self.records {
+            if let Record::Sighting { conv, .. } | Record::End { conv, .. } = *r {
+                match first {
+                    None => first = Some(conv),
+                    Some(f) if f != conv => return true,
+                    _ => {}
+                }
+            }
+        }
+        false
+    }
+
+    /// A subagent of any conversation is running.
+    pub fn any_subagent_active(&self, now: u64) -> bool {
+        let convs: HashSet<&str> = self
+            .records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::SubagentStart { conv, .. } => Some(conv),
+                _ => None,
+            })
+            .collect();
+        convs.into_iter().any(|c| !self.active_subagents(c, now).is_empty())
+    }
+
     /// [`View::active_subagents`] with each one's start time.
     pub fn open_subagents(&self, conv: &str, now: u64) -> Vec<(&'a str, u64)> {
         // (time, order at equal times: end, start, stop; agent)

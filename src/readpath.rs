@@ -340,7 +340,16 @@ impl ReadPath {
             concurrent: view.concurrent(now),
             last_compaction,
             compaction_floor: view.compaction_floor(),
-            subagent_active: conv.is_some_and(|c| view.subagent_active(c, now)),
+            // An unknown caller may be any running subagent, or the one live
+            // chat that never got what another one did (found by
+            // tests/it/sim.rs: with the slot gone, the legacy
+            // single-conversation allow gave a subagent its parent's stub,
+            // and a chat the stub of a chat that had ended).
+            subagent_active: match conv {
+                Some(c) => view.subagent_active(c, now),
+                None => view.any_subagent_active(now),
+            },
+            several_known: conv.is_none() && view.several_conversations(),
             unrecorded_call: false,
             call_unresolved: false,
         }
@@ -482,6 +491,10 @@ pub(crate) trait Ask {
     /// The latest compaction of any conversation.
     fn latest_compaction_any(&self) -> Option<u64>;
     fn subagent_active(&self, conv: &str, now: u64) -> bool;
+    /// A subagent of any conversation is running.
+    fn any_subagent_active(&self, now: u64) -> bool;
+    /// More than one conversation is in the state (live or not).
+    fn several_conversations(&self) -> bool;
     /// [`View::subagent_unwitnessed`].
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
@@ -513,6 +526,12 @@ impl Ask for Reader {
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !self.digest().active_subagents(conv, now).is_empty()
+    }
+    fn any_subagent_active(&self, now: u64) -> bool {
+        self.digest().any_subagent_active(now)
+    }
+    fn several_conversations(&self) -> bool {
+        self.digest().several_conversations()
     }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         self.digest().subagent_unwitnessed(conv, host, now)
@@ -553,6 +572,12 @@ impl Ask for View<'_> {
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !View::active_subagents(self, conv, now).is_empty()
     }
+    fn any_subagent_active(&self, now: u64) -> bool {
+        View::any_subagent_active(self, now)
+    }
+    fn several_conversations(&self) -> bool {
+        View::several_conversations(self)
+    }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         View::subagent_unwitnessed(self, conv, host, now)
     }
@@ -588,6 +613,12 @@ impl Ask for Digest {
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !Digest::active_subagents(self, conv, now).is_empty()
+    }
+    fn any_subagent_active(&self, now: u64) -> bool {
+        Digest::any_subagent_active(self, now)
+    }
+    fn several_conversations(&self) -> bool {
+        Digest::several_conversations(self)
     }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         Digest::subagent_unwitnessed(self, conv, host, now)

@@ -259,7 +259,17 @@ enum Fault {
     SlotGone,
 }
 
-const FAULTS: [Fault; 5] = [Fault::DirOpen, Fault::JournalDir, Fault::SlotFifo, Fault::SlotGarbage, Fault::SlotGone];
+/// The faults drawn (the slot deleted three times as often: it is the one
+/// that reaches the legacy single-conversation answer).
+const FAULTS: [Fault; 7] = [
+    Fault::DirOpen,
+    Fault::JournalDir,
+    Fault::SlotFifo,
+    Fault::SlotGarbage,
+    Fault::SlotGone,
+    Fault::SlotGone,
+    Fault::SlotGone,
+];
 
 struct Applied {
     fault: Fault,
@@ -319,6 +329,7 @@ fn restore(data: &Path, a: Applied) {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     sb: &'a Sandbox,
     /// Index 0: the shared server; `i + 1`: chat `i`'s own.
@@ -362,7 +373,7 @@ const PER_CALL: Knobs = Knobs {
     no_call: 0.1,
     no_time: 0.1,
     pre_dies: 0.03,
-    faults: 0.05,
+    faults: 0.08,
     own_server: 0.4,
     concurrent: false,
 };
@@ -511,6 +522,7 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
                 });
                 st.stub_questions += 1;
                 let reason = ans.decision.reason.as_str();
+                if fault.is_some() && std::env::var_os("DBG").is_some() { eprintln!("DBG {fault:?} cold {cold} nocall {no_call} {:?} -> {reason} conc {} caller {:?}", server.kind, ans.concurrent, ans.caller.source); }
                 *st.reasons.entry(reason.to_string()).or_default() += 1;
                 let safe = window.contains(file);
                 st.fold(now ^ ((ans.decision.allow as u64) << 1) ^ (safe as u64) ^ (reason_index(reason) << 8));
@@ -588,6 +600,22 @@ fn cursor_stop(chat: &Chat, s: &Sub) -> Value {
         Some(_) => json!({"status": "completed", "subagent_id": s.raw, "parent_conversation_id": chat.id}),
         None => json!({"status": "completed"}),
     }
+}
+
+/// End a chat (its subagents first).
+fn end_chat(ctx: &Ctx, st: &mut Stats, chat: &mut Chat, t: u64) {
+    let cursor = chat.host == H::Cursor;
+    for s in std::mem::take(&mut chat.subs) {
+        if cursor {
+            hook(ctx, st, chat, "subagentStop", t, cursor_stop(chat, &s), None);
+        } else {
+            hook(ctx, st, chat, "SubagentStop", t, json!({"agent_id": s.raw}), None);
+        }
+    }
+    st.ends += 1;
+    chat.ended = true;
+    let ev = if cursor { "sessionEnd" } else { "SessionEnd" };
+    hook(ctx, st, chat, ev, t + 1, json!({"reason": "other"}), None);
 }
 
 /// One step of a chat at virtual time `t`.
@@ -684,20 +712,7 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
                 hook(ctx, &mut st, chat, "SubagentStop", t, json!({"agent_id": s.raw}), None);
             }
         }
-        87..=90 => {
-            // Ending a chat ends its subagents first.
-            for s in std::mem::take(&mut chat.subs) {
-                if cursor {
-                    hook(ctx, &mut st, chat, "subagentStop", t, cursor_stop(chat, &s), None);
-                } else {
-                    hook(ctx, &mut st, chat, "SubagentStop", t, json!({"agent_id": s.raw}), None);
-                }
-            }
-            st.ends += 1;
-            chat.ended = true;
-            let ev = if cursor { "sessionEnd" } else { "SessionEnd" };
-            hook(ctx, &mut st, chat, ev, t + 1, json!({"reason": "other"}), None);
-        }
+        87..=90 => end_chat(ctx, &mut st, chat, t),
         91..=93 if host == H::Claude && chat.subs.is_empty() => {
             // /clear: a new session id, an empty context, the same claude
             // process (and stdio server, whose env keeps the old id: the
@@ -759,6 +774,7 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
         hook(&ctx, &mut total, chat, ev, t, json!({"source": "startup"}), None);
         t += 1;
     }
+    let mut solo: Option<(usize, u64)> = None;
     for _ in 0..ticks {
         // Time between ticks: mostly busy, sometimes past the concurrency
         // or claim window, rarely past the slot TTL.
@@ -773,6 +789,22 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
             // once passed for stopped, and its parent got its stubs).
             _ => rng.range(2 * 3_600_000, 3 * 3_600_000),
         };
+        // Now and then one chat works alone for a while (the others idle
+        // past the 30 s concurrency window): the stretches where the legacy
+        // single-conversation answer can apply.
+        if solo.is_none() && rng.chance(0.08) {
+            let c = rng.below(chats.len() as u64) as usize;
+            solo = Some((c, rng.range(4, 16)));
+            // Half the time the user closed the other chats first.
+            if rng.chance(0.5) && !knobs.concurrent {
+                for (i, chat) in chats.iter_mut().enumerate() {
+                    if i != c && !chat.ended {
+                        end_chat(&ctx, &mut total, chat, t);
+                    }
+                }
+            }
+            t += rng.range(31_000, 90_000);
+        }
         // Some chats act in this tick, each at its own offset.
         let k = rng.range(1, chats.len().min(3) as u64) as usize;
         let mut idx: Vec<usize> = (0..chats.len()).collect();
@@ -781,8 +813,16 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
             idx.swap(i, j);
         }
         idx.truncate(k);
+        let alone = solo.is_some();
+        if let Some((c, left)) = solo {
+            idx = vec![c];
+            solo = (left > 1).then_some((c, left - 1));
+        }
         let mut seeds: Vec<(usize, u64, u64)> = idx.iter().map(|&i| (i, rng.next_u64(), rng.below(20))).collect();
-        let ctx = &ctx;
+        // A chat working alone meets the slot-gone episode more often (a
+        // cleanup removing it while one chat works).
+        let solo_ctx = Ctx { knobs: Knobs { faults: knobs.faults * 4.0, ..knobs }, ..ctx };
+        let ctx = if alone && !knobs.concurrent { &solo_ctx } else { &ctx };
         if knobs.concurrent {
             // Their hooks run at once.
             let results: Vec<Stats> = std::thread::scope(|s| {
@@ -975,7 +1015,7 @@ fn simulation_zero_wrong_stubs_with_concurrent_hooks() {
         total.add(&s);
     }
     println!("{}", report("concurrent hooks", 2, &total));
-    assert!(total.stub_questions > 100, "{total:?}");
+    assert!(total.stub_questions > 60, "{total:?}");
 }
 
 /// `LEANCTX_SEED=S` replays a run exactly: the same seed twice gives the
@@ -983,10 +1023,11 @@ fn simulation_zero_wrong_stubs_with_concurrent_hooks() {
 /// decision and verdict in order.
 #[test]
 fn simulation_replays_bit_for_bit() {
-    let a = run_seed(FIXED_SEEDS[2], 60, PER_CALL);
-    let b = run_seed(FIXED_SEEDS[2], 60, PER_CALL);
-    assert!(a.stub_questions > 50, "{a:?}");
-    assert_eq!(a, b, "seed {} does not replay", FIXED_SEEDS[2]);
+    let seed = FIXED_SEEDS[1];
+    let a = run_seed(seed, TICKS, PER_CALL);
+    let b = run_seed(seed, TICKS, PER_CALL);
+    assert!(a.stub_questions > 30 && a.faults > 0 && a.no_call > 0, "{a:?}");
+    assert_eq!(a, b, "seed {seed} does not replay");
 }
 
 // Deterministic regressions for what the simulation found.
@@ -1091,4 +1132,48 @@ fn an_in_flight_temp_survives_a_cleaner_with_a_clock_far_ahead() {
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(120)).unwrap();
     leanctx::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
     assert!(!tmp.exists(), "a temp two minutes old is a leftover");
+}
+
+/// The slot gone (a cleanup) and a server that asks without the call: the
+/// caller is unknown. The legacy single-conversation allow handed a running
+/// subagent a stub of what only its parent had been given, and the one live
+/// chat the stub of a chat that had ended (found by the simulation's
+/// slot-gone episodes, seed 2). It now needs one caller and one possible
+/// recipient: no subagent running, no other conversation in the state.
+#[test]
+fn an_unknown_caller_while_a_subagent_runs_gets_no_legacy_stub() {
+    let sb = sandbox();
+    let t = 1_800_000_000_000u64;
+    at(&sb, "claude", t, json!({"hook_event_name":"SessionStart","session_id":"cla","source":"startup"}));
+    at(&sb, "claude", t + 10, json!({"hook_event_name":"SubagentStart","session_id":"cla","agent_id":"sub1"}));
+    at(
+        &sb,
+        "claude",
+        t + 20,
+        json!({"hook_event_name":"PreToolUse","session_id":"cla","agent_id":"sub1",
+        "tool_name":"mcp__ctx__ctx_read","tool_input":{"path":"a.rs"},"tool_use_id":"toolu_9"}),
+    );
+    std::fs::remove_file(sb.data.join("active_transcript.json")).unwrap();
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 30);
+    let ans = rp.decide(&StubQuery { delivered: Some("cla"), delivered_at_ms: Some(t + 5), cold: false, call: None });
+    assert_eq!(ans.caller.source, Source::None, "{ans:?}");
+    assert!(!ans.concurrent, "{ans:?}");
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "subagent-active"), "{ans:?}");
+    // Once it stops, the legacy answer is back (one conversation, nothing else running).
+    at(&sb, "claude", t + 40, json!({"hook_event_name":"SubagentStop","session_id":"cla","agent_id":"sub1"}));
+    std::fs::remove_file(sb.data.join("active_transcript.json")).unwrap();
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 50);
+    let ans = rp.decide(&StubQuery { delivered: Some("cla"), delivered_at_ms: Some(t + 5), cold: false, call: None });
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (true, "single-conversation"), "{ans:?}");
+    // Another chat that ended long ago (not live) may have been the
+    // recipient: the one live chat gets no stub of what it may never have
+    // seen (found by the simulation, seed 2: the chat closed, and its
+    // content went to the one left).
+    at(&sb, "codex", t + 60, json!({"hook_event_name":"SessionEnd","session_id":"cdx","reason":"other"}));
+    at(&sb, "claude", t + 100_000, json!({"hook_event_name":"Stop","session_id":"cla"}));
+    std::fs::remove_file(sb.data.join("active_transcript.json")).unwrap();
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 100_010);
+    let ans = rp.decide(&StubQuery { delivered: Some("cdx"), delivered_at_ms: Some(t + 5), cold: false, call: None });
+    assert!(!ans.concurrent, "{ans:?}");
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "unknown-caller"), "{ans:?}");
 }
