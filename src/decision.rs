@@ -104,7 +104,8 @@ pub struct Facts {
     /// The call's exact per-call id names no call record.
     pub unrecorded_call: bool,
     /// The caller is unknown and the state holds more than one
-    /// conversation, live or not: the content may have gone to another.
+    /// conversation, live or not, or a subagent: the content may have gone
+    /// to another.
     pub several_known: bool,
     /// A call was given, and named nobody (no unclaimed record, or two
     /// chats' records): the caller is unknown, and no legacy allow applies.

@@ -380,7 +380,7 @@ impl Digest {
 
     /// [`View::several_conversations`] (or more: every conversation seen).
     pub fn several_conversations(&self) -> bool {
-        self.convs.len() > 1
+        self.convs.len() > 1 || !self.subagents.is_empty()
     }
 
     /// [`View::open_subagents`]: the subagent records of `conv`, closed by

@@ -485,10 +485,14 @@ impl<'a> View<'a> {
         self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
     }
 
-    /// More than one conversation has sightings or ends in the journal.
+    /// More than one conversation has sightings or ends in the journal, or
+    /// a subagent (a scope of its own) has a record.
     pub fn several_conversations(&self) -> bool {
         let mut first = None;
         for r in &self.records {
+            if let Record::SubagentStart { .. } | Record::SubagentStop { .. } = r {
+                return true;
+            }
             if let Record::Sighting { conv, .. } | Record::End { conv, .. } = *r {
                 match first {
                     None => first = Some(conv),

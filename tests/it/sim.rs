@@ -157,6 +157,10 @@ struct Stats {
     /// are counted, to show what switching it off costs.
     disabled: u64,
     disabled_unsafe: u64,
+    /// Stubs allowed on wiped state ([`Fault::Wiped`]: the legacy answer of
+    /// an empty state, documented), and how many of them were unsafe.
+    wiped_allowed: u64,
+    wiped_unsafe: u64,
     wrong_detail: Vec<String>,
     misresolved: Vec<String>,
     reasons: BTreeMap<String, u64>,
@@ -186,6 +190,8 @@ impl Stats {
         self.faults += o.faults;
         self.disabled += o.disabled;
         self.disabled_unsafe += o.disabled_unsafe;
+        self.wiped_allowed += o.wiped_allowed;
+        self.wiped_unsafe += o.wiped_unsafe;
         self.wrong_detail.extend(o.wrong_detail.iter().cloned());
         self.misresolved.extend(o.misresolved.iter().cloned());
         for (k, v) in &o.reasons {
@@ -257,11 +263,17 @@ enum Fault {
     SlotGarbage,
     /// The slot deleted (a cleanup), and the server asks without the call.
     SlotGone,
+    /// The whole state deleted (journal, lock and slot), and the server
+    /// asks without the call: as empty as a new install's, where the legacy
+    /// single-conversation allow applies (README, RELIABILITY.md: "State
+    /// deleted wholesale"). Its allows are counted apart
+    /// ([`Stats::wiped_unsafe`]).
+    Wiped,
 }
 
 /// The faults drawn (the slot deleted three times as often: it is the one
 /// that reaches the legacy single-conversation answer).
-const FAULTS: [Fault; 7] = [
+const FAULTS: [Fault; 8] = [
     Fault::DirOpen,
     Fault::JournalDir,
     Fault::SlotFifo,
@@ -269,6 +281,7 @@ const FAULTS: [Fault; 7] = [
     Fault::SlotGone,
     Fault::SlotGone,
     Fault::SlotGone,
+    Fault::Wiped,
 ];
 
 struct Applied {
@@ -287,6 +300,15 @@ fn apply(data: &Path, fault: Fault) -> Applied {
                 std::fs::rename(&journal, data.join("journal.sim-aside")).unwrap();
             }
             std::fs::create_dir(&journal).unwrap();
+        }
+        Fault::Wiped => {
+            let aside = data.join("sim-aside");
+            std::fs::create_dir(&aside).unwrap();
+            for f in ["journal", "journal.lock", "active_transcript.json"] {
+                if data.join(f).exists() {
+                    std::fs::rename(data.join(f), aside.join(f)).unwrap();
+                }
+            }
         }
         Fault::SlotFifo | Fault::SlotGarbage | Fault::SlotGone => {
             saved = std::fs::read(&slot).ok();
@@ -318,6 +340,15 @@ fn restore(data: &Path, a: Applied) {
             if data.join("journal.sim-aside").exists() {
                 std::fs::rename(data.join("journal.sim-aside"), &journal).unwrap();
             }
+        }
+        Fault::Wiped => {
+            let aside = data.join("sim-aside");
+            for f in ["journal", "journal.lock", "active_transcript.json"] {
+                if aside.join(f).exists() {
+                    std::fs::rename(aside.join(f), data.join(f)).unwrap();
+                }
+            }
+            std::fs::remove_dir(&aside).unwrap();
         }
         _ => {
             let _ = std::fs::remove_file(&slot);
@@ -488,7 +519,7 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
     // (never without it when the pre hook died: the slot would name the
     // last writer, a limit RELIABILITY.md states), with or without the time.
     let fault = (rng.chance(ctx.knobs.faults)).then(|| *rng.pick(&FAULTS));
-    let no_call = !pre_died && (fault == Some(Fault::SlotGone) || rng.chance(ctx.knobs.no_call));
+    let no_call = !pre_died && (matches!(fault, Some(Fault::SlotGone | Fault::Wiped)) || rng.chance(ctx.knobs.no_call));
     let no_time = rng.chance(ctx.knobs.no_time);
     let cold = rng.chance(ctx.knobs.cold);
     let given = (!no_call).then_some(&call);
@@ -522,7 +553,6 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
                 });
                 st.stub_questions += 1;
                 let reason = ans.decision.reason.as_str();
-                if fault.is_some() && std::env::var_os("DBG").is_some() { eprintln!("DBG {fault:?} cold {cold} nocall {no_call} {:?} -> {reason} conc {} caller {:?}", server.kind, ans.concurrent, ans.caller.source); }
                 *st.reasons.entry(reason.to_string()).or_default() += 1;
                 let safe = window.contains(file);
                 st.fold(now ^ ((ans.decision.allow as u64) << 1) ^ (safe as u64) ^ (reason_index(reason) << 8));
@@ -530,6 +560,10 @@ fn read(ctx: &Ctx, st: &mut Stats, rng: &mut Rng, chat: &mut Chat, actor: Option
                     _ if reason == "scope-disabled" => {
                         st.disabled += 1;
                         st.disabled_unsafe += !safe as u64;
+                    }
+                    (true, _) if fault == Some(Fault::Wiped) => {
+                        st.wiped_allowed += 1;
+                        st.wiped_unsafe += !safe as u64;
                     }
                     (true, true) => st.safe_allowed += 1,
                     (true, false) => {
@@ -868,7 +902,8 @@ fn report(name: &str, seeds: u64, s: &Stats) -> String {
         "sim[{name}]: {seeds} seeds, {} hook processes, {} MCP calls ({} resolved exactly), {} stub questions \
          ({} without the call, {} without the delivery time, {} on unreadable state), {} pre hooks died, \
          {} compactions, {} subagents, {} ends, {} /clear: wrong stubs {}; safe stubs allowed {}/{} = {:.1}% \
-         (unsafe withheld {}); scoping disabled: {} answers, {} of them unsafe; safe stubs withheld for {lost:?}",
+         (unsafe withheld {}); scoping disabled: {} answers, {} of them unsafe; wiped state: {} allowed, {} of them \
+         unsafe; safe stubs withheld for {lost:?}",
         s.hooks,
         s.calls,
         s.exact,
@@ -888,6 +923,8 @@ fn report(name: &str, seeds: u64, s: &Stats) -> String {
         s.unsafe_withheld,
         s.disabled,
         s.disabled_unsafe,
+        s.wiped_allowed,
+        s.wiped_unsafe,
     )
 }
 
@@ -966,21 +1003,25 @@ fn simulation_zero_wrong_stubs() {
     let (s, fixed) = run_many("per-call", PER_CALL);
     assert_eq!(s.wrong, 0);
     assert!(s.misresolved.is_empty());
+    assert!(s.stub_questions > 100, "{}", report("per-call", 0, &s));
+    // A savings floor on every seed run (a product that always withholds
+    // passes `wrong == 0`).
+    assert!(s.share() >= 0.22, "scope check: safe stubs allowed {:.1} %", s.share() * 100.0);
     let Some(f) = fixed else { return };
     // The fixed seeds replay exactly: their figures (RELIABILITY.md) are
     // asserted as floors a little under what they measure.
+    let r = report("per-call fixed", 6, &f);
     assert_eq!(f.wrong, 0);
-    assert!(f.stub_questions >= 450, "{}", report("per-call fixed", 6, &f));
-    assert!(f.hooks >= 1_400 && f.calls >= 500 && f.exact >= 350, "{}", report("per-call fixed", 6, &f));
-    assert!(f.compactions >= 50 && f.subagents >= 50 && f.ends >= 30 && f.clears >= 3, "{f:?}");
-    assert!(f.no_call >= 30 && f.no_time >= 30 && f.faults >= 15 && f.pre_died >= 5, "{f:?}");
-    // A savings floor (a product that always withholds passes `wrong == 0`).
-    assert!(f.share() >= 0.35, "scope check: safe stubs allowed {:.1} %", f.share() * 100.0);
+    assert!(f.stub_questions >= 250 && f.hooks >= 1_000 && f.calls >= 350 && f.exact >= 230, "{r}");
+    assert!(f.compactions >= 40 && f.subagents >= 40 && f.ends >= 50 && f.clears >= 3, "{r}");
+    assert!(f.no_call >= 40 && f.no_time >= 30 && f.faults >= 45 && f.pre_died >= 3, "{r}");
+    assert!(f.share() >= 0.33, "scope check: safe stubs allowed {:.1} % on the fixed seeds", f.share() * 100.0);
     // Every reason code is reached.
     for r in SCOPE_REASONS {
         assert!(f.reason(r) > 0, "reason {r} never reached on the fixed seeds: {:?}", f.reasons);
     }
     assert!(f.disabled > 0 && f.disabled == f.reason("scope-disabled"), "{f:?}");
+    assert!(f.wiped_allowed <= f.reason("single-conversation"), "{f:?}");
 }
 
 /// No per-call identity at all from Claude (every call without its
@@ -990,13 +1031,16 @@ fn simulation_zero_wrong_stubs() {
 fn simulation_zero_wrong_stubs_without_claude_meta() {
     let (s, fixed) = run_many("no-claude-meta", NO_CLAUDE_META);
     assert_eq!(s.wrong, 0);
-    let Some(f) = fixed else { return };
-    assert!(f.stub_questions >= 450, "{}", report("no-claude-meta fixed", 6, &f));
     // Not a product that always withholds.
-    assert!(f.share() >= 0.18, "scope check without Claude ids: safe stubs allowed {:.1} %", f.share() * 100.0);
-    for r in ["same-conversation", "other-conversation", "unknown-caller", "concurrent", "state-unavailable"] {
+    assert!(s.share() >= 0.10, "scope check without Claude ids: safe stubs allowed {:.1} %", s.share() * 100.0);
+    let Some(f) = fixed else { return };
+    assert!(f.stub_questions >= 250, "{}", report("no-claude-meta fixed", 6, &f));
+    assert!(f.share() >= 0.16, "without Claude ids: safe stubs allowed {:.1} % on the fixed seeds", f.share() * 100.0);
+    for r in SCOPE_REASONS.iter().filter(|r| **r != "unrecorded-call") {
         assert!(f.reason(r) > 0, "reason {r} never reached: {:?}", f.reasons);
     }
+    // No Claude call carries a tool-use id, so none can name no record.
+    assert_eq!(f.reason("unrecorded-call"), 0, "{:?}", f.reasons);
 }
 
 /// The chats acting in one tick run their hooks at the same time (threads,
@@ -1159,10 +1203,16 @@ fn an_unknown_caller_while_a_subagent_runs_gets_no_legacy_stub() {
     assert_eq!(ans.caller.source, Source::None, "{ans:?}");
     assert!(!ans.concurrent, "{ans:?}");
     assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "subagent-active"), "{ans:?}");
-    // Once it stops, the legacy answer is back (one conversation, nothing else running).
+    // Once it stops, it may still have been the recipient: no legacy stub.
     at(&sb, "claude", t + 40, json!({"hook_event_name":"SubagentStop","session_id":"cla","agent_id":"sub1"}));
-    std::fs::remove_file(sb.data.join("active_transcript.json")).unwrap();
     let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 50);
+    let ans = rp.decide(&StubQuery { delivered: Some("cla"), delivered_at_ms: Some(t + 5), cold: false, call: None });
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "unknown-caller"), "{ans:?}");
+    // One conversation and nothing else in the state: the legacy answer.
+    let sb = sandbox();
+    at(&sb, "claude", t, json!({"hook_event_name":"SessionStart","session_id":"cla","source":"startup"}));
+    std::fs::remove_file(sb.data.join("active_transcript.json")).unwrap();
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 10);
     let ans = rp.decide(&StubQuery { delivered: Some("cla"), delivered_at_ms: Some(t + 5), cold: false, call: None });
     assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (true, "single-conversation"), "{ans:?}");
     // Another chat that ended long ago (not live) may have been the
