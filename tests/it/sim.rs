@@ -252,7 +252,7 @@ impl Server {
 /// State that cannot be read at the moment a server asks (and is back
 /// before the next hook runs, so no hook loses a record).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
+pub(crate) enum Fault {
     /// The data dir opened to everyone (`chmod 777`).
     DirOpen,
     /// The journal replaced by a directory.
@@ -284,12 +284,12 @@ const FAULTS: [Fault; 8] = [
     Fault::Wiped,
 ];
 
-struct Applied {
+pub(crate) struct Applied {
     fault: Fault,
     saved: Option<Vec<u8>>,
 }
 
-fn apply(data: &Path, fault: Fault) -> Applied {
+pub(crate) fn apply(data: &Path, fault: Fault) -> Applied {
     let slot = data.join("active_transcript.json");
     let journal = data.join("journal");
     let mut saved = None;
@@ -330,7 +330,7 @@ fn apply(data: &Path, fault: Fault) -> Applied {
     Applied { fault, saved }
 }
 
-fn restore(data: &Path, a: Applied) {
+pub(crate) fn restore(data: &Path, a: Applied) {
     let slot = data.join("active_transcript.json");
     let journal = data.join("journal");
     match a.fault {
