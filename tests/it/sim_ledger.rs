@@ -1248,6 +1248,17 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     if let Some(f) = &fixed {
         println!("{}", report("shared, fixed seeds", f));
         assert_floors("fixed seeds", f);
+        if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
+            // The CI run's figures (RELIABILITY.md), deterministic: floors
+            // a little under what they measure.
+            for (h, floor) in [(H::Claude, 93.0), (H::Codex, 95.0), (H::Cursor, 89.0), (H::CodeBuddy, 90.0)] {
+                let hs = &f.hosts[&h];
+                let share = pct(hs.safe_allowed, hs.safe);
+                assert!(share >= floor && hs.questions >= 200, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
+            }
+            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 90 && f.ends >= 50, "{f:?}");
+            assert!(f.disabled >= 50 && f.faults >= 5, "{f:?}");
+        }
     }
     if s.seeds >= 100 {
         assert_floors("all seeds", &s);
