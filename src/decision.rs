@@ -129,7 +129,7 @@ pub fn delivery_scope(caller: &Caller, facts: &Facts) -> Option<String> {
     if !caller.exact && (facts.concurrent || facts.unavailable) {
         return None;
     }
-    if facts.subagent_active && caller.source.blind_to_subagents() {
+    if facts.subagent_active && blind(caller) {
         return None;
     }
     Some(scope.clone())
@@ -194,7 +194,7 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
     if current != delivered {
         return Decision::deny(Reason::OtherConversation);
     }
-    if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
+    if facts.subagent_active && blind(caller) && (caller.source == Source::Custom || !is_subscope(current)) {
         return Decision::deny(Reason::SubagentActive);
     }
     // Without a (trusted) delivery time, warm as cold: any recorded
@@ -207,6 +207,15 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
         return Decision::deny(Reason::Compacted);
     }
     Decision::allow(Reason::SameConversation)
+}
+
+/// A caller whose source cannot tell a conversation from its running
+/// subagents. A `LEAN_CTX_SCOPE` server is one of them: the user names one
+/// scope for the server, but the host's subagents call the same server
+/// (found by tests/it/sim.rs: a subagent got the stub of what its parent
+/// had been given through a `custom:` server asked without the call).
+fn blind(caller: &Caller) -> bool {
+    caller.source.blind_to_subagents() || caller.source == Source::Custom
 }
 
 /// `agent:`/`task:`/`custom:` scopes are already narrower than a conversation.
@@ -263,6 +272,7 @@ mod tests {
             (proven(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), busy, false, Concurrent),
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), quiet, true, SameConversation),
+            (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), sub, false, SubagentActive),
             // A call that named nobody: no legacy allow for the unknown caller.
             (Caller::unknown(),                       a,         Some(100), Facts { call_unresolved: true, ..quiet }, false, UnknownCaller),
             (caller(Source::ProcessEnv, a),           a,         Some(100), sub,       false, SubagentActive),
@@ -347,6 +357,7 @@ mod tests {
             (caller(Source::Fingerprint, a),          sub,   None),
             (caller(Source::Fingerprint, a),          busy,  a),
             (caller(Source::ProcessEnv, a),           sub,   None),
+            (caller(Source::Custom, Some("custom:x")), sub,  None),
         ];
         for (i, (c, f, want)) in rows.into_iter().enumerate() {
             assert_eq!(delivery_scope(&c, &f).as_deref(), want, "row {i}: {c:?} {f:?}");

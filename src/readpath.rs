@@ -345,7 +345,10 @@ impl ReadPath {
             // tests/it/sim.rs: with the slot gone, the legacy
             // single-conversation allow gave a subagent its parent's stub,
             // and a chat the stub of a chat that had ended).
+            // A `custom:` scope may be any chat's: any running subagent
+            // applies to it, as any compaction does.
             subagent_active: match conv {
+                Some(_) if caller.source == identity::Source::Custom => view.any_subagent_active(now),
                 Some(c) => view.subagent_active(c, now),
                 None => view.any_subagent_active(now),
             },

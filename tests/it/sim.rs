@@ -1227,3 +1227,31 @@ fn an_unknown_caller_while_a_subagent_runs_gets_no_legacy_stub() {
     assert!(!ans.concurrent, "{ans:?}");
     assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "unknown-caller"), "{ans:?}");
 }
+
+/// A `LEAN_CTX_SCOPE` server asked without the call: its subagents call
+/// the same server, and the custom scope cannot tell them from the main
+/// agent. The subagent got the stub of what only its parent had been given
+/// (found by the simulation, seed 35), and a delivery labelled while a
+/// subagent ran could later stub the parent with what only the subagent saw.
+#[test]
+fn a_custom_scope_server_withholds_while_a_subagent_runs() {
+    let sb = sandbox();
+    let t = 1_800_000_000_000u64;
+    let env = ScopeEnv::from_vars(|k| (k == "LEAN_CTX_SCOPE").then(|| "work".to_string()), None);
+    at(&sb, "codebuddy", t, json!({"hook_event_name":"SessionStart","session_id":"cb","source":"startup"}));
+    // The main agent reads: the delivery is labelled `custom:work`.
+    let rp = ReadPath::new(&sb.data, env.clone()).at(t + 10);
+    let res = rp.resolve(None, t + 10);
+    assert_eq!(rp.delivery_scope(&res).as_deref(), Some("custom:work"));
+    // A subagent starts and asks for the same file.
+    at(&sb, "codebuddy", t + 20, json!({"hook_event_name":"SubagentStart","session_id":"cb","agent_id":"s1"}));
+    let rp = ReadPath::new(&sb.data, env.clone()).at(t + 30);
+    let q = StubQuery { delivered: Some("custom:work"), delivered_at_ms: Some(t + 10), cold: false, call: None };
+    let ans = rp.decide(&q);
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "subagent-active"), "{ans:?}");
+    assert_eq!(ans.delivery_scope, None, "what the subagent gets now is not labelled for the scope");
+    // Once it stops, the main agent's stub is back.
+    at(&sb, "codebuddy", t + 40, json!({"hook_event_name":"SubagentStop","session_id":"cb","agent_id":"s1"}));
+    let rp = ReadPath::new(&sb.data, env).at(t + 50);
+    assert!(rp.decide(&q).decision.allow);
+}
