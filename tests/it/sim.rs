@@ -132,6 +132,7 @@ struct Chat {
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
 struct Stats {
+    seeds: u64,
     hooks: u64,
     calls: u64,
     stub_questions: u64,
@@ -172,6 +173,7 @@ struct Stats {
 
 impl Stats {
     fn add(&mut self, o: &Stats) {
+        self.seeds += o.seeds;
         self.hooks += o.hooks;
         self.calls += o.calls;
         self.stub_questions += o.stub_questions;
@@ -882,6 +884,7 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
         }
     }
     total.fold(seed);
+    total.seeds = 1;
     total
 }
 
@@ -1003,10 +1006,12 @@ fn simulation_zero_wrong_stubs() {
     let (s, fixed) = run_many("per-call", PER_CALL);
     assert_eq!(s.wrong, 0);
     assert!(s.misresolved.is_empty());
-    assert!(s.stub_questions > 100, "{}", report("per-call", 0, &s));
-    // A savings floor on every seed run (a product that always withholds
-    // passes `wrong == 0`).
-    assert!(s.share() >= 0.22, "scope check: safe stubs allowed {:.1} %", s.share() * 100.0);
+    // A savings floor on the whole run (a product that always withholds
+    // passes `wrong == 0`); not on a replay of a seed or two.
+    if s.seeds >= 6 {
+        assert!(s.stub_questions > 100, "{}", report("per-call", s.seeds, &s));
+        assert!(s.share() >= 0.22, "scope check: safe stubs allowed {:.1} %", s.share() * 100.0);
+    }
     let Some(f) = fixed else { return };
     // The fixed seeds replay exactly: their figures (RELIABILITY.md) are
     // asserted as floors a little under what they measure.
@@ -1032,7 +1037,9 @@ fn simulation_zero_wrong_stubs_without_claude_meta() {
     let (s, fixed) = run_many("no-claude-meta", NO_CLAUDE_META);
     assert_eq!(s.wrong, 0);
     // Not a product that always withholds.
-    assert!(s.share() >= 0.10, "scope check without Claude ids: safe stubs allowed {:.1} %", s.share() * 100.0);
+    if s.seeds >= 6 {
+        assert!(s.share() >= 0.10, "without Claude ids: safe stubs allowed {:.1} %", s.share() * 100.0);
+    }
     let Some(f) = fixed else { return };
     assert!(f.stub_questions >= 250, "{}", report("no-claude-meta fixed", 6, &f));
     assert!(f.share() >= 0.16, "without Claude ids: safe stubs allowed {:.1} % on the fixed seeds", f.share() * 100.0);
