@@ -15,7 +15,8 @@ pub enum Reason {
     SingleConversation,
     /// Caller and delivery differ.
     OtherConversation,
-    /// Several conversations are live and the caller is not exactly known.
+    /// Several conversations are live and the caller is not exactly known
+    /// (or the slot names a conversation while another one is live).
     Concurrent,
     /// The caller's conversation was compacted after the delivery.
     Compacted,
@@ -103,6 +104,9 @@ pub struct Facts {
     pub unavailable: bool,
     /// The call's exact per-call id names no call record.
     pub unrecorded_call: bool,
+    /// The caller came from the slot, and a conversation other than the
+    /// slot's is live: the slot may not name the caller.
+    pub slot_stale: bool,
     /// The caller is unknown and the state holds more than one
     /// conversation, live or not, or a subagent: the content may have gone
     /// to another.
@@ -126,7 +130,7 @@ pub fn delivery_scope(caller: &Caller, facts: &Facts) -> Option<String> {
     if caller.source == Source::Disabled {
         return None;
     }
-    if !caller.exact && (facts.concurrent || facts.unavailable) {
+    if !caller.exact && (facts.concurrent || facts.unavailable || facts.slot_stale) {
         return None;
     }
     if facts.subagent_active && blind(caller) {
@@ -188,7 +192,7 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
     let Some(delivered) = delivered else {
         return Decision::deny(Reason::UnknownDelivery);
     };
-    if !caller.exact && facts.concurrent {
+    if !caller.exact && (facts.concurrent || facts.slot_stale) {
         return Decision::deny(Reason::Concurrent);
     }
     if current != delivered {
@@ -279,6 +283,7 @@ mod tests {
             (caller(Source::ToolUseId, a),            a,         Some(100), sub,       true,  SameConversation),
             (caller(Source::Slot, a),                 a,         Some(100), quiet,     true,  SameConversation),
             (caller(Source::Slot, a),                 a,         Some(100), busy,      false, Concurrent),
+            (caller(Source::Slot, a),                 a,         Some(100), Facts { slot_stale: true, ..quiet }, false, Concurrent),
             (caller(Source::Slot, a),                 Some("B"), Some(100), quiet,     false, OtherConversation),
             (caller(Source::Slot, a),                 a,         Some(100), compacted, false, Compacted),
             (caller(Source::Slot, a),                 a,         Some(100), sub,       false, SubagentActive),

@@ -353,6 +353,25 @@ impl Digest {
         View { records }.concurrent(now)
     }
 
+    /// [`View::live_other_than`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        let mut records = Vec::new();
+        for (c, hosts) in &self.convs {
+            for (i, h) in hosts.iter().enumerate() {
+                if let Some((t, event)) = h.sighting
+                    && journal::in_window(t, now, journal::WINDOW_MS)
+                {
+                    let host = HOSTS[i];
+                    records.push(Record::Sighting { t, host, conv: c, event: self.at(event) });
+                    if let Some(t) = h.end {
+                        records.push(Record::End { t, host, conv: c });
+                    }
+                }
+            }
+        }
+        View { records }.live_other_than(conv, now)
+    }
+
     /// [`View::last_compaction`].
     pub fn last_compaction(&self, conv: &str) -> Option<u64> {
         self.compactions.get(conv).copied()

@@ -434,6 +434,11 @@ impl<'a> View<'a> {
     }
 
     /// More than one distinct live top-level conversation.
+    /// A live top-level conversation other than `conv`.
+    pub fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        self.live_conversations(now).iter().any(|l| l.conversation != conv)
+    }
+
     pub fn concurrent(&self, now: u64) -> bool {
         let live = self.live_conversations(now);
         let mut ids: Vec<&str> = live.iter().map(|l| l.conversation).collect();

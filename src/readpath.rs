@@ -353,6 +353,12 @@ impl ReadPath {
                 None => view.any_subagent_active(now),
             },
             several_known: conv.is_none() && view.several_conversations(),
+            // The slot names its last writer; a Cursor task's hooks do not
+            // write it. A live conversation other than the one it names
+            // (found by tests/it/sim.rs: a task asking without the call
+            // got the stub of the chat that had written the slot 39 s
+            // before) means the slot may not name the caller.
+            slot_stale: caller.source == identity::Source::Slot && conv.is_some_and(|c| view.live_other_than(c, now)),
             unrecorded_call: false,
             call_unresolved: false,
         }
@@ -498,6 +504,8 @@ pub(crate) trait Ask {
     fn any_subagent_active(&self, now: u64) -> bool;
     /// More than one conversation is in the state (live or not).
     fn several_conversations(&self) -> bool;
+    /// A live top-level conversation other than `conv`.
+    fn live_other_than(&self, conv: &str, now: u64) -> bool;
     /// [`View::subagent_unwitnessed`].
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
@@ -535,6 +543,9 @@ impl Ask for Reader {
     }
     fn several_conversations(&self) -> bool {
         self.digest().several_conversations()
+    }
+    fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        self.digest().live_other_than(conv, now)
     }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         self.digest().subagent_unwitnessed(conv, host, now)
@@ -581,6 +592,9 @@ impl Ask for View<'_> {
     fn several_conversations(&self) -> bool {
         View::several_conversations(self)
     }
+    fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        View::live_other_than(self, conv, now)
+    }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         View::subagent_unwitnessed(self, conv, host, now)
     }
@@ -622,6 +636,9 @@ impl Ask for Digest {
     }
     fn several_conversations(&self) -> bool {
         Digest::several_conversations(self)
+    }
+    fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        Digest::live_other_than(self, conv, now)
     }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         Digest::subagent_unwitnessed(self, conv, host, now)

@@ -1262,3 +1262,52 @@ fn a_custom_scope_server_withholds_while_a_subagent_runs() {
     let rp = ReadPath::new(&sb.data, env).at(t + 50);
     assert!(rp.decide(&q).decision.allow);
 }
+
+/// A Cursor task's hooks (`CURSOR_TASK_ID`) do not write the slot, so the
+/// slot still names the chat that wrote it last, now quiet. The task, asking
+/// through a server that does not give the call, got that chat's stub: the
+/// one live conversation was its parent's, not the slot's (found by the
+/// simulation, seed 107). A slot naming a conversation while another one is
+/// live withholds, like two live ones.
+#[test]
+fn a_slot_naming_a_quiet_chat_while_another_is_live_is_not_the_caller() {
+    let sb = sandbox();
+    let t = 1_800_000_000_000u64;
+    at(
+        &sb,
+        "cursor",
+        t,
+        json!({"hook_event_name":"subagentStart","conversation_id":"par",
+        "subagent_id":"T","parent_conversation_id":"par"}),
+    );
+    at(
+        &sb,
+        "cursor",
+        t + 1_000,
+        json!({"hook_event_name":"beforeMCPExecution","conversation_id":"other",
+        "tool_name":"ctx_read","tool_input":"{\"path\":\"d.rs\"}"}),
+    );
+    // 39 s later the task reads: its hook sights its parent, not the slot.
+    let p = json!({"hook_event_name":"beforeMCPExecution","conversation_id":"par",
+        "tool_name":"ctx_read","tool_input":"{\"path\":\"d.rs\"}"});
+    sb.hook("cursor", p.to_string()).env("LEAN_CTX_NOW_MS", (t + 40_000).to_string()).env("CURSOR_TASK_ID", "T").ok();
+    assert_eq!(sb.slot().unwrap()["conversation_id"], "other");
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 40_001);
+    let q = StubQuery { delivered: Some("other"), delivered_at_ms: Some(t + 1_001), cold: false, call: None };
+    let ans = rp.decide(&q);
+    assert_eq!(ans.caller.source, Source::Slot, "{ans:?}");
+    assert!(!ans.concurrent, "one live conversation: {ans:?}");
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (false, "concurrent"), "{ans:?}");
+    assert_eq!(ans.delivery_scope, None);
+    // With nobody else live, the slot's own chat still gets its stub.
+    let sb = sandbox();
+    at(
+        &sb,
+        "cursor",
+        t + 1_000,
+        json!({"hook_event_name":"beforeMCPExecution","conversation_id":"other",
+        "tool_name":"ctx_read","tool_input":"{\"path\":\"d.rs\"}"}),
+    );
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 1_500);
+    assert!(rp.decide(&q).decision.allow);
+}
