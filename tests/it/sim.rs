@@ -996,6 +996,15 @@ fn run_many(name: &str, knobs: Knobs) -> (Stats, Option<Stats>) {
     (total, (ticks == TICKS).then_some(fixed_total))
 }
 
+/// The large run RELIABILITY.md cites: seeds 1–200 × 80 ticks
+/// (`LEANCTX_SEED=1 LEANCTX_SIM_SEEDS=200`). It replays exactly, so its
+/// figures are asserted when it is the run being made.
+fn published_run() -> bool {
+    std::env::var("LEANCTX_SEED").is_ok_and(|v| v.trim() == "1")
+        && rng::count("LEANCTX_SIM_SEEDS", 1, 200) == 200
+        && rng::count("LEANCTX_SIM_TICKS", TICKS, 120) == TICKS
+}
+
 /// Per-call identity as the hosts give it (with an older Claude that sends
 /// no tool-use id now and then, and Cursor subagent hooks that sometimes
 /// lack `CURSOR_TASK_ID`), servers of every kind asking with and without
@@ -1011,6 +1020,16 @@ fn simulation_zero_wrong_stubs() {
     if s.seeds >= 6 {
         assert!(s.stub_questions > 100, "{}", report("per-call", s.seeds, &s));
         assert!(s.share() >= 0.22, "scope check: safe stubs allowed {:.1} %", s.share() * 100.0);
+    }
+    if published_run() {
+        let r = report("per-call, seeds 1-200", s.seeds, &s);
+        assert!(s.calls >= 12_156 && s.exact >= 7_809 && s.stub_questions >= 8_431 && s.hooks >= 35_643, "{r}");
+        assert!(s.compactions >= 1_456 && s.subagents >= 1_700 && s.ends >= 1_841 && s.clears >= 103, "{r}");
+        assert!(s.safe_allowed >= 1_085 && s.share() >= 0.36, "{r}");
+        assert!(s.disabled_unsafe <= 358 && s.wiped_unsafe <= 56, "{r}");
+        for r in SCOPE_REASONS {
+            assert!(s.reason(r) > 0, "reason {r} never reached in seeds 1-200: {:?}", s.reasons);
+        }
     }
     let Some(f) = fixed else { return };
     // The fixed seeds replay exactly: their figures (RELIABILITY.md) are
@@ -1039,6 +1058,9 @@ fn simulation_zero_wrong_stubs_without_claude_meta() {
     // Not a product that always withholds.
     if s.seeds >= 6 {
         assert!(s.share() >= 0.10, "without Claude ids: safe stubs allowed {:.1} %", s.share() * 100.0);
+    }
+    if published_run() {
+        assert!(s.safe_allowed >= 799 && s.share() >= 0.26, "{}", report("no-claude-meta, seeds 1-200", s.seeds, &s));
     }
     let Some(f) = fixed else { return };
     assert!(f.stub_questions >= 250, "{}", report("no-claude-meta fixed", 6, &f));

@@ -1263,6 +1263,19 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     if s.seeds >= 100 {
         assert_floors("all seeds", &s);
     }
+    // The large run RELIABILITY.md cites (seeds 1–200 × 700 steps: it
+    // replays exactly): its figures, when it is the run being made.
+    let published = std::env::var("LEANCTX_SEED").is_ok_and(|v| v.trim() == "1")
+        && s.seeds == 200
+        && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
+    if published {
+        for (h, floor) in [(H::Claude, 94.5), (H::Codex, 93.2), (H::Cursor, 79.0), (H::CodeBuddy, 80.8)] {
+            let hs = &s.hosts[&h];
+            assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
+        }
+        let questions: u64 = s.hosts.values().map(|h| h.questions).sum();
+        assert!(questions >= 24_328 && s.hooks >= 79_192 && s.compactions >= 2_162, "{}", report("seeds 1-200", &s));
+    }
     let Some(s) = fixed else { return };
     let reasons = s.reasons();
     println!("{}", coverage("shared, fixed seeds", &s));
