@@ -18,9 +18,14 @@
 //! [`Stats::disabled_unsafe`]). Servers sometimes ask without the call
 //! (`call: None`, a server that cannot pass it) or without the delivery
 //! time, and now and then meet state that cannot be read at the moment
-//! they ask ([`Fault`]: the data dir opened to everyone, the journal or the
-//! slot replaced by a directory, a FIFO or garbage, the slot gone). Claude
-//! Code and Codex pre hooks sometimes die before they record.
+//! they ask ([`Fault`]: the data dir opened to everyone, the journal a
+//! directory, the slot a FIFO or garbage, the slot deleted, the whole state
+//! deleted). Claude Code and Codex pre hooks sometimes die before they
+//! record. Now and then one chat works alone for a while (half the time
+//! after the user closed the others): the stretches where the legacy
+//! `single-conversation` answer may apply. The tests assert that every
+//! reason code is reached (`SCOPE_REASONS`), a savings floor, and the
+//! fixed seeds' figures that RELIABILITY.md cites.
 //!
 //! Time is virtual (`LEAN_CTX_NOW_MS` for hooks, `ReadPath::at` for the
 //! server), so windows, claim windows and TTLs are exercised without sleeps.
