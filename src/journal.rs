@@ -433,12 +433,12 @@ impl<'a> View<'a> {
         out
     }
 
-    /// More than one distinct live top-level conversation.
     /// A live top-level conversation other than `conv`.
     pub fn live_other_than(&self, conv: &str, now: u64) -> bool {
         self.live_conversations(now).iter().any(|l| l.conversation != conv)
     }
 
+    /// More than one distinct live top-level conversation.
     pub fn concurrent(&self, now: u64) -> bool {
         let live = self.live_conversations(now);
         let mut ids: Vec<&str> = live.iter().map(|l| l.conversation).collect();
