@@ -140,10 +140,14 @@ pub fn fail_open_answer(host: Host, event_name: &str) -> Option<String> {
 }
 
 /// Unique enough key for a call record: pid, time and a per-process counter.
+/// The pid is zero-padded to a fixed width, so a record's length does not
+/// depend on which pid the hook got: the journal's size, and so when it
+/// trims, is the same whenever the same hooks run (a seeded simulation then
+/// replays bit for bit; the trim point once moved with the pids' width).
 fn call_key(now: u64) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("{}-{}-{}", std::process::id(), now, N.fetch_add(1, Ordering::Relaxed))
+    format!("{:010}-{}-{}", std::process::id(), now, N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Write what the event says: journal records (one locked append), then
@@ -155,7 +159,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     let host = ev.host;
     let in_task = ev.agent.as_deref().is_some_and(|a| ScopeKind::of(a) == ScopeKind::Task);
     let anonymous = if ev.kind == EventKind::SubagentStart {
-        ScopeKind::Task.name(&format!("anon-{now}-{}", std::process::id()))
+        ScopeKind::Task.name(&format!("anon-{now}-{:010}", std::process::id()))
     } else {
         String::new()
     };

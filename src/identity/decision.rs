@@ -16,7 +16,8 @@ pub enum Reason {
     SingleConversation,
     /// Caller and delivery differ.
     OtherConversation,
-    /// Several conversations are live and the caller is not exactly known.
+    /// Several conversations are live and the caller is not exactly known
+    /// (or the slot names a conversation while another one is live).
     Concurrent,
     /// The caller's conversation was compacted after the delivery.
     Compacted,
@@ -96,13 +97,21 @@ pub struct Facts {
     pub last_compaction: Option<u64>,
     /// Compactions at or before this may have been forgotten.
     pub compaction_floor: u64,
-    /// A subagent of the caller's conversation is running.
+    /// A subagent of the caller's conversation is running (of any
+    /// conversation, when the caller is unknown).
     pub subagent_active: bool,
     /// The journal exists but could not be read (permissions, a busy lock):
     /// every other fact is unknown.
     pub unavailable: bool,
     /// The call's exact per-call id names no call record.
     pub unrecorded_call: bool,
+    /// The caller came from the slot, and a conversation other than the
+    /// slot's is live: the slot may not name the caller.
+    pub slot_stale: bool,
+    /// The caller is unknown and the state holds more than one
+    /// conversation, live or not, or a subagent: the content may have gone
+    /// to another.
+    pub several_known: bool,
     /// A call was given, and named nobody (no unclaimed record, or two
     /// chats' records): the caller is unknown, and no legacy allow applies.
     pub call_unresolved: bool,
@@ -122,10 +131,10 @@ pub fn delivery_scope(caller: &Caller, facts: &Facts) -> Option<String> {
     if caller.source == Source::Disabled {
         return None;
     }
-    if !caller.exact && (facts.concurrent || facts.unavailable) {
+    if !caller.exact && (facts.concurrent || facts.unavailable || facts.slot_stale) {
         return None;
     }
-    if facts.subagent_active && caller.source.blind_to_subagents() {
+    if facts.subagent_active && blind(caller) {
         return None;
     }
     Some(scope.clone())
@@ -172,19 +181,25 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
         return match (cold || facts.call_unresolved, facts.concurrent) {
             (true, _) => Decision::deny(Reason::UnknownCaller),
             (false, true) => Decision::deny(Reason::Concurrent),
+            // The legacy allow assumes one caller and one recipient: not
+            // while a subagent runs (it may be the caller), nor once the
+            // state knows another conversation (it may have been the
+            // recipient).
+            (false, false) if facts.subagent_active => Decision::deny(Reason::SubagentActive),
+            (false, false) if facts.several_known => Decision::deny(Reason::UnknownCaller),
             (false, false) => Decision::allow(Reason::SingleConversation),
         };
     };
     let Some(delivered) = delivered else {
         return Decision::deny(Reason::UnknownDelivery);
     };
-    if !caller.exact && facts.concurrent {
+    if !caller.exact && (facts.concurrent || facts.slot_stale) {
         return Decision::deny(Reason::Concurrent);
     }
     if current != delivered {
         return Decision::deny(Reason::OtherConversation);
     }
-    if facts.subagent_active && caller.source.blind_to_subagents() && !is_subscope(current) {
+    if facts.subagent_active && blind(caller) && (caller.source == Source::Custom || !is_subscope(current)) {
         return Decision::deny(Reason::SubagentActive);
     }
     // Without a (trusted) delivery time, warm as cold: any recorded
@@ -197,6 +212,15 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
         return Decision::deny(Reason::Compacted);
     }
     Decision::allow(Reason::SameConversation)
+}
+
+/// A caller whose source cannot tell a conversation from its running
+/// subagents. A `LEAN_CTX_SCOPE` server is one of them: the user names one
+/// scope for the server, but the host's subagents call the same server
+/// (found by tests/it/sim.rs: a subagent got the stub of what its parent
+/// had been given through a `custom:` server asked without the call).
+fn blind(caller: &Caller) -> bool {
+    caller.source.blind_to_subagents() || caller.source == Source::Custom
 }
 
 /// `agent:`/`task:`/`custom:` scopes are already narrower than a conversation.
@@ -253,17 +277,21 @@ mod tests {
             (proven(Source::ProcessEnv, a),           a,         Some(100), busy,      true,  SameConversation),
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), busy, false, Concurrent),
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), quiet, true, SameConversation),
+            (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), sub, false, SubagentActive),
             // A call that named nobody: no legacy allow for the unknown caller.
             (Caller::unknown(),                       a,         Some(100), Facts { call_unresolved: true, ..quiet }, false, UnknownCaller),
             (caller(Source::ProcessEnv, a),           a,         Some(100), sub,       false, SubagentActive),
             (caller(Source::ToolUseId, a),            a,         Some(100), sub,       true,  SameConversation),
             (caller(Source::Slot, a),                 a,         Some(100), quiet,     true,  SameConversation),
             (caller(Source::Slot, a),                 a,         Some(100), busy,      false, Concurrent),
+            (caller(Source::Slot, a),                 a,         Some(100), Facts { slot_stale: true, ..quiet }, false, Concurrent),
             (caller(Source::Slot, a),                 Some("B"), Some(100), quiet,     false, OtherConversation),
             (caller(Source::Slot, a),                 a,         Some(100), compacted, false, Compacted),
             (caller(Source::Slot, a),                 a,         Some(100), sub,       false, SubagentActive),
             (caller(Source::Slot, Some("agent:x")),   Some("agent:x"), Some(100), sub, true,  SameConversation),
             (Caller::unknown(),                       a,         Some(100), quiet,     true,  SingleConversation),
+            (Caller::unknown(),                       a,         Some(100), sub,       false, SubagentActive),
+            (Caller::unknown(),                       a,         Some(100), Facts { several_known: true, ..quiet }, false, UnknownCaller),
             (Caller::unknown(),                       a,         Some(100), busy,      false, Concurrent),
             (caller(Source::MetaSession, a),          None,      Some(100), quiet,     false, UnknownDelivery),
             (caller(Source::Slot, a),                 None,      Some(100), quiet,     false, UnknownDelivery),
@@ -321,6 +349,7 @@ mod tests {
             (caller(Source::Fingerprint, a),          sub,   None),
             (caller(Source::Fingerprint, a),          busy,  a),
             (caller(Source::ProcessEnv, a),           sub,   None),
+            (caller(Source::Custom, Some("custom:x")), sub,  None),
         ];
         for (i, (c, f, want)) in rows.into_iter().enumerate() {
             assert_eq!(delivery_scope(&c, &f).as_deref(), want, "row {i}: {c:?} {f:?}");

@@ -5,8 +5,9 @@
 //! captured host payloads (tests/fixtures/payloads), mutated.
 //!
 //! Cases per target: `PROPTEST_CASES` (default 256; 10,000 with
-//! `LEANCTX_STRESS=1`). `LEANCTX_SEED=S` replays a run (failures print
-//! the minimal input and the seed).
+//! `LEANCTX_STRESS=1`), half from a fixed seed and half from a fresh one it
+//! prints. `LEANCTX_SEED=S` replays seed S with all the cases (failures
+//! print the minimal input and the seed).
 
 use crate::rng;
 use crate::support::payloads;
@@ -25,6 +26,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
+/// The fixed seed every run starts with.
+const FIXED_SEED: u64 = 16;
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(if rng::stress() {
         10_000
@@ -38,15 +42,25 @@ fn fuzz<S: Strategy>(name: &str, strategy: S, test: impl Fn(S::Value) -> Result<
 where
     S::Value: std::fmt::Debug,
 {
-    let seed = rng::base_seed(&format!("fuzz[{name}]"));
+    // The cases are shared between a fixed seed (reproducible in CI) and a
+    // fresh one (`LEANCTX_SEED` replays one seed with all the cases).
+    let seeds = rng::seeds(&format!("fuzz[{name}]"), &[FIXED_SEED]);
     let n = cases();
-    let config = Config { cases: n, rng_seed: RngSeed::Fixed(seed), failure_persistence: None, ..Config::default() };
-    let mut runner = TestRunner::new(config);
+    let per_seed = n.div_ceil(seeds.len() as u32);
     let started = std::time::Instant::now();
-    if let Err(e) = runner.run(&strategy, test) {
-        panic!("fuzz[{name}] failed (replay: LEANCTX_SEED={seed} PROPTEST_CASES={n}): {e}");
+    for &seed in &seeds {
+        let config =
+            Config { cases: per_seed, rng_seed: RngSeed::Fixed(seed), failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new(config);
+        if let Err(e) = runner.run(&strategy, &test) {
+            panic!("fuzz[{name}] failed (replay: LEANCTX_SEED={seed} PROPTEST_CASES={per_seed}): {e}");
+        }
     }
-    println!("fuzz[{name}]: {n} inputs, no crash, {:.2} s", started.elapsed().as_secs_f64());
+    println!(
+        "fuzz[{name}]: {} inputs (seeds {seeds:?}), no crash, {:.2} s",
+        per_seed as usize * seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// Every captured payload (the seed corpus), with the host it came from.

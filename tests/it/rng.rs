@@ -1,4 +1,5 @@
-//! A small seeded random generator for the randomized suites (crash, sim),
+//! A small seeded random generator for the randomized suites (crash, sim,
+//! sim_ledger, security's generated names; fuzz seeds proptest from here),
 //! so a failing run can be replayed from the seed it prints.
 
 #![allow(dead_code)]
@@ -48,6 +49,19 @@ pub fn base_seed(suite: &str) -> u64 {
     });
     println!("{suite}: seed {seed} (replay with LEANCTX_SEED={seed})");
     seed
+}
+
+/// The seeds of a randomized suite: the `fixed` ones (CI's runs are
+/// reproducible) and one fresh seed from the clock, printed; with
+/// `LEANCTX_SEED=S` set, S alone (a replay).
+pub fn seeds(suite: &str, fixed: &[u64]) -> Vec<u64> {
+    if let Some(s) = std::env::var("LEANCTX_SEED").ok().and_then(|s| s.trim().parse().ok()) {
+        println!("{suite}: replaying seed {s}");
+        return vec![s];
+    }
+    let fresh = base_seed(suite);
+    println!("{suite}: fixed seeds {fixed:?} and fresh seed {fresh}");
+    fixed.iter().copied().chain(std::iter::once(fresh)).collect()
 }
 
 /// `true` when the big runs are asked for (`LEANCTX_STRESS=1`).

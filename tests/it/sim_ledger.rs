@@ -52,8 +52,15 @@
 //! seconds to hours between steps), and the chats interleave at the level
 //! of single hooks and server calls (a Cursor chat's `beforeMCPExecution`
 //! can land between another chat's hook and server call). So
-//! `LEANCTX_SEED=S` replays a run: the same decisions, verdicts and counts
-//! (a reason label up to trim timing: see `Stats::replayable`).
+//! `LEANCTX_SEED=S` replays a run bit for bit: the same decisions, verdicts,
+//! reason labels and counts (`ledger_simulation_replays_bit_for_bit`). A
+//! label once moved with the trim point, which moved with the width of the
+//! hook processes' pids in their call keys; keys now pad the pid.
+//!
+//! Episodes drawn from a stream of their own (so the schedule stays as it
+//! was): a chat's server with scoping disabled (`scope-disabled`, counted
+//! apart and not judged: the user switched scoping off), and questions
+//! asked while the state cannot be read (`state-unavailable`).
 //!
 //! `cargo test --test it sim_ledger -- --nocapture` runs the 16 fixed seeds
 //! and one fresh seed it prints (× 350 steps; two seeds at a time) and
@@ -66,6 +73,7 @@
 //! prints every hook and call.
 
 use crate::rng::{self, Rng};
+use crate::sim::{Fault, apply, restore};
 use crate::support::Sandbox;
 use leanctx::identity::caller::ScopeEnv;
 use leanctx::identity::mcp_call::{McpCall, PerCall};
@@ -186,6 +194,14 @@ struct Knobs {
     codex_big_budget: f64,
     /// A Cursor subagent hook without `CURSOR_TASK_ID` (unreliable: docs/HOSTS.md §3).
     cursor_no_task_env: f64,
+    /// A chat whose MCP server runs with `LEAN_CTX_CONVERSATION_SCOPE=0`
+    /// (its own server; every stub allowed `scope-disabled`, counted apart:
+    /// the user switched scoping off). Drawn from the episode stream.
+    disabled_server: f64,
+    /// The server asks while the state cannot be read (the data dir opened
+    /// to everyone, or the journal replaced by a directory, back before the
+    /// next hook). Drawn from the episode stream.
+    faults: f64,
 }
 
 const KNOBS: Knobs = Knobs {
@@ -199,6 +215,8 @@ const KNOBS: Knobs = Knobs {
     codex_no_compaction_hooks: 0.3,
     codex_big_budget: 0.3,
     cursor_no_task_env: 0.0,
+    disabled_server: 0.06,
+    faults: 0.01,
 };
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -234,6 +252,13 @@ struct Stats {
     hosts: BTreeMap<H, HostStats>,
     wrong_detail: Vec<String>,
     misresolved_detail: Vec<String>,
+    /// Questions a scoping-disabled server answered, and the unsafe stubs
+    /// among them (not judged wrong, not in the savings: the user's choice,
+    /// lean-ctx's legacy answer).
+    disabled: u64,
+    disabled_unsafe: u64,
+    /// Questions asked while the state could not be read.
+    faults: u64,
     /// A fold of every decision and oracle verdict, to check replays.
     trace: u64,
 }
@@ -250,6 +275,9 @@ impl Stats {
         self.subagents += o.subagents;
         self.ends += o.ends;
         self.version_bumps += o.version_bumps;
+        self.disabled += o.disabled;
+        self.disabled_unsafe += o.disabled_unsafe;
+        self.faults += o.faults;
         for (h, s) in &o.hosts {
             let m = self.hosts.entry(*h).or_default();
             m.questions += s.questions;
@@ -285,30 +313,6 @@ impl Stats {
             }
         }
         m
-    }
-
-    /// What a replay reproduces exactly. Every decision (allow or
-    /// withhold), every verdict and every count does; a reason label can
-    /// differ between `not-delivered` and `compacted` / `window-changed`:
-    /// the journal trims when it passes a size, its call lines hold the
-    /// hook's process id, whose width differs between runs, and a trim
-    /// forgets a delivery that a compaction follows.
-    fn replayable(&self) -> Stats {
-        let merge = |k: &'static str| match k {
-            "not-delivered" | "compacted" | "window-changed" => "not-delivered|compacted|window-changed",
-            k => k,
-        };
-        let mut s = self.clone();
-        for h in s.hosts.values_mut() {
-            for m in [&mut h.reasons, &mut h.lost] {
-                let mut merged = BTreeMap::new();
-                for (k, v) in std::mem::take(m) {
-                    *merged.entry(merge(k)).or_default() += v;
-                }
-                *m = merged;
-            }
-        }
-        s
     }
 
     fn fold(&mut self, x: u64) {
@@ -381,6 +385,10 @@ struct Chat {
     project: u32,
     /// When it acts next (virtual ms).
     ready: u64,
+    /// Its MCP server runs with `LEAN_CTX_CONVERSATION_SCOPE=0` (its own).
+    disabled: bool,
+    /// That server's own cache: what it delivered (file, version).
+    legacy: std::collections::HashSet<(&'static str, u32)>,
     /// Files it read lately (agents re-read their working set).
     history: Vec<&'static str>,
     queue: VecDeque<Op>,
@@ -390,6 +398,9 @@ struct Chat {
 struct World {
     sb: Sandbox,
     rng: Rng,
+    /// The episodes' own stream (servers with scoping disabled, unreadable
+    /// state), so they leave the main schedule as it was.
+    episodes: Rng,
     seed: u64,
     t: u64,
     ids: u64,
@@ -548,6 +559,25 @@ impl World {
         let text = content(file, ver, len);
         let result = json!({"content": blocks(&text)});
         let sent = ledger::sent_content(&result).unwrap();
+        if self.chats[c].disabled && self.chats[c].legacy.insert((file, ver)) {
+            // A server with scoping off keeps lean-ctx's own cache: it asks
+            // only about content it delivered before (this version), and
+            // delivers the rest without a question.
+            let whole = host.whole(len, self.codex_budget);
+            if !interrupted {
+                let window = self.sub_window(c, sub.as_deref());
+                if whole {
+                    window.insert(file, ver);
+                } else {
+                    window.remove(file);
+                }
+            }
+            let rd = &mut self.chats[c].reads[r];
+            rd.sent = text;
+            rd.whole = whole;
+            self.st.fold(now);
+            return;
+        }
         let chat = &self.chats[c];
         let meta = match host {
             H::Claude => json!({"claudecode/toolUseId": id}),
@@ -565,10 +595,19 @@ impl World {
         let request = json!({"jsonrpc": "2.0", "id": self.rpc_id, "method": "tools/call",
             "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": meta}});
         let call = McpCall::from_json(&request).unwrap();
-        let rp = ReadPath::new(&self.sb.data, ScopeEnv::default()).at(now);
+        let env = ScopeEnv { scoping_disabled: chat.disabled, ..ScopeEnv::default() };
+        let rp = ReadPath::new(&self.sb.data, env).at(now);
+        let fault = self.episodes.chance(self.knobs.faults).then(|| {
+            self.st.faults += 1;
+            let f = if self.episodes.chance(0.5) { Fault::DirOpen } else { Fault::JournalDir };
+            apply(&self.sb.data, f)
+        });
         let key = path;
         let version = format!("sha256:{file}:{ver}");
         let ans = rp.stub(&call, &key, &version, Some(&sent)).unwrap();
+        if let Some(a) = fault {
+            restore(&self.sb.data, a);
+        }
         let fresh = sub.as_deref().and_then(|s| chat.subs.iter().find(|x| x.raw == s)).and_then(|x| x.fresh.clone());
         let truth_scope = match &sub {
             Some(_) if fresh.is_some() => fresh.clone().unwrap_or_default(),
@@ -596,6 +635,11 @@ impl World {
             );
             self.st.misresolved_detail.push(detail);
         }
+        let disabled = reason == "scope-disabled";
+        if disabled {
+            self.st.disabled += 1;
+            self.st.disabled_unsafe += !safe as u64;
+        }
         let hs = self.st.hosts.entry(host).or_default();
         hs.misresolved += misresolved as u64;
         hs.questions += 1;
@@ -606,7 +650,9 @@ impl World {
                 _ => hs.not_recorded += 1,
             }
         }
-        if safe {
+        if disabled {
+            // Not judged: scoping switched off by the user (counted above).
+        } else if safe {
             hs.safe += 1;
             hs.safe_bytes += len as u64;
             if allow {
@@ -645,9 +691,9 @@ impl World {
             );
             self.st.wrong_detail.push(detail);
         }
-        // The trace folds decisions and verdicts, not reason labels (see
-        // `Stats::replayable`).
-        self.st.fold(now ^ ((allow as u64) << 1) ^ (safe as u64) ^ ((host as u64) << 3));
+        // The trace folds every decision, verdict and reason label.
+        let label = reason.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+        self.st.fold(now ^ ((allow as u64) << 1) ^ (safe as u64) ^ ((host as u64) << 3) ^ (label << 8));
         if self.trace {
             eprintln!(
                 "t={now} {host:?} {truth_scope} {:?} reads {file}@{ver} ({len} B, call {id}): safe {safe}, {} {reason}{}",
@@ -996,6 +1042,7 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
     let mut w = World {
         sb,
         rng,
+        episodes: Rng::new(seed ^ 0x5eed_e915_0de5),
         seed,
         t,
         ids: 0,
@@ -1013,7 +1060,10 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
         let id = w.uid("chat-");
         let project = w.rng.below(PROJECTS as u64) as u32;
         let ready = w.t + w.rng.range(0, 5_000);
+        let disabled = w.episodes.chance(knobs.disabled_server);
         w.chats.push(Chat {
+            disabled,
+            legacy: Default::default(),
             host,
             id,
             ended: false,
@@ -1198,25 +1248,61 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     if let Some(f) = &fixed {
         println!("{}", report("shared, fixed seeds", f));
         assert_floors("fixed seeds", f);
+        if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
+            // The CI run's figures (RELIABILITY.md), deterministic: floors
+            // a little under what they measure.
+            for (h, floor) in [(H::Claude, 93.0), (H::Codex, 95.0), (H::Cursor, 89.0), (H::CodeBuddy, 90.0)] {
+                let hs = &f.hosts[&h];
+                let share = pct(hs.safe_allowed, hs.safe);
+                assert!(share >= floor && hs.questions >= 200, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
+            }
+            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 90 && f.ends >= 50, "{f:?}");
+            assert!(f.disabled >= 50 && f.faults >= 5, "{f:?}");
+        }
     }
     if s.seeds >= 100 {
         assert_floors("all seeds", &s);
     }
+    // The large run RELIABILITY.md cites (seeds 1–200 × 700 steps: it
+    // replays exactly): its figures, when it is the run being made.
+    let published = std::env::var("LEANCTX_SEED").is_ok_and(|v| v.trim() == "1")
+        && s.seeds == 200
+        && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
+    if published {
+        for (h, floor) in [(H::Claude, 94.5), (H::Codex, 93.2), (H::Cursor, 79.0), (H::CodeBuddy, 80.8)] {
+            let hs = &s.hosts[&h];
+            assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
+        }
+        let questions: u64 = s.hosts.values().map(|h| h.questions).sum();
+        assert!(questions >= 24_328 && s.hooks >= 79_192 && s.compactions >= 2_162, "{}", report("seeds 1-200", &s));
+    }
     let Some(s) = fixed else { return };
     let reasons = s.reasons();
-    for r in ["confirmed-delivery", "not-delivered", "version-changed", "window-changed", "unconfirmed", "compacted"] {
+    println!("{}", coverage("shared, fixed seeds", &s));
+    for r in [
+        "confirmed-delivery",
+        "not-delivered",
+        "version-changed",
+        "window-changed",
+        "unconfirmed",
+        "compacted",
+        "state-unavailable",
+        "scope-disabled",
+    ] {
         assert!(reasons.get(r).copied().unwrap_or(0) > 0, "reason {r} never reached: {reasons:?}");
     }
     assert!(s.hosts[&H::Claude].reasons.contains_key("unrecorded-call"), "{reasons:?}");
+    assert!(s.disabled > 0 && s.disabled == reasons["scope-disabled"], "{s:?}");
+    assert!(s.faults > 0 && reasons["state-unavailable"] <= s.faults, "{s:?}");
 }
 
 /// `LEANCTX_SEED=S` replays a run exactly: the same seed twice gives the
-/// same decisions, verdicts and counts (reason labels up to trim timing).
+/// same statistics, every decision, verdict, reason label and count.
 #[test]
 fn ledger_simulation_replays_bit_for_bit() {
     let a = run_seed(42, 250, KNOBS);
     let b = run_seed(42, 250, KNOBS);
-    assert_eq!(a.replayable(), b.replayable());
+    assert_eq!(a, b, "seed 42 does not replay");
     assert!(a.hosts.values().map(|h| h.questions).sum::<u64>() > 20, "{a:?}");
 }
 
@@ -1226,7 +1312,7 @@ fn ledger_simulation_replays_bit_for_bit() {
 /// hooks that die (a call without its own record claims another host's).
 #[test]
 fn ledger_simulation_fingerprint_hosts_with_interrupts_and_task_hooks_without_env() {
-    let (s, _) = run_many(
+    let (s, fixed) = run_many(
         "fingerprint-faults",
         Knobs {
             interrupt_fingerprint: 0.05,
@@ -1246,6 +1332,42 @@ fn ledger_simulation_fingerprint_hosts_with_interrupts_and_task_hooks_without_en
         s.misresolved_detail.len(),
         report("fingerprint-faults", &s)
     );
+    // Its faults reach the ledger's two caller codes the main variant does
+    // not: a call whose hook died (or that another chat made too), and a
+    // Cursor task hook without its env while the task runs.
+    let Some(f) = fixed else { return };
+    println!("{}", coverage("fingerprint-faults, fixed seeds", &f));
+    let reasons = f.reasons();
+    for r in ["unknown-caller", "subagent-active", "unrecorded-call"] {
+        assert!(reasons.get(r).copied().unwrap_or(0) > 0, "reason {r} never reached: {reasons:?}");
+    }
+}
+
+/// Every reason code the ledger answers with (`ReadPath::stub`).
+const LEDGER_REASONS: [&str; 11] = [
+    "confirmed-delivery",
+    "not-delivered",
+    "version-changed",
+    "window-changed",
+    "unconfirmed",
+    "compacted",
+    "unrecorded-call",
+    "unknown-caller",
+    "subagent-active",
+    "state-unavailable",
+    "scope-disabled",
+];
+
+fn coverage(name: &str, s: &Stats) -> String {
+    let reasons = s.reasons();
+    let mut out = format!(
+        "sim-ledger[{name}] reason coverage (scoping disabled: {} answers, {} unsafe; {} questions on unreadable state):",
+        s.disabled, s.disabled_unsafe, s.faults
+    );
+    for r in LEDGER_REASONS {
+        out.push_str(&format!("\n  {r:<20} {:>6}", reasons.get(r).copied().unwrap_or(0)));
+    }
+    out
 }
 
 // Deterministic regressions for what this simulation found.

@@ -12,6 +12,12 @@ pub(crate) trait Ask {
     /// The latest compaction of any conversation.
     fn latest_compaction_any(&self) -> Option<u64>;
     fn subagent_active(&self, conv: &str, now: u64) -> bool;
+    /// A subagent of any conversation is running.
+    fn any_subagent_active(&self, now: u64) -> bool;
+    /// More than one conversation is in the state (live or not).
+    fn several_conversations(&self) -> bool;
+    /// A live top-level conversation other than `conv`.
+    fn live_other_than(&self, conv: &str, now: u64) -> bool;
     /// [`View::subagent_unwitnessed`].
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool;
     fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
@@ -43,6 +49,15 @@ impl Ask for Reader {
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !self.digest().active_subagents(conv, now).is_empty()
+    }
+    fn any_subagent_active(&self, now: u64) -> bool {
+        self.digest().any_subagent_active(now)
+    }
+    fn several_conversations(&self) -> bool {
+        self.digest().several_conversations()
+    }
+    fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        self.digest().live_other_than(conv, now)
     }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         self.digest().subagent_unwitnessed(conv, host, now)
@@ -83,6 +98,15 @@ impl Ask for View<'_> {
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !View::active_subagents(self, conv, now).is_empty()
     }
+    fn any_subagent_active(&self, now: u64) -> bool {
+        View::any_subagent_active(self, now)
+    }
+    fn several_conversations(&self) -> bool {
+        View::several_conversations(self)
+    }
+    fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        View::live_other_than(self, conv, now)
+    }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         View::subagent_unwitnessed(self, conv, host, now)
     }
@@ -118,6 +142,15 @@ impl Ask for Digest {
     }
     fn subagent_active(&self, conv: &str, now: u64) -> bool {
         !Digest::active_subagents(self, conv, now).is_empty()
+    }
+    fn any_subagent_active(&self, now: u64) -> bool {
+        Digest::any_subagent_active(self, now)
+    }
+    fn several_conversations(&self) -> bool {
+        Digest::several_conversations(self)
+    }
+    fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        Digest::live_other_than(self, conv, now)
     }
     fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
         Digest::subagent_unwitnessed(self, conv, host, now)

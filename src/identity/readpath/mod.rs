@@ -349,7 +349,25 @@ impl ReadPath {
             concurrent: view.concurrent(now),
             last_compaction,
             compaction_floor: view.compaction_floor(),
-            subagent_active: conv.is_some_and(|c| view.subagent_active(c, now)),
+            // An unknown caller may be any running subagent, or the one live
+            // chat that never got what another one did (found by
+            // tests/it/sim.rs: with the slot gone, the legacy
+            // single-conversation allow gave a subagent its parent's stub,
+            // and a chat the stub of a chat that had ended).
+            // A `custom:` scope may be any chat's: any running subagent
+            // applies to it, as any compaction does.
+            subagent_active: match conv {
+                Some(_) if caller.source == Source::Custom => view.any_subagent_active(now),
+                Some(c) => view.subagent_active(c, now),
+                None => view.any_subagent_active(now),
+            },
+            several_known: conv.is_none() && view.several_conversations(),
+            // The slot names its last writer; a Cursor task's hooks do not
+            // write it. A live conversation other than the one it names
+            // (found by tests/it/sim.rs: a task asking without the call
+            // got the stub of the chat that had written the slot 39 s
+            // before) means the slot may not name the caller.
+            slot_stale: caller.source == Source::Slot && conv.is_some_and(|c| view.live_other_than(c, now)),
             unrecorded_call: false,
             call_unresolved: false,
         }

@@ -341,13 +341,13 @@ impl Digest {
         !journal::is_future(self.newest_sighting, now) && !journal::is_future_end(self.newest_end, now)
     }
 
-    /// [`View::concurrent`] (exact when [`Digest::exact_at`]`(now)`).
-    pub fn concurrent(&self, now: u64) -> bool {
+    /// The sightings (and ends) that can still be live at `now`: only a
+    /// conversation whose newest sighting is inside the window can be live;
+    /// View's own code decides the rest.
+    fn live_view(&self, now: u64) -> View<'_> {
         let mut records = Vec::new();
         for (conv, hosts) in &self.convs {
             for (i, h) in hosts.iter().enumerate() {
-                // Only a conversation whose newest sighting is inside the
-                // window can be live; View's own code decides the rest.
                 if let Some((t, event)) = h.sighting
                     && journal::in_window(t, now, journal::WINDOW_MS)
                 {
@@ -359,7 +359,17 @@ impl Digest {
                 }
             }
         }
-        View { records }.concurrent(now)
+        View { records }
+    }
+
+    /// [`View::concurrent`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn concurrent(&self, now: u64) -> bool {
+        self.live_view(now).concurrent(now)
+    }
+
+    /// [`View::live_other_than`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        self.live_view(now).live_other_than(conv, now)
     }
 
     /// [`View::last_compaction`].
@@ -380,6 +390,16 @@ impl Digest {
     /// [`View::active_subagents`].
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&str> {
         self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
+    }
+
+    /// [`View::any_subagent_active`].
+    pub fn any_subagent_active(&self, now: u64) -> bool {
+        self.subagents.keys().any(|c| !self.active_subagents(c, now).is_empty())
+    }
+
+    /// [`View::several_conversations`] (or more: every conversation seen).
+    pub fn several_conversations(&self) -> bool {
+        self.convs.len() > 1 || !self.subagents.is_empty()
     }
 
     /// [`View::open_subagents`]: the subagent records of `conv`, closed by

@@ -94,6 +94,7 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
         assert_eq!(d.last_compaction(c), v.last_compaction(c), "last_compaction {c} {ctx}");
         if d.exact_at(now) {
             assert_eq!(d.active_subagents(c, now), v.active_subagents(c, now), "subagents {c} {ctx}");
+            assert_eq!(d.live_other_than(c, now), v.live_other_than(c, now), "live other than {c} {ctx}");
             for h in HOSTS {
                 assert_eq!(
                     d.subagent_unwitnessed(c, h, now),
@@ -104,6 +105,13 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
         }
     }
     assert_eq!(d.compaction_floor(), v.compaction_floor(), "floor {ctx}");
+    if d.exact_at(now) {
+        assert_eq!(d.any_subagent_active(now), v.any_subagent_active(now), "any subagent {ctx}");
+    }
+    // The digest may know more conversations than the view's sightings
+    // and ends (every conversation it saw): it says "several" at least
+    // as often.
+    assert!(d.several_conversations() || !v.several_conversations(), "several {ctx}");
     for h in HOSTS {
         for pid in [100, 101, 102] {
             assert_eq!(d.lineage_for(h, pid, now), v.lineage_for(h, pid, now), "lineage {ctx}");

@@ -57,6 +57,11 @@ impl<'a> View<'a> {
         out
     }
 
+    /// A live top-level conversation other than `conv`.
+    pub fn live_other_than(&self, conv: &str, now: u64) -> bool {
+        self.live_conversations(now).iter().any(|l| l.conversation != conv)
+    }
+
     /// More than one distinct live top-level conversation.
     pub fn concurrent(&self, now: u64) -> bool {
         let live = self.live_conversations(now);
@@ -107,6 +112,38 @@ impl<'a> View<'a> {
     /// start.
     pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&'a str> {
         self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
+    }
+
+    /// More than one conversation has sightings or ends in the journal, or
+    /// a subagent (a scope of its own) has a record.
+    pub fn several_conversations(&self) -> bool {
+        let mut first = None;
+        for r in &self.records {
+            if let Record::SubagentStart { .. } | Record::SubagentStop { .. } = r {
+                return true;
+            }
+            if let Record::Sighting { conv, .. } | Record::End { conv, .. } = *r {
+                match first {
+                    None => first = Some(conv),
+                    Some(f) if f != conv => return true,
+                    _ => {}
+                }
+            }
+        }
+        false
+    }
+
+    /// A subagent of any conversation is running.
+    pub fn any_subagent_active(&self, now: u64) -> bool {
+        let convs: HashSet<&str> = self
+            .records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::SubagentStart { conv, .. } => Some(conv),
+                _ => None,
+            })
+            .collect();
+        convs.into_iter().any(|c| !self.active_subagents(c, now).is_empty())
     }
 
     /// [`View::active_subagents`] with each one's start time.
