@@ -185,6 +185,46 @@ mod lines_and_views {
         let kept = trim(&recs, now);
         let has = |e: &str| kept.iter().any(|r| matches!(r, Record::Sighting { event, .. } if *event == e));
         assert!(has("tie-later") && !has("tie-earlier") && has("first"), "{kept:?}");
+        // Nothing evicted: no floor line.
+        assert!(!kept.iter().any(|r| matches!(r, Record::Floor { .. })), "{kept:?}");
+    }
+
+    /// What a trim must keep besides sightings: each host's newest
+    /// sighting however old (when the host last fired), a subagent's stop
+    /// (else a finished subagent reads as running), and the claims of the
+    /// call records it keeps (else a claimed record could be claimed again
+    /// by another call, naming the wrong caller).
+    #[test]
+    fn trim_keeps_host_markers_subagent_stops_and_claims_of_kept_calls() {
+        let now = 10 * STATE_TTL_MS;
+        let old = now - STATE_TTL_MS - 1_000;
+        let call = Call {
+            t: now - 100,
+            host: Host::Cursor,
+            conv: "c",
+            agent: None,
+            server: None,
+            tool: "ctx_read",
+            fp: "fp",
+            call_id: None,
+            key: "k1",
+        };
+        let recs = vec![
+            Record::Sighting { t: old, host: Host::Codex, conv: "x", event: "SessionStart" },
+            Record::SubagentStart { t: now - 500, host: Host::ClaudeCode, conv: "a", agent: "agent:1" },
+            Record::SubagentStop { t: now - 400, host: Host::ClaudeCode, conv: "a", agent: Some("agent:1") },
+            Record::Call(call),
+            Record::Claim { t: now - 90, key: "k1", claimant: Some("srv") },
+        ];
+        let v = View { records: trim(&recs, now) };
+        assert!(
+            v.records.iter().any(|r| matches!(r, Record::Sighting { host: Host::Codex, .. })),
+            "the host's newest sighting: {:?}",
+            v.records
+        );
+        assert!(v.active_subagents("a", now).is_empty(), "{:?}", v.records);
+        assert_eq!(v.claimed_by("srv").map(|c| c.key), Some("k1"), "{:?}", v.records);
+        assert!(v.claim_candidates("ctx_read", "fp", now).is_empty(), "{:?}", v.records);
     }
 }
 
