@@ -21,12 +21,12 @@
 //! an older one). [`Digest::exact_at`] says so, and the caller then reads
 //! the whole file instead.
 
+use crate::fsx;
 use crate::host::Host;
 use crate::journal::{self, Call, Journal, Record, View};
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
 
 const HOSTS: [Host; 4] = Host::ALL;
 
@@ -606,7 +606,7 @@ impl Reader {
         let (_, dev, ino) = self.file.as_ref()?;
         let f = File::open(journal.path()).ok()?;
         let md = f.metadata().ok()?;
-        if (md.dev(), md.ino()) != (*dev, *ino) {
+        if fsx::file_id(&md) != (*dev, *ino) {
             return None;
         }
         let d = &self.digest;
@@ -657,20 +657,20 @@ impl Reader {
                 return Err(if e.kind() == io::ErrorKind::NotFound { journal.missing_error() } else { e });
             }
         };
-        if let Some(p) = crate::paths::state_problem(&md, journal::MAX_READ_BYTES)
+        if let Some(p) = fsx::state_problem(&md, journal::MAX_READ_BYTES)
             .or_else(|| (md.len() == 0).then(|| "is empty while journal.lock exists (emptied?)".to_string()))
         {
             self.reset();
-            return Err(crate::paths::untrusted(&path, &p));
+            return Err(fsx::untrusted(&path, &p));
         }
-        let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == (md.dev(), md.ino()))
+        let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == fsx::file_id(&md))
             && md.len() >= self.offset;
         if !same {
             self.reset();
-            let f = crate::paths::open_state(&path, false, journal::MAX_READ_BYTES)?
-                .ok_or_else(|| journal.missing_error())?;
+            let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
             let fmd = f.metadata()?;
-            self.file = Some((f, fmd.dev(), fmd.ino()));
+            let (dev, ino) = fsx::file_id(&fmd);
+            self.file = Some((f, dev, ino));
         }
         let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };
         let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);

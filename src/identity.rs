@@ -109,9 +109,7 @@ pub struct ScopeEnv {
 
 impl ScopeEnv {
     pub fn from_process() -> ScopeEnv {
-        // SAFETY: getppid has no preconditions and cannot fail.
-        let ppid = unsafe { libc::getppid() } as u32;
-        ScopeEnv::from_vars(|k| std::env::var(k).ok(), Some(ppid))
+        ScopeEnv::from_vars(|k| std::env::var(k).ok(), Some(crate::fsx::parent_pid()))
     }
 
     /// What the variables `get` returns say (pure: `from_process` reads the

@@ -31,13 +31,13 @@
 //! Order is meaningful: the ledger's "after" is "later in the file", and a
 //! trim keeps the records it keeps in file order.
 
+use crate::fsx::{self, LockKind};
 use crate::host::Host;
 use crate::ledger::{Ack, Delivery};
 use crate::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, TryLockError};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -900,17 +900,8 @@ pub struct Journal {
     dir: PathBuf,
 }
 
-/// A held lock on `journal.lock`; released on drop (and by the kernel if the
-/// process dies, so a crash cannot leave it stuck).
-pub struct LockGuard {
-    file: File,
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
+/// A held lock on `journal.lock`.
+pub type LockGuard = fsx::Lock;
 
 impl Journal {
     pub fn new(dir: &Path) -> Journal {
@@ -932,28 +923,17 @@ impl Journal {
     fn lock_until(&self, exclusive: bool, deadline: Instant) -> io::Result<LockGuard> {
         let path = self.dir.join(JOURNAL_LOCK_FILE);
         // Readers need no write access: flock works on a read-only fd.
-        let Some(file) = crate::paths::open_state(&path, exclusive, u64::MAX)? else {
+        let Some(file) = fsx::open_state(&path, exclusive, u64::MAX)? else {
             return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display())));
         };
-        let try_once = |f: &File| if exclusive { f.try_lock() } else { f.try_lock_shared() };
-        let started = Instant::now();
-        let mut pause = Duration::from_micros(50);
-        loop {
-            match try_once(&file) {
-                Ok(()) => return Ok(LockGuard { file }),
-                Err(TryLockError::WouldBlock) => {
-                    if Instant::now() >= deadline {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!("journal lock busy for more than {} ms", started.elapsed().as_millis()),
-                        ));
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(2));
-                }
-                Err(TryLockError::Error(e)) => return Err(e),
-            }
-        }
+        let kind = if exclusive { LockKind::Exclusive } else { LockKind::Shared };
+        fsx::lock(file, kind, deadline).map_err(|e| match e {
+            fsx::LockError::Busy { waited } => io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("journal lock busy for more than {} ms", waited.as_millis()),
+            ),
+            fsx::LockError::Io(e) => e,
+        })
     }
 
     /// Read the whole journal under a shared lock. A missing journal is
@@ -1014,9 +994,9 @@ impl Journal {
     /// records".
     fn read_unlocked(&self) -> io::Result<String> {
         let path = self.path();
-        let Some(bytes) = crate::paths::read_state(&path, MAX_READ_BYTES)? else { return Err(missing(&path)) };
+        let Some(bytes) = fsx::read_state(&path, MAX_READ_BYTES)? else { return Err(missing(&path)) };
         if bytes.is_empty() {
-            return Err(crate::paths::untrusted(&path, "is empty while journal.lock exists (emptied?)"));
+            return Err(fsx::untrusted(&path, "is empty while journal.lock exists (emptied?)"));
         }
         Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
@@ -1026,7 +1006,7 @@ impl Journal {
     /// line on (`true`: the head was cut). Missing: empty.
     fn read_for_trim(&self) -> io::Result<(String, bool)> {
         let path = self.path();
-        let Some(f) = crate::paths::open_state(&path, false, u64::MAX)? else { return Ok((String::new(), false)) };
+        let Some(f) = fsx::open_state(&path, false, u64::MAX)? else { return Ok((String::new(), false)) };
         let len = f.metadata()?.len();
         let start = len.saturating_sub(MAX_READ_BYTES);
         let mut bytes = Vec::with_capacity((len - start) as usize);
@@ -1060,8 +1040,7 @@ impl Journal {
         // Never through a symlink, never into a FIFO, never into a file of
         // someone else's: such a journal is refused (readers withhold on it
         // too), and the hook says why.
-        let (mut f, md) =
-            crate::paths::open_state_md(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
+        let (mut f, md) = fsx::open_state_md(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
         let before = md.len();
         // A compaction is stamped no earlier than the newest record already
         // written: if the clock went back since a delivery (or was ahead
@@ -1087,7 +1066,7 @@ impl Journal {
         // must not swallow our first record.
         if before > 0 {
             let mut last = [0u8; 1];
-            if f.read_at(&mut last, before - 1)? == 1 && last[0] != b'\n' {
+            if fsx::read_at(&f, &mut last, before - 1)? == 1 && last[0] != b'\n' {
                 buf.insert(0, '\n');
             }
         }
@@ -1145,7 +1124,7 @@ impl Journal {
         let header = format!("#leanctx-journal v1 kept={:010}\n", body.len() + 40);
         let mut out = header;
         out.push_str(&body);
-        crate::slot::write_atomic(&self.path(), out.as_bytes())?;
+        fsx::write_atomic(&self.path(), out.as_bytes())?;
         clean_stray_temps(&self.dir, now);
         // Cursor task slots are written through temps in scopes/ as well.
         clean_stray_temps(&self.dir.join(crate::paths::SCOPES_DIR), now);
@@ -1175,7 +1154,7 @@ fn missing(path: &Path) -> io::Error {
 fn newest_in_tail(f: &File, len: u64) -> Option<u64> {
     let start = len.saturating_sub(8192);
     let mut buf = vec![0u8; (len - start) as usize];
-    let n = f.read_at(&mut buf, start).ok()?;
+    let n = fsx::read_at(f, &mut buf, start).ok()?;
     buf.truncate(n);
     let text = String::from_utf8_lossy(&buf);
     // Past the first newline unless we read from the start: the first
@@ -1186,7 +1165,7 @@ fn newest_in_tail(f: &File, len: u64) -> Option<u64> {
 
 fn read_kept_header(f: &File) -> Option<u64> {
     let mut head = [0u8; 48];
-    let n = f.read_at(&mut head, 0).ok()?;
+    let n = fsx::read_at(f, &mut head, 0).ok()?;
     let s = std::str::from_utf8(&head[..n]).ok()?;
     let rest = s.strip_prefix("#leanctx-journal v1 kept=")?;
     rest.get(..10)?.parse().ok()
@@ -1206,7 +1185,7 @@ pub fn clean_stray_temps(dir: &Path, now_ms: u64) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name();
-        if !name.to_string_lossy().starts_with(".tmp-") {
+        if !name.to_string_lossy().starts_with(fsx::TEMP_PREFIX) {
             continue;
         }
         let old = e

@@ -14,6 +14,7 @@ pub mod decision;
 pub mod digest;
 pub mod event;
 pub mod fingerprint;
+pub mod fsx;
 pub mod gate;
 pub mod hook;
 pub mod host;

@@ -340,7 +340,7 @@ fn hook_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Option<HookArgv>
 /// a host (`cursor-agent`, `claud`) is not guessed at: a wrong dialect
 /// could be read as a decision.
 fn run_hook_without_host(argv: &HookArgv, started: Instant) -> ExitCode {
-    let _ = stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
+    let _ = stdin::read_bounded(stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
     let words = if argv.ignored.is_empty() { "nothing".to_string() } else { argv.ignored.join(" ") };
     eprintln!(
         "leanctx hook: no host in the arguments ({words}); expected cursor, claude-code, codex or codebuddy; \
@@ -498,7 +498,7 @@ fn install_each(hosts: &[Host], a: InstallArgs, create: bool, if_present: bool, 
 fn run_hook(host: Host, event: Option<String>, started: Instant) -> ExitCode {
     let fallback_event = event.clone().unwrap_or_default();
     let result = std::panic::catch_unwind(|| {
-        let input = stdin::read_bounded(0, stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
+        let input = stdin::read_bounded(stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
         let ctx = HookContext {
             host,
             event_override: event,
@@ -554,7 +554,7 @@ fn exit(r: Result<u8, String>) -> ExitCode {
 /// Read a JSON argument from a file or stdin (`-`), at most `max` bytes.
 fn read_json_arg(flag: &str, path: &std::path::Path, max: usize) -> Result<serde_json::Value, String> {
     let bytes = if path.as_os_str() == "-" {
-        match stdin::read_bounded(0, max, Instant::now() + stdin::STDIN_DEADLINE) {
+        match stdin::read_bounded(max, Instant::now() + stdin::STDIN_DEADLINE) {
             stdin::Input::Complete(b) => b,
             stdin::Input::TimedOut(b) if serde_json::from_slice::<serde_json::Value>(&b).is_ok() => b,
             stdin::Input::TimedOut(_) => return Err(format!("{flag} -: stdin did not close in time")),
@@ -866,16 +866,7 @@ mod tests {
 #[cfg(not(test))]
 #[unsafe(no_mangle)]
 pub extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
-    // SAFETY: plain libc calls on the standard fds and a constant path, before
-    // any other code runs; no Rust object owns these fds yet.
-    unsafe {
-        for fd in 0..3 {
-            if libc::fcntl(fd, libc::F_GETFD) == -1 && *libc::__errno_location() == libc::EBADF {
-                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-            }
-        }
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    leanctx::fsx::prepare_process();
     let code = leanctx_main();
     let _ = io::stdout().flush();
     let _ = io::stderr().flush();

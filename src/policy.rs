@@ -99,8 +99,7 @@ pub fn load(path: &Path) -> Result<Option<Policy>, PolicyError> {
     let err = |message: String| PolicyError { path: path.to_path_buf(), line: 0, column: 0, message };
     // Without blocking: a FIFO planted as a workspace's policy must not
     // hang the hook (and with it the host). Not a regular file: broken.
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+    let file = match crate::fsx::open_nonblocking(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(None),

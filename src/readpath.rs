@@ -117,7 +117,7 @@ impl ReadPath {
         let server_pid = rp.env.parent_pid.unwrap_or(rp.server_pid);
         // Only a Claude Code session id makes the host's `/clear` lineage
         // matter; without one, spare every CLI call the /proc read.
-        rp.env.parent_pid = rp.env.claude_session_id.as_ref().and_then(|_| parent_of(server_pid));
+        rp.env.parent_pid = rp.env.claude_session_id.as_ref().and_then(|_| crate::fsx::parent_of(server_pid));
         ReadPath { server_pid, ..rp }
     }
 
@@ -456,14 +456,6 @@ impl ReadPath {
         let now = self.now();
         self.with_journal(now, Instant::now() + READ_WAIT, |view, unavailable| unavailable || view.concurrent(now))
     }
-}
-
-/// The parent of `pid`, from `/proc/<pid>/stat` (Linux; `None` elsewhere).
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// A caller whose identity came from the slot, or who is unknown: the

@@ -2,15 +2,13 @@
 //! with lean-ctx (`transcript_path`, `conversation_id`, `session_id`,
 //! `updated_at` in unix seconds; extra keys allowed).
 //!
-//! Written to a fresh temp file in the same dir, then renamed over the slot:
-//! a reader sees the old file or the new one, never a mix, however many
-//! writers race. No fixed `.tmp` name is shared between writers.
+//! Written with [`crate::fsx::write_atomic`]: a reader sees the old slot or
+//! the new one, never a mix, however many writers race.
 
 use crate::host::Host;
 use crate::ids;
 use serde_json::{Map, Value};
-use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Two hours: an older slot reads as absent.
@@ -134,59 +132,8 @@ pub fn slot_path(dir: &Path) -> PathBuf {
     dir.join(crate::paths::SLOT_FILE)
 }
 
-/// Write `contents` to `path` atomically: a fresh 0600 temp file in the same
-/// dir that takes the target's place. No fsync: the slot lives 2 h and a
-/// reader needs atomicity, not durability across power loss.
-///
-/// When the target is a regular file the temp file is swapped in with
-/// `renameat2(RENAME_EXCHANGE)` and the old content, now under the temp
-/// name, is unlinked. A plain rename over an existing file makes ext4 (with
-/// its default `auto_da_alloc`) allocate and start writing the new file's
-/// blocks inside the rename: measured here at ~70 µs median and milliseconds
-/// at the tail, on every hook. The exchange is just as atomic for readers
-/// (they open the old inode or the new one). A missing target, something
-/// that is not a regular file, or a system without the exchange gets the
-/// plain rename.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-    tmp.write_all(contents)?;
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) && exchange(tmp.path(), path).is_ok() {
-        // The temp name now holds the old content; dropping `tmp` unlinks it.
-        return Ok(());
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Atomically swap two paths (Linux `renameat2` with `RENAME_EXCHANGE`).
-#[cfg(target_os = "linux")]
-fn exchange(a: &Path, b: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let a = CString::new(a.as_os_str().as_bytes())?;
-    let b = CString::new(b.as_os_str().as_bytes())?;
-    // SAFETY: two valid NUL-terminated paths for the duration of the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn exchange(_: &Path, _: &Path) -> io::Result<()> {
-    Err(io::ErrorKind::Unsupported.into())
-}
-
 pub fn write_slot(dir: &Path, slot: &Slot) -> io::Result<()> {
-    write_atomic(&slot_path(dir), slot.to_json().as_bytes())
+    crate::fsx::write_atomic(&slot_path(dir), slot.to_json().as_bytes())
 }
 
 /// The slot file of a Cursor task scope (`CURSOR_TASK_ID`): its own file,
@@ -198,8 +145,8 @@ pub fn scope_slot_path(dir: &Path, scope: &str) -> PathBuf {
 }
 
 pub fn write_scope_slot(dir: &Path, scope: &str, slot: &Slot) -> io::Result<()> {
-    crate::paths::ensure_subdir(dir, crate::paths::SCOPES_DIR)?;
-    write_atomic(&scope_slot_path(dir, scope), slot.to_json().as_bytes())
+    crate::fsx::ensure_private_subdir(dir, crate::paths::SCOPES_DIR)?;
+    crate::fsx::write_atomic(&scope_slot_path(dir, scope), slot.to_json().as_bytes())
 }
 
 /// How reading the slot went.
@@ -220,7 +167,7 @@ pub enum SlotRead {
 /// to `/dev/zero`, a huge file, another user's file) is an error: the read
 /// path then withholds rather than take it for "no slot".
 pub fn read_slot(dir: &Path, now_ms: u64) -> io::Result<SlotRead> {
-    let Some(bytes) = crate::paths::read_state(&slot_path(dir), crate::paths::SLOT_MAX_BYTES)? else {
+    let Some(bytes) = crate::fsx::read_state(&slot_path(dir), crate::paths::SLOT_MAX_BYTES)? else {
         return Ok(SlotRead::Absent);
     };
     let Ok(text) = String::from_utf8(bytes) else { return Ok(SlotRead::Invalid) };

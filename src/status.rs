@@ -3,9 +3,9 @@
 use crate::host::Host;
 use crate::identity::Caller;
 use crate::journal::{self, Journal, View};
-use crate::paths;
 use crate::readpath::ReadPath;
 use crate::slot::{self, SlotRead};
+use crate::{fsx, paths};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -84,15 +84,12 @@ fn is_missing(e: &std::io::Error) -> bool {
 /// nearest existing ancestor must be a directory we may write into.
 /// `Err`: why not (for people).
 pub fn creatable(dir: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::ffi::OsStrExt;
     let mut a = dir.parent();
     while let Some(p) = a {
         match std::fs::metadata(p) {
             Ok(md) if !md.is_dir() => return Err(format!("{} is not a directory", p.display())),
             Ok(_) => {
-                let c = std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
-                // SAFETY: a valid NUL-terminated path.
-                let ok = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0;
+                let ok = fsx::may_create_in(p).map_err(|e| e.to_string())?;
                 return if ok { Ok(()) } else { Err(format!("permission denied: {} is not writable", p.display())) };
             }
             Err(e) if is_missing(&e) => a = p.parent(),
@@ -108,12 +105,7 @@ pub fn can_record(dir: &std::path::Path) -> bool {
     match std::fs::symlink_metadata(dir) {
         Err(e) if is_missing(&e) => creatable(dir).is_ok(),
         Err(_) => false,
-        Ok(_) => {
-            use std::os::unix::ffi::OsStrExt;
-            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
-            // SAFETY: a valid NUL-terminated path.
-            paths::check_data_dir(dir).is_ok() && unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0
-        }
+        Ok(_) => paths::check_data_dir(dir).is_ok() && fsx::may_create_in(dir).unwrap_or(false),
     }
 }
 
@@ -208,7 +200,7 @@ pub fn gather(rp: &ReadPath) -> Status {
                     let problem = if name == paths::SCOPES_DIR {
                         (!md.is_dir()).then(|| "is not a directory".to_string())
                     } else {
-                        paths::state_problem(&md, max)
+                        fsx::state_problem(&md, max)
                     };
                     if let Some(p) = problem {
                         let path = d.join(name);
@@ -249,7 +241,7 @@ pub fn gather(rp: &ReadPath) -> Status {
                 }
                 match wrote {
                     Ok(()) => {
-                        if let Some(free) = free_bytes(d)
+                        if let Some(free) = fsx::free_bytes(d)
                             && free < MIN_FREE_BYTES
                         {
                             issues.push(Issue::new(
@@ -443,18 +435,6 @@ fn open_subagents(view: &View<'_>, live: &[LiveStatus], now: u64) -> Vec<Subagen
 
 /// Less free space than this in the data dir's file system is a problem.
 pub const MIN_FREE_BYTES: u64 = 64 * 1024;
-
-/// Bytes available to us in the file system holding `dir`.
-fn free_bytes(dir: &std::path::Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
 
 /// "3 s ago", "5 min ago", "2 h ago", "3 days ago": how long before `now`
 /// (both unix ms) `t` was, for people.

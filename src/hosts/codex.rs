@@ -62,16 +62,5 @@ pub fn budget_tokens(codex_home: Option<&std::path::Path>, cwd: Option<&str>) ->
     if let Some(cwd) = cwd {
         others.extend(read_config(&std::path::Path::new(cwd).join(".codex/config.toml")));
     }
-    crate::ledger::codex_budget(user.as_deref(), &others, &parent_argv())
-}
-
-/// The parent process's command line (Linux `/proc`; empty elsewhere).
-fn parent_argv() -> Vec<String> {
-    // SAFETY: getppid has no preconditions and cannot fail.
-    let ppid = unsafe { libc::getppid() };
-    std::fs::read(format!("/proc/{ppid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
-        })
-        .unwrap_or_default()
+    crate::ledger::codex_budget(user.as_deref(), &others, &crate::fsx::parent_argv())
 }

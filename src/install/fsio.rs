@@ -1,11 +1,13 @@
 //! File system side of an edit: follow symlinks to the real file, lock it
 //! against a concurrent leanctx, back it up once, write it atomically.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use crate::fsx::{self, LockKind};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use crate::fsx::Keep;
 
 /// How long an install waits for another one to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -35,32 +37,17 @@ pub fn real_path(path: &Path) -> io::Result<PathBuf> {
 /// An exclusive lock on the directory holding the real file. The dir is
 /// never replaced (the file is, by rename), so every installer locks the
 /// same inode, and no lock file is left beside the user's config.
-pub struct DirLock {
-    file: File,
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
+pub type DirLock = fsx::Lock;
 
 pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
     let file = File::open(dir)?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(DirLock { file }),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Err(TryLockError::WouldBlock) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("another leanctx is editing {} (waited {} s)", dir.display(), LOCK_WAIT.as_secs()),
-                ));
-            }
-            Err(TryLockError::Error(e)) => return Err(e),
-        }
-    }
+    fsx::lock(file, LockKind::Exclusive, Instant::now() + LOCK_WAIT).map_err(|e| match e {
+        fsx::LockError::Busy { .. } => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("another leanctx is editing {} (waited {} s)", dir.display(), LOCK_WAIT.as_secs()),
+        ),
+        fsx::LockError::Io(e) => e,
+    })
 }
 
 /// `<file>.leanctx.bak` beside the path the user knows (not inside a
@@ -71,37 +58,12 @@ pub fn backup_path(file: &Path) -> PathBuf {
     file.with_file_name(name)
 }
 
-/// What a replacement keeps of the file it replaces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Keep {
-    pub mode: u32,
-    pub uid: u32,
-    pub gid: u32,
-}
-
-impl Keep {
-    pub fn of(md: &fs::Metadata) -> Keep {
-        Keep { mode: mode_of(md), uid: md.uid(), gid: md.gid() }
-    }
-
-    /// Mode, then owner. The owner matters when root edits a user's file
-    /// (`sudo -E`): the new file must not become root's. Changing the owner
-    /// is best effort: only root may, and then it works.
-    fn apply(&self, f: &File) -> io::Result<()> {
-        let md = f.metadata()?;
-        if md.uid() != self.uid || md.gid() != self.gid {
-            let _ = std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid));
-        }
-        f.set_permissions(fs::Permissions::from_mode(self.mode))
-    }
-}
-
 /// Keep the original bytes, once: an existing backup is never replaced
 /// (it holds the file as it was before leanctx first touched it). Same mode
 /// and owner as the original: a settings file can hold secrets.
 pub fn backup_once(file: &Path, bytes: &[u8], keep: Keep) -> io::Result<Option<PathBuf>> {
     let bak = backup_path(file);
-    let mut f = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&bak) {
+    let mut f = match fsx::create_new(&bak, 0o600) {
         Ok(f) => f,
         // A backup from an earlier install: keep it. Anything else in its
         // place (a planted symlink, a dir) means no backup can be made: say
@@ -123,33 +85,12 @@ pub fn backup_once(file: &Path, bytes: &[u8], keep: Keep) -> io::Result<Option<P
     Ok(Some(bak))
 }
 
-/// Replace `real` (not a symlink) with `text`: temp file in the same dir,
-/// fsync, rename, fsync the dir. `keep` carries the old file's mode and
-/// owner over; a new file gets the umask's default.
-pub fn write_atomic(real: &Path, text: &str, keep: Option<Keep>) -> io::Result<()> {
-    let af = atomicwrites::AtomicFile::new(real, atomicwrites::OverwriteBehavior::AllowOverwrite);
-    af.write(|f| {
-        if let Some(k) = keep {
-            k.apply(f)?;
-        }
-        f.write_all(text.as_bytes())
-    })
-    .map_err(io::Error::from)
-}
-
-/// Make a removal in `dir` durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-/// Permission bits of an existing file.
-pub fn mode_of(md: &fs::Metadata) -> u32 {
-    md.permissions().mode() & 0o7777
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::mode_of;
+    use std::fs::TryLockError;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
     fn real_path_follows_relative_and_dangling_links() {
@@ -197,7 +138,7 @@ mod tests {
         let f = t.path().join("s.json");
         fs::write(&f, "old").unwrap();
         fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
-        write_atomic(&f, "new", Some(Keep::of(&fs::metadata(&f).unwrap()))).unwrap();
+        fsx::replace_durable(&f, b"new", Some(Keep::of(&fs::metadata(&f).unwrap()))).unwrap();
         assert_eq!(fs::read_to_string(&f).unwrap(), "new");
         assert_eq!(mode_of(&fs::metadata(&f).unwrap()), 0o640);
         let leftovers: Vec<_> = fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

@@ -350,7 +350,7 @@ fn edit_config(
         Ok(md) if !md.is_file() => return Err(InstallError(format!("{} is not a regular file", real.display()))),
         Ok(md) => {
             let bytes = fs::read(&real).map_err(|e| io_err("cannot read", &real, e))?;
-            (Some(bytes), Some(fsio::Keep::of(&md)))
+            (Some(bytes), Some(crate::fsx::Keep::of(&md)))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
         Err(e) => return Err(io_err("cannot read", &real, e)),
@@ -386,7 +386,7 @@ fn edit_config(
     }
     if delete {
         fs::remove_file(&real).map_err(|e| io_err("cannot remove", &real, e))?;
-        fsio::sync_dir(&real_dir).map_err(|e| io_err("cannot sync", &real_dir, e))?;
+        crate::fsx::sync_dir(&real_dir).map_err(|e| io_err("cannot sync", &real_dir, e))?;
         return Ok(EditResult { changes, diff, backup: None, via_link, deleted: true });
     }
     let backup = match (&old, keep) {
@@ -395,7 +395,7 @@ fn edit_config(
         }
         _ => None,
     };
-    fsio::write_atomic(&real, &new_text, keep).map_err(|e| io_err("cannot write", &real, e))?;
+    crate::fsx::replace_durable(&real, new_text.as_bytes(), keep).map_err(|e| io_err("cannot write", &real, e))?;
     Ok(EditResult { changes, diff, backup, via_link, deleted: false })
 }
 

@@ -715,7 +715,7 @@ fn the_files_owner_is_kept_when_root_edits_it() {
     // Only root can hand a file to another user; elsewhere there is nothing
     // to check (an unprivileged install cannot change owners at all).
     let sb = Sandbox::new();
-    if leanctx::paths::current_uid() != 0 {
+    if leanctx::fsx::current_uid() != 0 {
         eprintln!("not root: the owner case cannot arise");
         return;
     }

@@ -68,7 +68,7 @@ impl Sandbox {
         S: AsRef<std::ffi::OsStr>,
     {
         let mut run = self.cmd(args);
-        if leanctx::paths::current_uid() != 0 {
+        if leanctx::fsx::current_uid() != 0 {
             return run;
         }
         use std::os::unix::fs::{PermissionsExt, chown};

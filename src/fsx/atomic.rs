@@ -1,0 +1,78 @@
+//! Replacing a file atomically: a fresh temp file in the same directory
+//! that takes the target's place, so a reader sees the old file or the new
+//! one, never a mix, however many writers race. No fixed temp name is
+//! shared between writers; a killed writer's temp starts with `.tmp-`.
+
+use super::sys;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Prefix of every temp file a replacement writes.
+pub const TEMP_PREFIX: &str = ".tmp-";
+
+/// What a replacement keeps of the file it replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keep {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Keep {
+    pub fn of(md: &fs::Metadata) -> Keep {
+        sys::keep_of(md)
+    }
+
+    /// Mode, then owner (best effort: only root may change it).
+    pub fn apply(&self, f: &File) -> io::Result<()> {
+        sys::apply_keep(f, self)
+    }
+}
+
+/// Write `contents` to `path` atomically, fast: a fresh 0600 temp file in
+/// the same dir that takes the target's place. No fsync: for state that
+/// lives hours, where a reader needs atomicity, not durability across
+/// power loss.
+///
+/// When the target is a regular file the temp file is swapped in with an
+/// atomic exchange and the old content, now under the temp name, is
+/// unlinked. A plain rename over an existing file makes ext4 (with its
+/// default `auto_da_alloc`) allocate and start writing the new file's
+/// blocks inside the rename: measured at ~70 µs median and milliseconds at
+/// the tail, on every hook. The exchange is just as atomic for readers
+/// (they open the old inode or the new one). A missing target, something
+/// that is not a regular file, or a system without the exchange gets the
+/// plain rename.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
+    tmp.write_all(contents)?;
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) && sys::exchange(tmp.path(), path).is_ok() {
+        // The temp name now holds the old content; dropping `tmp` unlinks it.
+        return Ok(());
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Replace `real` (not a symlink) with `text`, durably: temp file in the
+/// same dir, fsync, rename, fsync the dir. For a user's config file, which
+/// must survive a crash whole. `keep` carries the old file's mode and owner
+/// over; a new file gets the umask's default (0666 less the umask).
+pub fn replace_durable(real: &Path, text: &[u8], keep: Option<Keep>) -> io::Result<()> {
+    let dir = real.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).permissions(sys::permissions(0o666)).tempfile_in(dir)?;
+    if let Some(k) = keep {
+        k.apply(tmp.as_file())?;
+    }
+    tmp.write_all(text)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(real).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+/// Make a rename or removal in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,75 @@
+//! An advisory lock on an open file, waited for until a deadline at most:
+//! a busy lock is polled with a short, growing pause, never waited on
+//! without bound (a hook must answer its host).
+
+use std::fs::{File, TryLockError};
+use std::io;
+use std::time::{Duration, Instant};
+
+/// Shared (readers) or exclusive (writers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    Shared,
+    Exclusive,
+}
+
+/// A held lock; released on drop (and by the kernel if the process dies,
+/// so a crash cannot leave it stuck).
+#[derive(Debug)]
+pub struct Lock {
+    file: File,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Why a lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Someone else held it until the deadline.
+    Busy {
+        waited: Duration,
+    },
+    Io(io::Error),
+}
+
+/// Lock `file`, waiting until `deadline` at most. The pause between tries
+/// starts at 50 µs (a hook holds the lock for tens of µs) and doubles up to
+/// 2 ms.
+pub fn lock(file: File, kind: LockKind, deadline: Instant) -> Result<Lock, LockError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(50);
+    loop {
+        let tried = match kind {
+            LockKind::Exclusive => file.try_lock(),
+            LockKind::Shared => file.try_lock_shared(),
+        };
+        match tried {
+            Ok(()) => return Ok(Lock { file }),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => return Err(LockError::Busy { waited: started.elapsed() }),
+            Err(TryLockError::Error(e)) => return Err(LockError::Io(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exclusive_lock_excludes_until_dropped() {
+        let t = tempfile::tempdir().unwrap();
+        let held = lock(File::open(t.path()).unwrap(), LockKind::Exclusive, Instant::now()).unwrap();
+        let busy = lock(File::open(t.path()).unwrap(), LockKind::Shared, Instant::now());
+        assert!(matches!(busy, Err(LockError::Busy { .. })));
+        drop(held);
+        assert!(lock(File::open(t.path()).unwrap(), LockKind::Shared, Instant::now()).is_ok());
+    }
+}

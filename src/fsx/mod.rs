@@ -1,0 +1,75 @@
+//! File primitives: every reader and writer of leanctx's files goes
+//! through these. Atomic replacement ([`write_atomic`], [`replace_durable`]),
+//! a lock with a bounded wait ([`lock`]), mode and owner checks
+//! ([`state_problem`]), reads that never block or run unbounded
+//! ([`read_state`], [`read_stdin`]).
+//!
+//! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`) is
+//! in one file, `unix.rs`, re-exported here; nothing else in the crate
+//! names the platform.
+
+mod atomic;
+mod lock;
+mod state;
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as sys;
+
+pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic};
+pub use lock::{Lock, LockError, LockKind, lock};
+pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
+pub use sys::{
+    create_new, create_private_dir, current_uid, file_id, free_bytes, is_symlink_refusal, may_create_in, mode_of,
+    open_nonblocking, owner, parent_argv, parent_of, parent_pid, prepare_process, read_at,
+};
+
+use std::io;
+use std::path::Path;
+use std::time::Instant;
+
+/// A file that is neither regular nor a directory nor a symlink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecialFile {
+    Fifo,
+    Socket,
+    Device,
+    Other,
+}
+
+/// How a bounded read of stdin ended.
+#[derive(Debug)]
+pub enum Input {
+    /// EOF reached within the bounds.
+    Complete(Vec<u8>),
+    /// More than the limit arrived; what was kept is not parsed.
+    TooLarge {
+        seen: usize,
+    },
+    /// The deadline passed before EOF. What arrived is kept: if it already
+    /// holds a whole JSON payload it can still be used.
+    TimedOut(Vec<u8>),
+    Error(io::Error),
+}
+
+/// Read stdin until EOF, `max` bytes, or `deadline`: at most `max` bytes
+/// kept, up to `max_drain` more drained (so the writer never blocks or
+/// breaks), and never past the deadline (a stdin that never closes).
+pub fn read_stdin(max: usize, max_drain: usize, deadline: Instant) -> Input {
+    sys::read_stdin(max, max_drain, deadline)
+}
+
+/// Create `dir/name` as a private (0700) directory if it is missing.
+pub fn ensure_private_subdir(dir: &Path, name: &str) -> io::Result<std::path::PathBuf> {
+    let p = dir.join(name);
+    match create_private_dir(&p, false) {
+        Ok(()) => Ok(p),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(p),
+        Err(e) => Err(e),
+    }
+}
+
+/// Permission bits of a path, if it exists.
+pub fn mode_of_path(path: &Path) -> Option<u32> {
+    std::fs::metadata(path).ok().map(|m| mode_of(&m))
+}

@@ -1,0 +1,259 @@
+//! Everything in leanctx that is specific to Unix: `libc` calls,
+//! `std::os::unix` extensions and `/proc`. The rest of the crate reaches
+//! the platform only through [`crate::fsx`], so a port adds a sibling of
+//! this file and touches nothing else.
+
+use super::{Input, Keep, SpecialFile};
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::time::Instant;
+
+/// The effective uid. Asked on every state file a reader opens: once per
+/// process (leanctx never changes its uid).
+pub fn current_uid() -> u32 {
+    static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    *UID.get_or_init(|| unsafe { libc::geteuid() })
+}
+
+/// Owner uid of a file.
+pub fn owner(md: &fs::Metadata) -> u32 {
+    md.uid()
+}
+
+/// Permission bits (with setuid/setgid/sticky) of a file.
+pub fn mode_of(md: &fs::Metadata) -> u32 {
+    md.mode() & 0o7777
+}
+
+/// What a file is, device and inode: the same pair means the same file.
+pub fn file_id(md: &fs::Metadata) -> (u64, u64) {
+    (md.dev(), md.ino())
+}
+
+/// What kind of non-regular, non-directory file this is.
+pub fn special_kind(ft: &fs::FileType) -> SpecialFile {
+    if ft.is_fifo() {
+        SpecialFile::Fifo
+    } else if ft.is_socket() {
+        SpecialFile::Socket
+    } else if ft.is_char_device() || ft.is_block_device() {
+        SpecialFile::Device
+    } else {
+        SpecialFile::Other
+    }
+}
+
+/// Create a directory readable only by its owner (0700).
+pub fn create_private_dir(path: &Path, recursive: bool) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(recursive).mode(0o700).create(path)
+}
+
+/// Options that open a state file without ever blocking (a FIFO opens at
+/// once) or following a symlink; `write`: append, creating it 0600.
+pub fn state_options(write: bool) -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    if write {
+        o.append(true).create(true).mode(0o600);
+    }
+    o
+}
+
+/// Did an open fail because the last component is a symlink (`O_NOFOLLOW`)?
+pub fn is_symlink_refusal(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Open for reading without blocking (a FIFO must not hang the caller).
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+}
+
+/// Create a new file (failing if anything is at `path`) with `mode`.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).mode(mode).open(path)
+}
+
+/// The permissions a new file gets from `mode` (the umask still applies
+/// where the file is created with them).
+pub fn permissions(mode: u32) -> fs::Permissions {
+    fs::Permissions::from_mode(mode)
+}
+
+/// Give `f` the kept mode, then owner. The owner matters when root edits a
+/// user's file (`sudo -E`): the new file must not become root's. Changing
+/// the owner is best effort: only root may, and then it works.
+pub fn apply_keep(f: &File, keep: &Keep) -> io::Result<()> {
+    let md = f.metadata()?;
+    if md.uid() != keep.uid || md.gid() != keep.gid {
+        let _ = std::os::unix::fs::fchown(f, Some(keep.uid), Some(keep.gid));
+    }
+    f.set_permissions(fs::Permissions::from_mode(keep.mode))
+}
+
+/// What a replacement keeps of an existing file.
+pub fn keep_of(md: &fs::Metadata) -> Keep {
+    Keep { mode: mode_of(md), uid: md.uid(), gid: md.gid() }
+}
+
+/// Read at an offset without moving the file's cursor.
+pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    f.read_at(buf, offset)
+}
+
+fn c_path(p: &Path) -> io::Result<CString> {
+    Ok(CString::new(p.as_os_str().as_bytes())?)
+}
+
+/// Atomically swap two paths (Linux `renameat2` with `RENAME_EXCHANGE`).
+#[cfg(target_os = "linux")]
+pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    let (a, b) = (c_path(a)?, c_path(b)?);
+    // SAFETY: two valid NUL-terminated paths for the duration of the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// May this process create entries in `dir` (write and search permission)?
+pub fn may_create_in(dir: &Path) -> io::Result<bool> {
+    let c = c_path(dir)?;
+    // SAFETY: a valid NUL-terminated path.
+    Ok(unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0)
+}
+
+/// Bytes available to this user in the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = c_path(dir).ok()?;
+    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// This process's parent.
+pub fn parent_pid() -> u32 {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    unsafe { libc::getppid() as u32 }
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat` (Linux; `None` elsewhere).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The parent process's command line (Linux `/proc`; empty elsewhere).
+pub fn parent_argv() -> Vec<String> {
+    fs::read(format!("/proc/{}/cmdline", parent_pid()))
+        .map(|b| {
+            b.split(|&c| c == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What std's runtime setup gave that leanctx needs, for a binary with its
+/// own entry point: standard fds that are closed are opened on /dev/null
+/// (else a state file could take fd 1 and receive the answer), and SIGPIPE
+/// is ignored (a closed pipe is an error, not a death: ripgrep's rule).
+pub fn prepare_process() {
+    // SAFETY: plain libc calls on the standard fds and a constant path,
+    // before any other code runs; no Rust object owns these fds yet.
+    unsafe {
+        for fd in 0..3 {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 && *libc::__errno_location() == libc::EBADF {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Read stdin until EOF, `max` bytes, or `deadline` ([`super::read_stdin`]).
+///
+/// The payload is read straight into its own buffer, which starts at 16 KiB
+/// and doubles; bytes past `max + 1` go to an uninitialised scratch buffer
+/// and are only counted. (A zeroed 64 KiB chunk per call cost every hook 16
+/// page faults and a 64 KiB memset for a payload of a few KiB.)
+pub fn read_stdin(max: usize, max_drain: usize, deadline: Instant) -> Input {
+    let fd = 0;
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut sink = [std::mem::MaybeUninit::<u8>::uninit(); 64 * 1024];
+    let mut drained = 0usize;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return if buf.len() > max { Input::TooLarge { seen: buf.len() + drained } } else { Input::TimedOut(buf) };
+        }
+        let wait_ms = (deadline - now).as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Input::Error(e);
+        }
+        if r == 0 {
+            continue; // deadline check at the top
+        }
+        let keeping = buf.len() <= max;
+        let n = if keeping {
+            if buf.capacity() - buf.len() < 4096 {
+                buf.reserve(buf.capacity().max(4096));
+            }
+            // Never keep more than max + 1 bytes (one past the limit says
+            // "too large").
+            let room = (buf.capacity() - buf.len()).min(max + 1 - buf.len());
+            // SAFETY: at most `room` bytes into the vector's spare capacity.
+            unsafe { libc::read(fd, buf.as_mut_ptr().add(buf.len()).cast(), room) }
+        } else {
+            // SAFETY: the scratch buffer is valid for writes of its length.
+            unsafe { libc::read(fd, sink.as_mut_ptr().cast(), sink.len()) }
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                _ => return Input::Error(e),
+            }
+        }
+        let n = n as usize;
+        if n == 0 {
+            return if buf.len() > max { Input::TooLarge { seen: buf.len() + drained } } else { Input::Complete(buf) };
+        }
+        if keeping {
+            // SAFETY: the read initialised these `n` bytes.
+            unsafe { buf.set_len(buf.len() + n) };
+        } else {
+            drained += n;
+            if drained > max_drain {
+                return Input::TooLarge { seen: buf.len() + drained };
+            }
+        }
+    }
+}
