@@ -606,7 +606,7 @@ impl Reader {
         let (_, dev, ino) = self.file.as_ref()?;
         let f = File::open(journal.path()).ok()?;
         let md = f.metadata().ok()?;
-        if fsx::file_id(&md) != (*dev, *ino) {
+        if fsx::handle_id(&f, &md).ok()? != (*dev, *ino) {
             return None;
         }
         let d = &self.digest;
@@ -663,13 +663,14 @@ impl Reader {
             self.reset();
             return Err(fsx::untrusted(&path, &p));
         }
-        let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == fsx::file_id(&md))
-            && md.len() >= self.offset;
+        let same =
+            self.file.as_ref().is_some_and(|(_, dev, ino)| fsx::path_id(&path, &md).is_ok_and(|id| id == (*dev, *ino)))
+                && md.len() >= self.offset;
         if !same {
             self.reset();
             let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
             let fmd = f.metadata()?;
-            let (dev, ino) = fsx::file_id(&fmd);
+            let (dev, ino) = fsx::handle_id(&f, &fmd)?;
             self.file = Some((f, dev, ino));
         }
         let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };

@@ -45,15 +45,26 @@ impl Keep {
 /// that is not a regular file, or a system without the exchange gets the
 /// plain rename.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, contents, sys::exchange)
+}
+
+/// [`write_atomic`] with the exchange it tries first. The tests pass one
+/// that is unsupported, to run on Linux the plain-rename path that every
+/// other system takes.
+#[inline]
+pub(crate) fn write_atomic_with(
+    path: &Path,
+    contents: &[u8],
+    exchange: fn(&Path, &Path) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
     tmp.write_all(contents)?;
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) && sys::exchange(tmp.path(), path).is_ok() {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) && exchange(tmp.path(), path).is_ok() {
         // The temp name now holds the old content; dropping `tmp` unlinks it.
         return Ok(());
     }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    sys::persist(tmp, path)
 }
 
 /// Replace `real` (not a symlink) with `text`, durably: temp file in the
@@ -62,17 +73,17 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// over; a new file gets the umask's default (0666 less the umask).
 pub fn replace_durable(real: &Path, text: &[u8], keep: Option<Keep>) -> io::Result<()> {
     let dir = real.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).permissions(sys::permissions(0o666)).tempfile_in(dir)?;
+    let mut tmp = sys::config_temp_in(dir)?;
     if let Some(k) = keep {
         k.apply(tmp.as_file())?;
     }
     tmp.write_all(text)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(real).map_err(|e| e.error)?;
+    sys::persist(tmp, real)?;
     sync_dir(dir)
 }
 
 /// Make a rename or removal in `dir` durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    sys::sync_dir(dir)
 }

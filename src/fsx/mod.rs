@@ -4,9 +4,10 @@
 //! ([`state_problem`]), reads that never block or run unbounded
 //! ([`read_state`], [`read_stdin`]).
 //!
-//! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`) is
-//! in one file, `unix.rs`, re-exported here; nothing else in the crate
-//! names the platform.
+//! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`;
+//! Win32) is in one file per platform, `unix.rs` and `windows.rs`, with the
+//! same functions, re-exported here; nothing else in the crate names the
+//! platform.
 
 mod atomic;
 mod lock;
@@ -15,13 +16,18 @@ mod state;
 mod unix;
 #[cfg(unix)]
 use unix as sys;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as sys;
 
 pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic};
 pub use lock::{Lock, LockError, LockKind, lock};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
-    create_new, create_private_dir, current_uid, file_id, free_bytes, is_symlink_refusal, may_create_in, mode_of,
-    open_nonblocking, owner, parent_argv, parent_of, parent_pid, prepare_process, read_at,
+    create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
+    may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid, path_id, prepare_process,
+    read_at,
 };
 
 use std::io;

@@ -35,6 +35,18 @@ pub fn file_id(md: &fs::Metadata) -> (u64, u64) {
     (md.dev(), md.ino())
 }
 
+/// [`file_id`] of an open file, from its metadata (`fstat`).
+#[inline]
+pub fn handle_id(_: &File, md: &fs::Metadata) -> io::Result<(u64, u64)> {
+    Ok(file_id(md))
+}
+
+/// [`file_id`] of what is at a path, from its metadata (`lstat`).
+#[inline]
+pub fn path_id(_: &Path, md: &fs::Metadata) -> io::Result<(u64, u64)> {
+    Ok(file_id(md))
+}
+
 /// What kind of non-regular, non-directory file this is.
 pub fn special_kind(ft: &fs::FileType) -> SpecialFile {
     if ft.is_fifo() {
@@ -79,10 +91,28 @@ pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
     OpenOptions::new().write(true).create_new(true).mode(mode).open(path)
 }
 
-/// The permissions a new file gets from `mode` (the umask still applies
-/// where the file is created with them).
-pub fn permissions(mode: u32) -> fs::Permissions {
-    fs::Permissions::from_mode(mode)
+/// A temp file in `dir` for a user's config file: 0666 less the umask,
+/// what an editor would create (tempfile's default is 0600).
+pub fn config_temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix(super::TEMP_PREFIX).permissions(fs::Permissions::from_mode(0o666)).tempfile_in(dir)
+}
+
+/// Rename the temp file over `path`.
+#[inline]
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
+    tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Make a rename or removal in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The file an installer locks to edit a config in `dir`: the directory
+/// itself (never replaced: the config is, by rename), so no lock file is
+/// left beside the user's config.
+pub fn dir_lock_file(dir: &Path) -> io::Result<File> {
+    File::open(dir)
 }
 
 /// Give `f` the kept mode, then owner. The owner matters when root edits a

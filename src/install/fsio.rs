@@ -2,7 +2,7 @@
 //! against a concurrent leanctx, back it up once, write it atomically.
 
 use crate::fsx::{self, LockKind};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -40,7 +40,7 @@ pub fn real_path(path: &Path) -> io::Result<PathBuf> {
 pub type DirLock = fsx::Lock;
 
 pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
-    let file = File::open(dir)?;
+    let file = fsx::dir_lock_file(dir)?;
     fsx::lock(file, LockKind::Exclusive, Instant::now() + LOCK_WAIT).map_err(|e| match e {
         fsx::LockError::Busy { .. } => io::Error::new(
             io::ErrorKind::TimedOut,
@@ -149,7 +149,7 @@ mod tests {
     fn the_dir_lock_is_exclusive() {
         let t = tempfile::tempdir().unwrap();
         let held = lock_dir(t.path()).unwrap();
-        let other = File::open(t.path()).unwrap();
+        let other = fs::File::open(t.path()).unwrap();
         assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
         drop(held);
         assert!(other.try_lock().is_ok());
