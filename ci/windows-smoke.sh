@@ -9,6 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 run() { "$here/wine/runner.sh" "$exe" "$@"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The Wine prefix stays where it was before HOME moves.
+export WINEPREFIX=${WINEPREFIX:-$HOME/.wine}
 export LEAN_CTX_DATA_DIR=$(winepath -w "$tmp/data" 2>/dev/null)
 export HOME="$tmp/home" CODEX_HOME="$tmp/home/.codex"
 mkdir -p "$HOME"
@@ -33,7 +35,7 @@ out=$(run stub --call "$c1" --key m.rs --version v1 --result "$(w "$tmp/r.json")
 code=$?
 set -e
 [ "$code" = 1 ] || fail "first stub: exit $code, want 1: $out"
-echo "$out" | grep -q '"recorded":true' || fail "first stub did not record the delivery: $out"
+echo "$out" | grep -q '"recorded": *true' || fail "first stub did not record the delivery: $out"
 
 # 3. Codex's PostToolUse hook acknowledges the whole result.
 printf '{"session_id":"S1","hook_event_name":"PostToolUse","tool_name":"mcp__ctx__ctx_read","tool_use_id":"call_1","tool_input":{"path":"m.rs"},"tool_response":{"content":[{"type":"text","text":"%s"}],"isError":false}}' \
