@@ -213,7 +213,8 @@ pub fn prepare_process() {
     // before any other code runs; no Rust object owns these fds yet.
     unsafe {
         for fd in 0..3 {
-            if libc::fcntl(fd, libc::F_GETFD) == -1 && *libc::__errno_location() == libc::EBADF {
+            // errno through std: glibc's `__errno_location` is `__error` on macOS.
+            if libc::fcntl(fd, libc::F_GETFD) == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) {
                 libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             }
         }

@@ -88,11 +88,14 @@ pub fn backup_once(file: &Path, bytes: &[u8], keep: Keep) -> io::Result<Option<P
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use crate::fsx::mode_of;
     use std::fs::TryLockError;
+    #[cfg(unix)]
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn real_path_follows_relative_and_dangling_links() {
         let t = tempfile::tempdir().unwrap();
         let real = t.path().join("real");
@@ -108,6 +111,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn a_planted_symlink_at_the_backup_path_stops_the_edit() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
@@ -120,6 +124,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn backup_is_written_once_with_the_original_mode() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
@@ -133,6 +138,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn atomic_write_keeps_the_mode() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
@@ -149,7 +155,7 @@ mod tests {
     fn the_dir_lock_is_exclusive() {
         let t = tempfile::tempdir().unwrap();
         let held = lock_dir(t.path()).unwrap();
-        let other = fs::File::open(t.path()).unwrap();
+        let other = fsx::dir_lock_file(t.path()).unwrap();
         assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
         drop(held);
         assert!(other.try_lock().is_ok());

@@ -5,6 +5,7 @@
 use crate::support::{Sandbox, payload, payloads};
 use serde_json::{Value, json};
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -369,6 +370,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+#[cfg(unix)]
 #[test]
 fn state_files_are_0600_and_dirs_0700() {
     let sb = Sandbox::new();
@@ -382,6 +384,7 @@ fn state_files_are_0600_and_dirs_0700() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn unsafe_data_dir_is_refused_but_the_hook_answers() {
     let sb = Sandbox::new();
@@ -402,6 +405,7 @@ fn unsafe_data_dir_is_refused_but_the_hook_answers() {
     assert_eq!(std::fs::read_to_string(&sb.data).unwrap(), "x");
 }
 
+#[cfg(unix)]
 #[test]
 fn read_only_data_dir_fails_open() {
     let sb = Sandbox::new();
@@ -416,6 +420,7 @@ fn read_only_data_dir_fails_open() {
 
 /// 64 hook processes at once, plus readers of the slot and the journal:
 /// every answer well-formed, no record lost, no torn slot, no stuck lock.
+#[cfg(unix)]
 #[test]
 fn sixty_four_hooks_at_once_with_readers() {
     let sb = Sandbox::new();

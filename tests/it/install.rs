@@ -5,6 +5,7 @@
 use crate::support::{BIN, Out, Sandbox, payload};
 use serde_json::{Value, json};
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -129,11 +130,11 @@ fn reinstall_is_idempotent_and_writes_nothing() {
         let v = read_json(&p);
         assert_eq!(ours(&v, host).len(), expected_entries(host), "{host}: {v:#}");
         let bytes = fs::read(&p).unwrap();
-        let ino = fs::metadata(&p).unwrap().ino();
+        let ino = crate::support::file_identity(&p);
         let again = install(&sb, host);
         assert!(again.stdout.contains("already up to date"), "{}", again.stdout);
         assert_eq!(fs::read(&p).unwrap(), bytes, "{host}");
-        assert_eq!(fs::metadata(&p).unwrap().ino(), ino, "{host}: the file was not even replaced");
+        assert_eq!(crate::support::file_identity(&p), ino, "{host}: the file was not even replaced");
         let name = p.file_name().unwrap().to_str().unwrap();
         assert_eq!(litter(p.parent().unwrap(), &[name]), Vec::<String>::new(), "{host}: a new file gets no backup");
         for c in ours(&v, host) {
@@ -174,6 +175,7 @@ fn an_outdated_entry_is_upgraded_in_place_never_duplicated() {
     assert_eq!(v["hooks"]["PostToolUse"], json!([{"hooks": [old("fmt")]}]));
 }
 
+#[cfg(unix)]
 #[test]
 fn codex_entries_keep_their_positions_on_reinstall() {
     // Codex keys trust by (event, group index, handler index).
@@ -283,6 +285,7 @@ fn fsio_backup(p: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+#[cfg(unix)]
 #[test]
 fn the_files_mode_is_kept() {
     let sb = Sandbox::new();
@@ -297,6 +300,7 @@ fn the_files_mode_is_kept() {
     assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o600);
 }
 
+#[cfg(unix)]
 #[test]
 fn a_symlinked_config_is_written_through_to_its_target() {
     let sb = Sandbox::new();
@@ -485,6 +489,7 @@ fn run_through_shell(shell: &str, cmd: &str, sb: &Sandbox, stdin: &str) -> std::
     child.wait_with_output().unwrap()
 }
 
+#[cfg(unix)]
 #[test]
 fn the_written_command_runs_through_sh_and_bash_from_a_path_with_spaces_and_quotes() {
     let sb = Sandbox::new();
@@ -682,6 +687,7 @@ fn install_sh_rejects_unknown_options() {
     assert!(!sb.tmp.path().join("prefix").exists());
 }
 
+#[cfg(unix)]
 #[test]
 fn install_sh_without_cargo_or_binary_says_what_is_missing() {
     // A PATH with the script's tools but no cargo.
@@ -710,6 +716,7 @@ fn install_sh_without_cargo_or_binary_says_what_is_missing() {
     assert!(!sb.tmp.path().join("prefix").exists());
 }
 
+#[cfg(unix)]
 #[test]
 fn the_files_owner_is_kept_when_root_edits_it() {
     // Only root can hand a file to another user; elsewhere there is nothing
@@ -775,6 +782,7 @@ fn install_then_uninstall_gives_back_the_file_byte_for_byte_in_any_layout() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn an_upgrade_changes_only_the_bytes_that_differ() {
     let sb = Sandbox::new();

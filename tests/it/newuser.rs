@@ -6,6 +6,7 @@
 use crate::support::{BIN, Out, Sandbox};
 use serde_json::{Value, json};
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
@@ -71,6 +72,7 @@ fn status_on_a_brand_new_machine_names_the_one_thing_to_do() {
     assert_eq!(col("current"), col("conversations"), "{human}");
 }
 
+#[cfg(unix)]
 #[test]
 fn status_says_when_the_data_dir_cannot_be_created_and_does_not_blame_the_hooks() {
     let sb = Sandbox::new();
@@ -104,6 +106,7 @@ fn status_says_when_the_data_dir_cannot_be_created_and_does_not_blame_the_hooks(
     assert!(hs["hosts"][0]["notes"].to_string().contains("cannot tell whether they fired"), "{hs:#}");
 }
 
+#[cfg(unix)]
 #[test]
 fn status_says_permission_denied_when_the_parent_is_not_writable() {
     let sb = Sandbox::new();
@@ -116,6 +119,7 @@ fn status_says_permission_denied_when_the_parent_is_not_writable() {
     assert!(problems(&o.json()).contains("permission denied"), "{}", o.stdout);
 }
 
+#[cfg(unix)]
 #[test]
 fn status_names_a_broken_gate_policy_a_deleted_binary_and_codex_hooks_off() {
     let sb = Sandbox::new();
@@ -435,6 +439,7 @@ fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
     assert_eq!(o.stdout.matches("binary stays").count(), 1, "{}", o.stdout);
 }
 
+#[cfg(unix)]
 #[test]
 fn install_sh_uses_a_leanctx_already_on_path() {
     let sb = Sandbox::new();
@@ -462,6 +467,7 @@ fn install_sh_uses_a_leanctx_already_on_path() {
     assert!(o.stdout.contains("already up to date") && !sb.tmp.path().join("prefix").exists(), "{o:?}");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_hook_installed_by_hand_as_a_bare_name_on_path_is_not_missing() {
     let sb = Sandbox::new();

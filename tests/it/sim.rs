@@ -22,7 +22,6 @@ use leanctx::mcp_call::McpCall;
 use leanctx::readpath::{ReadPath, StubQuery};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -432,7 +431,7 @@ fn run_seed(seed: u64, ticks: u64, knobs: Knobs) -> Stats {
     let mut rng = Rng::new(seed);
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
-    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(&sb.data);
     let server = Mutex::new(Server::default());
     let ids = AtomicU64::new(0);
     let ctx = Ctx { sb: &sb, server: &server, ids: &ids, seed, knobs };
@@ -584,7 +583,7 @@ fn simulation_zero_wrong_stubs_without_claude_meta() {
 fn sandbox() -> Sandbox {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
-    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(&sb.data);
     sb
 }
 

@@ -20,6 +20,26 @@ pub fn payload(rel: &str) -> String {
     std::fs::read_to_string(payloads().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
+/// Make a directory leanctx would accept as its data dir: 0700 on Unix
+/// (a temp dir's mode depends on the umask). On Windows there are no modes
+/// to set: the temp dir is in the user's profile, whose ACL is the check.
+pub fn make_private(p: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = p;
+}
+
+/// The identity of the file at `p` (device and inode; volume and index on
+/// Windows): unchanged means the file was not replaced.
+pub fn file_identity(p: &Path) -> (u64, u64) {
+    let md = std::fs::symlink_metadata(p).unwrap();
+    leanctx::fsx::path_id(p, &md).unwrap()
+}
+
 /// A sandbox: every path a test run could touch lives under one temp dir.
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
@@ -58,10 +78,11 @@ impl Sandbox {
         Run { cmd: c, stdin: Vec::new(), timeout: Duration::from_secs(30) }
     }
 
-    /// `leanctx <args>` as a user that file modes bind: as is, or through
+    /// `leanctx <args>` as a user that file modes bind (Unix only): as is, or through
     /// `setpriv` (util-linux) as uid/gid 65534 when the tests run as root,
     /// who ignores them. The sandbox is made traversable and its home and data
     /// dir handed to that user.
+    #[cfg(unix)]
     pub fn cmd_unprivileged<I, S>(&self, args: I) -> Run
     where
         I: IntoIterator<Item = S>,
@@ -163,6 +184,7 @@ impl Run {
     /// Run, and also return the child's peak RSS in KiB (`wait4`'s
     /// `ru_maxrss`, of this child alone).
     #[allow(clippy::zombie_processes)] // reaped by wait4, which std cannot see
+    #[cfg(unix)]
     pub fn run_rusage(self) -> (Out, u64) {
         use std::io::Read;
         let timeout = self.timeout;
