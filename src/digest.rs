@@ -571,8 +571,11 @@ impl Digest {
 /// A journal kept open and digested incrementally.
 #[derive(Debug, Default)]
 pub struct Reader {
-    /// The file read so far, with its device and inode.
-    file: Option<(File, u64, u64)>,
+    /// The file read so far (open between refreshes where
+    /// [`fsx::HOLD_OPEN`]; Windows closes it, see there).
+    file: Option<File>,
+    /// Its device and inode (volume and index on Windows).
+    id: Option<(u64, u64)>,
     /// Bytes digested: up to the end of the last complete line.
     offset: u64,
     digest: Digest,
@@ -595,7 +598,7 @@ impl Reader {
 
     /// Nothing read yet.
     pub fn is_new(&self) -> bool {
-        self.file.is_none()
+        self.id.is_none()
     }
 
     /// A claim reader that starts where this one is (same call and claim
@@ -603,10 +606,10 @@ impl Reader {
     /// when the journal is no longer the file this one read. Call under a
     /// journal lock, so the file cannot be replaced meanwhile.
     pub fn for_claims_from(&self, journal: &Journal) -> Option<Reader> {
-        let (_, dev, ino) = self.file.as_ref()?;
+        let id = self.id?;
         let f = File::open(journal.path()).ok()?;
         let md = f.metadata().ok()?;
-        if fsx::handle_id(&f, &md).ok()? != (*dev, *ino) {
+        if fsx::handle_id(&f, &md).ok()? != id {
             return None;
         }
         let d = &self.digest;
@@ -618,7 +621,7 @@ impl Reader {
             claim_index: d.claim_index.clone(),
             ..Digest::default()
         };
-        Some(Reader { file: Some((f, *dev, *ino)), offset: self.offset, digest })
+        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, digest })
     }
 
     fn reset(&mut self) {
@@ -649,6 +652,14 @@ impl Reader {
     /// `/dev/null`, a FIFO) or larger than a reader reads is an error, as
     /// for [`Journal::read`], and the reader starts over.
     pub fn refresh_held(&mut self, journal: &Journal) -> io::Result<()> {
+        let r = self.refresh_open(journal);
+        if !fsx::HOLD_OPEN {
+            self.file = None;
+        }
+        r
+    }
+
+    fn refresh_open(&mut self, journal: &Journal) -> io::Result<()> {
         let path = journal.path();
         let md = match fs::symlink_metadata(&path) {
             Ok(m) => m,
@@ -664,16 +675,20 @@ impl Reader {
             return Err(fsx::untrusted(&path, &p));
         }
         let same =
-            self.file.as_ref().is_some_and(|(_, dev, ino)| fsx::path_id(&path, &md).is_ok_and(|id| id == (*dev, *ino)))
-                && md.len() >= self.offset;
-        if !same {
-            self.reset();
+            self.id.is_some_and(|id| fsx::path_id(&path, &md).is_ok_and(|now| now == id)) && md.len() >= self.offset;
+        if !same || self.file.is_none() {
+            // A new file, or (where the reader closes it between refreshes)
+            // the same one opened again: the lock held keeps it in place,
+            // and the handle's own id says which file was opened.
             let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
-            let fmd = f.metadata()?;
-            let (dev, ino) = fsx::handle_id(&f, &fmd)?;
-            self.file = Some((f, dev, ino));
+            let id = fsx::handle_id(&f, &f.metadata()?)?;
+            if !same || self.id != Some(id) {
+                self.reset();
+            }
+            self.file = Some(f);
+            self.id = Some(id);
         }
-        let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };
+        let Some(f) = self.file.as_ref() else { return Ok(()) };
         let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);
         if len <= self.offset {
             return Ok(());

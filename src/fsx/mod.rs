@@ -25,7 +25,7 @@ pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic};
 pub use lock::{Lock, LockError, LockKind, lock};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
-    create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
+    HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
     may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid, path_id, prepare_process,
     read_at,
 };

@@ -12,6 +12,10 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOp
 use std::path::Path;
 use std::time::Instant;
 
+/// A long-lived journal reader keeps the file open between refreshes: a
+/// trim renames a new journal over it all the same.
+pub const HOLD_OPEN: bool = true;
+
 /// The effective uid. Asked on every state file a reader opens: once per
 /// process (leanctx never changes its uid).
 pub fn current_uid() -> u32 {

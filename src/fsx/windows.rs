@@ -34,6 +34,12 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
 };
 
+/// A long-lived journal reader closes the file after each refresh:
+/// Windows (and Wine) refuse to rename a new journal over a file another
+/// process holds open, even one opened with delete sharing, so a trim
+/// would fail for as long as any MCP server keeps a reader.
+pub const HOLD_OPEN: bool = false;
+
 /// No uids on Windows: the same value as [`owner`] (see the module doc).
 pub fn current_uid() -> u32 {
     0
