@@ -27,7 +27,7 @@ pub use state::{open_state, open_state_md, read_state, state_problem, untrusted}
 pub use sys::{
     HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
     may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid, path_id, prepare_process,
-    read_at,
+    read_at, short_path,
 };
 
 use std::io;

@@ -135,6 +135,11 @@ pub fn keep_of(md: &fs::Metadata) -> Keep {
     Keep { mode: mode_of(md), uid: md.uid(), gid: md.gid() }
 }
 
+/// A path's 8.3 short name: a Windows notion, none here.
+pub fn short_path(_: &Path) -> Option<std::path::PathBuf> {
+    None
+}
+
 /// Read at an offset without moving the file's cursor.
 pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     f.read_at(buf, offset)

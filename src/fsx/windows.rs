@@ -28,7 +28,7 @@ use std::time::Instant;
 use windows_sys::Win32::Foundation::{CloseHandle, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, GetDiskFreeSpaceExW,
-    GetFileInformationByHandle,
+    GetFileInformationByHandle, GetShortPathNameW,
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
@@ -148,6 +148,18 @@ pub fn apply_keep(f: &File, keep: &Keep) -> io::Result<()> {
 /// What a replacement keeps of an existing file.
 pub fn keep_of(md: &fs::Metadata) -> Keep {
     Keep { mode: mode_of(md), uid: 0, gid: 0 }
+}
+
+/// The 8.3 short name of an existing path (`GetShortPathNameW`): no
+/// spaces, so a hook command can name it unquoted. `None` when the volume
+/// keeps no short names.
+pub fn short_path(p: &Path) -> Option<std::path::PathBuf> {
+    use std::os::windows::ffi::OsStringExt;
+    let w = wide(p);
+    let mut buf = vec![0u16; 32_768];
+    // SAFETY: a NUL-terminated input and an output buffer of the length given.
+    let n = unsafe { GetShortPathNameW(w.as_ptr(), buf.as_mut_ptr(), buf.len() as u32) } as usize;
+    (n > 0 && n < buf.len()).then(|| std::ffi::OsString::from_wide(&buf[..n]).into())
 }
 
 /// Read at an offset. Windows moves the file's cursor as it does so;
