@@ -8,6 +8,7 @@ use std::fs;
 #[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::process::{Command, Stdio};
 
 const HOSTS: [&str; 4] = ["cursor", "claude-code", "codex", "codebuddy"];
@@ -35,7 +36,8 @@ fn read_json(p: &Path) -> Value {
 }
 
 fn canonical_bin() -> String {
-    fs::canonicalize(BIN).unwrap().to_str().unwrap().to_string()
+    // As the installer writes it (on Windows: forward slashes, no `\\?\`).
+    leanctx::install::command::program_word(fs::canonicalize(BIN).unwrap().to_str().unwrap()).unwrap()
 }
 
 /// Every `command` string anywhere in a config.
@@ -227,6 +229,7 @@ fn foreign_hooks_unknown_keys_and_key_order_survive() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn unparseable_files_are_refused_with_position_and_left_byte_for_byte() {
     let sb = Sandbox::new();
@@ -372,6 +375,7 @@ fn concurrent_installs_lose_nothing() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn dry_run_shows_the_change_and_writes_nothing() {
     let sb = Sandbox::new();
@@ -478,6 +482,7 @@ fn a_missing_config_dir_is_created_only_when_asked() {
 }
 
 /// Run a command string the way a host does, with a payload on stdin.
+#[cfg(unix)]
 fn run_through_shell(shell: &str, cmd: &str, sb: &Sandbox, stdin: &str) -> std::process::Output {
     let mut c = Command::new(shell);
     c.arg("-c").arg(cmd).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -571,6 +576,7 @@ fn status_reports_installed_never_fired_and_the_last_event() {
     assert!(files[1]["scope"].as_str().unwrap().starts_with("project"));
 }
 
+#[cfg(unix)]
 #[test]
 fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
     // Cursor with third-party configs on runs ~/.claude/settings.json too:
@@ -606,6 +612,7 @@ fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
     assert!(claude["notes"].to_string().contains("third-party"), "{claude:#}");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_binary_not_named_leanctx_is_refused() {
     let sb = Sandbox::new();
@@ -621,11 +628,13 @@ fn a_binary_not_named_leanctx_is_refused() {
 
 // --- installers/install.sh ---------------------------------------------
 
+#[cfg(unix)]
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/install.sh")
 }
 
 /// Run install.sh with the already built binary (no cargo build).
+#[cfg(unix)]
 fn run_script(sb: &Sandbox, shell: &str, args: &[&str]) -> Out {
     let mut c = Command::new(shell);
     c.arg(script()).args(["--binary", BIN, "--prefix"]).arg(sb.tmp.path().join("prefix")).args(args);
@@ -642,6 +651,7 @@ fn run_script(sb: &Sandbox, shell: &str, args: &[&str]) -> Out {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     let sb = Sandbox::new();
@@ -679,6 +689,7 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn install_sh_rejects_unknown_options() {
     let sb = Sandbox::new();

@@ -174,6 +174,7 @@ fn status_names_a_broken_gate_policy_a_deleted_binary_and_codex_hooks_off() {
 
 // --- hooks status / install / uninstall -----------------------------------
 
+#[cfg(unix)]
 #[test]
 fn hooks_status_shows_project_files_plainly_and_takes_project() {
     let sb = Sandbox::new();
@@ -210,11 +211,10 @@ fn codex_hooks_inline_in_config_toml_are_seen_and_not_duplicated() {
     let json_text = fs::read_to_string(dir.join("hooks.json")).unwrap();
     // The user moves them inline into config.toml.
     let mut toml = String::from("model = \"o3\"\n");
-    let bin = fs::canonicalize(BIN).unwrap();
+    let bin = leanctx::install::command::program_word(fs::canonicalize(BIN).unwrap().to_str().unwrap()).unwrap();
     for ev in ["SessionStart", "Stop"] {
         toml.push_str(&format!(
-            "\n[[hooks.{ev}]]\n[[hooks.{ev}.hooks]]\ntype = \"command\"\ncommand = \"{} hook codex\"\n",
-            bin.display()
+            "\n[[hooks.{ev}]]\n[[hooks.{ev}.hooks]]\ntype = \"command\"\ncommand = \"{bin} hook codex\"\n"
         ));
     }
     fs::remove_file(dir.join("hooks.json")).unwrap();
@@ -256,6 +256,7 @@ fn install_and_uninstall_take_several_hosts_at_once() {
     assert!(!o.stdout.contains("binary stays"), "{}", o.stdout);
 }
 
+#[cfg(unix)]
 #[test]
 fn install_and_uninstall_json() {
     let sb = Sandbox::new();
@@ -372,11 +373,13 @@ fn scope_current_says_unknown() {
 
 // --- installers/install.sh ------------------------------------------------
 
+#[cfg(unix)]
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/install.sh")
 }
 
 /// install.sh with `args`, in the sandbox, with `path` as PATH.
+#[cfg(unix)]
 fn run_script(sb: &Sandbox, path: &std::ffi::OsStr, args: &[&str]) -> Out {
     let mut c = std::process::Command::new("sh");
     c.arg(script()).arg("--prefix").arg(sb.tmp.path().join("prefix")).args(args);
@@ -393,10 +396,12 @@ fn run_script(sb: &Sandbox, path: &std::ffi::OsStr, args: &[&str]) -> Out {
     }
 }
 
+#[cfg(unix)]
 fn path_env() -> std::ffi::OsString {
     std::env::var_os("PATH").unwrap_or_default()
 }
 
+#[cfg(unix)]
 #[test]
 fn install_sh_dry_run_changes_nothing_and_shows_the_change() {
     let sb = Sandbox::new();
@@ -417,6 +422,7 @@ fn install_sh_dry_run_changes_nothing_and_shows_the_change() {
     assert_eq!(o.code, 0, "{o:?}");
 }
 
+#[cfg(unix)]
 #[test]
 fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
     let sb = Sandbox::new();
