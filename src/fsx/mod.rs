@@ -27,7 +27,7 @@ pub use state::{open_state, open_state_md, read_state, state_problem, untrusted}
 pub use sys::{
     HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
     may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid, path_id, prepare_process,
-    read_at, short_path,
+    read_at, short_path, under_wine,
 };
 
 use std::io;
@@ -78,4 +78,32 @@ pub fn ensure_private_subdir(dir: &Path, name: &str) -> io::Result<std::path::Pa
 /// Permission bits of a path, if it exists.
 pub fn mode_of_path(path: &Path) -> Option<u32> {
     std::fs::metadata(path).ok().map(|m| mode_of(&m))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The parent lookup, for real (`/proc` on Linux, Toolhelp on
+    /// Windows): a child (this test binary again) finds this process as its
+    /// parent.
+    #[test]
+    fn a_child_finds_this_process_as_its_parent() {
+        let o = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "fsx::tests::print_parent", "--ignored", "--nocapture", "--test-threads=1"])
+            .env("LEANCTX_TEST_PRINT_PARENT", "1")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let seen =
+            out.lines().find_map(|l| l.split_once("PARENT=").map(|(_, v)| v.trim())).unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(seen, format!("{} {}", std::process::id(), std::process::id()), "parent_pid, parent_of(self)");
+    }
+
+    #[test]
+    #[ignore = "run by a_child_finds_this_process_as_its_parent in a child process"]
+    fn print_parent() {
+        if std::env::var_os("LEANCTX_TEST_PRINT_PARENT").is_some() {
+            let me = std::process::id();
+            println!("PARENT={} {}", super::parent_pid(), super::parent_of(me).unwrap_or(0));
+        }
+    }
 }

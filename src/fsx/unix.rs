@@ -80,6 +80,12 @@ pub fn state_options(write: bool) -> OpenOptions {
     o
 }
 
+/// Open with `o`.
+#[inline]
+pub fn open(o: &OpenOptions, path: &Path) -> io::Result<File> {
+    o.open(path)
+}
+
 /// Did an open fail because the last component is a symlink (`O_NOFOLLOW`)?
 pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
@@ -133,6 +139,11 @@ pub fn apply_keep(f: &File, keep: &Keep) -> io::Result<()> {
 /// What a replacement keeps of an existing file.
 pub fn keep_of(md: &fs::Metadata) -> Keep {
     Keep { mode: mode_of(md), uid: md.uid(), gid: md.gid() }
+}
+
+/// Wine runs Windows programs: never this one.
+pub fn under_wine() -> bool {
+    false
 }
 
 /// A path's 8.3 short name: a Windows notion, none here.

@@ -27,8 +27,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 use windows_sys::Win32::Foundation::{CloseHandle, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::Storage::FileSystem::{
-    BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, GetDiskFreeSpaceExW,
-    GetFileInformationByHandle, GetShortPathNameW,
+    BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_RENAME_INFO,
+    FileRenameInfoEx, GetDiskFreeSpaceExW, GetFileInformationByHandle, GetShortPathNameW, SetFileInformationByHandle,
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
@@ -111,6 +111,21 @@ pub fn state_options(write: bool) -> OpenOptions {
     o
 }
 
+/// Open with `o`. Windows refuses to open a file that a rename is
+/// replacing at that moment ("access denied" on the name in between): that
+/// is retried for up to 100 ms, as [`persist`] retries the rename.
+pub fn open(o: &OpenOptions, path: &Path) -> io::Result<File> {
+    let deadline = Instant::now() + std::time::Duration::from_millis(100);
+    loop {
+        match o.open(path) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Windows opens the link itself instead of refusing it: never this error.
 pub fn is_symlink_refusal(_: &io::Error) -> bool {
     false
@@ -178,12 +193,20 @@ pub fn config_temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
     tempfile::Builder::new().prefix(super::TEMP_PREFIX).tempfile_in(dir)
 }
 
-/// Rename the temp file over `path` (`MoveFileExW` with
-/// `MOVEFILE_REPLACE_EXISTING`). Windows refuses to replace a file that
-/// another process has open without delete sharing (an editor, a virus
-/// scanner) or is replacing at the same moment: that is retried for up to
-/// 100 ms, then reported.
+/// Rename the temp file over `path`. First with POSIX semantics
+/// (`FileRenameInfoEx`, `FILE_RENAME_FLAG_POSIX_SEMANTICS`: Windows 10
+/// 1607+ on NTFS), which replaces a file that readers hold open, as a Unix
+/// rename does; they keep the old file, new opens see the new one. Where
+/// that is refused (older Windows, another file system, Wine 8), the
+/// classic `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING` (tempfile's
+/// `persist`), which Windows refuses while any handle on the target is
+/// open: retried for up to 100 ms, then reported.
 pub fn persist(mut tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
+    if posix_rename(tmp.path(), path).is_ok() {
+        // The temp name is gone; nothing for the guard to delete.
+        let _ = tmp.into_temp_path().keep();
+        return Ok(());
+    }
     let deadline = Instant::now() + std::time::Duration::from_millis(100);
     loop {
         match tmp.persist(path) {
@@ -195,6 +218,36 @@ pub fn persist(mut tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> 
             Err(e) => return Err(e.error),
         }
     }
+}
+
+/// `SetFileInformationByHandle(FileRenameInfoEx)` with
+/// `REPLACE_IF_EXISTS | POSIX_SEMANTICS`, on a handle opened for delete.
+fn posix_rename(from: &Path, to: &Path) -> io::Result<()> {
+    const DELETE: u32 = 0x0001_0000;
+    const SYNCHRONIZE: u32 = 0x0010_0000;
+    const REPLACE_IF_EXISTS: u32 = 0x1;
+    const POSIX_SEMANTICS: u32 = 0x2;
+    let f = OpenOptions::new().access_mode(DELETE | SYNCHRONIZE).open(from)?;
+    let target: Vec<u16> = std::path::absolute(to)?.as_os_str().encode_wide().collect();
+    let head = std::mem::offset_of!(FILE_RENAME_INFO, FileName);
+    let size = head + (target.len() + 1) * 2;
+    // u64 storage: aligned for the struct, zeroed (the name ends in NUL).
+    let mut storage = vec![0u64; size.div_ceil(8)];
+    let info = storage.as_mut_ptr().cast::<FILE_RENAME_INFO>();
+    // SAFETY: `storage` is large enough and aligned for the header and the
+    // name written after it; the handle lives as long as `f`.
+    let ok = unsafe {
+        (*info).Anonymous.Flags = REPLACE_IF_EXISTS | POSIX_SEMANTICS;
+        (*info).RootDirectory = std::ptr::null_mut();
+        (*info).FileNameLength = (target.len() * 2) as u32;
+        std::ptr::copy_nonoverlapping(
+            target.as_ptr(),
+            std::ptr::addr_of_mut!((*info).FileName).cast::<u16>(),
+            target.len(),
+        );
+        SetFileInformationByHandle(f.as_raw_handle() as _, FileRenameInfoEx, info.cast(), size as u32)
+    };
+    if ok == 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
 /// Make a rename in `dir` durable: NTFS journals its metadata, and a
@@ -341,5 +394,61 @@ pub fn read_stdin(max: usize, max_drain: usize, deadline: Instant) -> Input {
         _ if buf.len() > max => Input::TooLarge { seen },
         Some(Ok(())) => Input::Complete(buf),
         None => Input::TimedOut(buf),
+    }
+}
+
+/// Is this Wine rather than Windows (ntdll exports `wine_get_version`)?
+/// For the tests that check where the two differ, and say so.
+pub fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    // SAFETY: constant NUL-terminated names; a null module is checked.
+    unsafe {
+        let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
+        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A file a reader holds open is replaced, the reader keeps the old
+    /// content, new opens see the new one: what the slot and a journal trim
+    /// need. Windows does it with the POSIX-semantics rename. Wine 8 has
+    /// none, and its `MoveFileExW` refuses while the target is open: there
+    /// the replacement fails after its retries, and this test checks that
+    /// instead of passing as if it worked (README "Platforms").
+    #[test]
+    fn a_file_a_reader_holds_open_is_replaced() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("slot");
+        fs::write(&p, "old").unwrap();
+        let mut reader = File::open(&p).unwrap();
+        let mut tmp = tempfile::NamedTempFile::new_in(t.path()).unwrap();
+        tmp.write_all(b"new").unwrap();
+        let r = persist(tmp, &p);
+        if under_wine() {
+            eprintln!("Wine: a file open elsewhere cannot be replaced ({r:?}); Windows 10 1607+ can");
+            assert!(r.is_err(), "Wine learnt POSIX-semantics renames: update README \"Platforms\"");
+            return;
+        }
+        r.unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "new");
+        let mut old = String::new();
+        reader.read_to_string(&mut old).unwrap();
+        assert_eq!(old, "old");
+    }
+
+    #[test]
+    fn file_ids_tell_files_apart() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a"), t.path().join("b"));
+        fs::write(&a, "a").unwrap();
+        fs::write(&b, "b").unwrap();
+        let md = fs::metadata(&a).unwrap();
+        let ia = path_id(&a, &md).unwrap();
+        assert_eq!(handle_id(&File::open(&a).unwrap(), &md).unwrap(), ia);
+        assert_ne!(path_id(&b, &md).unwrap(), ia);
     }
 }
