@@ -12,9 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
-files=(--file src/ledger.rs --file src/decision.rs --file src/identity.rs --file src/mcp_call.rs)
+files=(--file src/state/ledger.rs --file src/identity/delivery.rs --file src/hosts/codex.rs --file src/identity/decision.rs --file src/identity/caller.rs --file src/identity/mcp_call.rs)
 if [ "${1:-}" = "--it" ]; then
-  files+=(--file src/journal.rs --file src/digest.rs --file src/readpath.rs --file src/stub.rs)
+  files+=(--file "src/state/journal/*.rs" --file "src/state/digest/*.rs" --file "src/identity/readpath/*.rs" --file src/identity/stub.rs)
   exec cargo mutants "${files[@]}" --timeout 600 -j 1
 fi
 exec cargo mutants "${files[@]}" --timeout 120 -j 1 -- --lib

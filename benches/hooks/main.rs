@@ -277,7 +277,7 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         ));
     }
 
-    let at = (leanctx::clock::now_ms() - 60_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 60_000).to_string();
     // `--compare OTHER_LEANCTX`: the same hook and CLI calls through another
     // build (before/after a change, in the same run).
     if let Some(other) = compare_bin() {

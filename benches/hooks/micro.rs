@@ -5,12 +5,12 @@
 use crate::Config;
 use crate::spawn::{Stats, fmt_dur};
 use leanctx::Host;
-use leanctx::identity::{ScopeEnv, Source};
-use leanctx::journal::{Call, Journal, Record, View};
-use leanctx::ledger::{Ack, Content, Delivery};
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::slot::{self, Slot};
+use leanctx::identity::caller::{ScopeEnv, Source};
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
+use leanctx::state::journal::{Call, Journal, Record, View};
+use leanctx::state::ledger::{Ack, Content, Delivery};
+use leanctx::state::slot::{self, Slot};
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -124,8 +124,8 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                     // A server on the ledger: each read delivered and acknowledged
                     // (in the same append, to keep one append per event).
                     if let Some(id) = call_id.as_deref() {
-                        let call_ref = leanctx::ledger::id_ref(id);
-                        let file = leanctx::ledger::name_hash("key", &format!("src/f{}.rs", mix(i) % 200));
+                        let call_ref = leanctx::state::ledger::id_ref(id);
+                        let file = leanctx::state::ledger::name_hash("key", &format!("src/f{}.rs", mix(i) % 200));
                         refs.push((call_ref, file));
                     }
                 }
@@ -165,8 +165,8 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     // The file the ledger ops ask about: delivered to the last Claude call's
     // conversation and acknowledged whole.
     let t = now - STEP_MS / 2;
-    let call_ref = leanctx::ledger::id_ref(&claude_call_id);
-    let key = leanctx::ledger::name_hash("key", "README.md");
+    let call_ref = leanctx::state::ledger::id_ref(&claude_call_id);
+    let key = leanctx::state::ledger::name_hash("key", "README.md");
     let d = Delivery {
         t,
         host: Host::ClaudeCode,
@@ -175,7 +175,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
         window: None,
         call_ref: &call_ref,
         key: &key,
-        version: &leanctx::ledger::name_hash("version", "v1"),
+        version: &leanctx::state::ledger::name_hash("version", "v1"),
         digest: DIGEST,
         len: 4096,
     };
@@ -402,7 +402,7 @@ const OPS: &[(&str, bool)] = &[
 /// Run the in-process benchmarks; append the table to `out`; return the
 /// targets missed.
 pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
-    let now = leanctx::clock::now_ms();
+    let now = leanctx::base::clock::now_ms();
     let mut hist = Vec::new();
     for &n in cfg.micro_sizes {
         let dir = root.join(format!("micro-{n}"));

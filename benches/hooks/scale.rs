@@ -5,10 +5,10 @@
 
 use crate::Config;
 use crate::spawn::{self, Spec, Stats, Tools, fmt_dur};
-use leanctx::identity::ScopeEnv;
-use leanctx::journal::{self, Journal, View};
-use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::slot::{self, SlotRead};
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
+use leanctx::state::journal::{self, Journal, View};
+use leanctx::state::slot::{self, SlotRead};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ fn readers(
         let mut r = Readers::default();
         let rp = ReadPath::new(&dir, ScopeEnv::default());
         while !stop.load(Ordering::Relaxed) {
-            let now = leanctx::clock::now_ms();
+            let now = leanctx::base::clock::now_ms();
             let q = StubQuery {
                 delivered: Some("5ca1e000-0000-4000-8000-000000000000"),
                 delivered_at_ms: Some(now - 60_000),

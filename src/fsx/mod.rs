@@ -1,6 +1,6 @@
 //! File primitives: every reader and writer of leanctx's files goes
 //! through these. Atomic replacement ([`write_atomic`], [`replace_durable`]),
-//! a lock with a bounded wait ([`lock`]), mode and owner checks
+//! a lock with a bounded wait ([`lock()`]), mode and owner checks
 //! ([`state_problem`]), reads that never block or run unbounded
 //! ([`read_state`], [`read_stdin`]).
 //!
@@ -73,11 +73,6 @@ pub fn ensure_private_subdir(dir: &Path, name: &str) -> io::Result<std::path::Pa
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(p),
         Err(e) => Err(e),
     }
-}
-
-/// Permission bits of a path, if it exists.
-pub fn mode_of_path(path: &Path) -> Option<u32> {
-    std::fs::metadata(path).ok().map(|m| mode_of(&m))
 }
 
 #[cfg(test)]

@@ -263,7 +263,7 @@ pub fn sync_dir(_: &Path) -> io::Result<()> {
 /// left beside the user's config).
 pub fn dir_lock_file(dir: &Path) -> io::Result<File> {
     let dir = fs::canonicalize(dir)?;
-    let h = crate::fingerprint::sha256_hex(dir.as_os_str().to_string_lossy().to_lowercase().as_bytes());
+    let h = crate::base::fingerprint::sha256_hex(dir.as_os_str().to_string_lossy().to_lowercase().as_bytes());
     let p = std::env::temp_dir().join(format!("leanctx-edit-{}.lock", &h[..32]));
     OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p)
 }

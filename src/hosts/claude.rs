@@ -2,12 +2,13 @@
 //! agent_id, tool_name `mcp__server__tool`, tool_use_id), so their payloads
 //! are parsed here too; their answers differ and live in their own files.
 
-use crate::event::{Event, EventKind, Fields};
-use crate::fingerprint::args_fingerprint;
+use crate::base::fingerprint::args_fingerprint;
+use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
+use crate::gate::tool::ToolRef;
 use crate::gate::{Action, Verdict};
-use crate::host::Host;
-use crate::ledger::{self, AckOut, SizeRule};
-use crate::tool::ToolRef;
+use crate::hosts::event::{Event, EventKind, Fields};
+use crate::state::ledger::{self, AckOut, SizeRule};
 use serde_json::{Value, json};
 
 /// Event names of the Claude-style hosts (Claude Code, Codex, CodeBuddy).
@@ -38,7 +39,7 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
     let name = event_override.or(f.str("hook_event_name")).unwrap_or("");
     let mut ev = Event::new(host, name, kind_of(name));
     ev.conversation = f.id("session_id");
-    ev.agent = f.id("agent_id").map(|a| format!("agent:{a}"));
+    ev.agent = f.id("agent_id").map(|a| ScopeKind::Agent.name(&a));
     ev.transcript_path = f.path("transcript_path");
     ev.source = f.id("source");
     ev.call_id = f.id("tool_use_id");

@@ -2,12 +2,13 @@
 //! `permission` for the gating events.
 
 use super::HookEnv;
-use crate::event::{Event, EventKind, Fields};
-use crate::fingerprint::args_fingerprint;
+use crate::base::fingerprint::args_fingerprint;
+use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
+use crate::gate::tool::{ToolRef, server_from_cursor};
 use crate::gate::{Action, Verdict};
-use crate::host::Host;
-use crate::ledger::{self, AckOut, SizeRule};
-use crate::tool::{ToolRef, server_from_cursor};
+use crate::hosts::event::{Event, EventKind, Fields};
+use crate::state::ledger::{self, AckOut, SizeRule};
 use serde_json::{Value, json};
 
 pub fn kind_of(name: &str) -> EventKind {
@@ -52,9 +53,10 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
         if let Some(parent) = f.safe_id("parent_conversation_id") {
             ev.conversation = Some(parent);
         }
-        ev.started_agent = f.safe_id("subagent_id").or_else(|| f.safe_id("tool_call_id")).map(|a| format!("task:{a}"));
+        ev.started_agent =
+            f.safe_id("subagent_id").or_else(|| f.safe_id("tool_call_id")).map(|a| ScopeKind::Task.name(&a));
     }
-    ev.agent = env.cursor_task_id.as_ref().map(|t| format!("task:{t}"));
+    ev.agent = env.cursor_task_id.as_ref().map(|t| ScopeKind::Task.name(t));
     ev.transcript_path = f.path("transcript_path");
     ev.call_id = f.safe_id("tool_use_id");
     if let Some(Value::Array(roots)) = f.get("workspace_roots") {
@@ -73,7 +75,7 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
         // `preToolUse` says `MCP:<tool>`: no server at all.
         let hint = f
             .str("mcp_server_name")
-            .filter(|n| crate::ids::is_plain_name(n))
+            .filter(|n| crate::base::ids::is_plain_name(n))
             .map(str::to_string)
             .or_else(|| server_from_cursor(f.str("command"), f.str("url").or_else(|| f.str("mcp_server_url"))));
         let mut tool = ToolRef::parse(&raw, hint.as_deref());

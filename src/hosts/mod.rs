@@ -5,10 +5,13 @@ pub mod claude;
 pub mod codebuddy;
 pub mod codex;
 pub mod cursor;
+pub mod event;
+pub mod overlap;
+pub mod profile;
 
-use crate::event::Event;
+use crate::base::host::Host;
 use crate::gate::Verdict;
-use crate::host::Host;
+use crate::hosts::event::Event;
 use serde_json::Value;
 
 /// Parse a payload for `host`. `event_override` is `--event`.
@@ -50,12 +53,12 @@ impl HookEnv {
         HookEnv {
             cursor_task_id: std::env::var("CURSOR_TASK_ID")
                 .ok()
-                .filter(|s| crate::ids::is_valid_id(s.trim()))
+                .filter(|s| crate::base::ids::is_valid_id(s.trim()))
                 .map(|s| s.trim().to_string()),
             claude_pid: std::env::var("CLAUDE_PID").ok().and_then(|s| s.trim().parse().ok()),
-            codex_home: std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from).or_else(
-                || std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| std::path::Path::new(&h).join(".codex")),
-            ),
+            codex_home: profile::profile(Host::Codex)
+                .user_dir(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(Into::into).ok_or_else(String::new))
+                .ok(),
         }
     }
 }

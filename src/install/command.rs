@@ -4,7 +4,7 @@
 //! user's `/home/leanctx-fan/bin/mytool` is never taken for ours and our
 //! entry is found again after the binary moved.
 
-use crate::host::Host;
+use crate::base::host::Host;
 use std::path::{Path, PathBuf};
 
 /// Env override for the binary written into hook commands (tests,
@@ -153,66 +153,10 @@ fn ours_from_words(words: &[String]) -> Option<Ours> {
     Some(Ours { program: program.clone(), host })
 }
 
-/// Split the first simple command of a POSIX shell string into words.
-/// `None` for unbalanced quotes. Expansions (`$X`) are kept literally:
-/// recognition only needs the program's file name and the arguments.
+/// The words of the first simple command of a POSIX shell string
+/// ([`Extent::FirstCommand`](crate::base::shell::Extent::FirstCommand)).
 pub fn shell_words(s: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => cur.push(c),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            c @ ('$' | '`' | '"' | '\\') => cur.push(c),
-                            '\n' => {}
-                            c => {
-                                cur.push('\\');
-                                cur.push(c);
-                            }
-                        },
-                        c => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') | None => {}
-                    Some(c) => cur.push(c),
-                }
-            }
-            ';' | '|' | '&' | '<' | '>' | '(' | ')' | '\n' | '`' => break,
-            c if c == ' ' || c == '\t' => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Some(words)
+    crate::base::shell::words(s, crate::base::shell::Extent::FirstCommand)
 }
 
 #[cfg(test)]

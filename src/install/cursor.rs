@@ -6,7 +6,7 @@ use super::command::parse_ours;
 use super::edit::{self, Changes, Found, ShapeError};
 use super::jsonfile::Node;
 use super::spec::Spec;
-use crate::host::Host;
+use crate::base::host::Host;
 use serde_json::Value;
 
 fn ours(entry: &Value) -> Option<String> {

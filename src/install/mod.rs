@@ -16,19 +16,19 @@ pub mod command;
 pub mod cursor;
 pub mod diff;
 pub mod edit;
+pub mod entries;
 pub mod fsio;
+pub mod inspect;
 pub mod jsonfile;
 pub mod nested;
-pub mod overlap;
 pub mod spec;
-pub mod status;
 pub mod target;
 pub mod tomlfile;
 
-use crate::host::Host;
+use crate::base::host::Host;
 use edit::{Changes, ShapeError};
 use jsonfile::Node;
-use spec::{Shape, Spec};
+use spec::Spec;
 use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -109,26 +109,46 @@ impl FileChange {
     }
 }
 
-/// An installer failure, with a message for the user; exit code 1.
+/// An installer failure, with a message for the user (exit code 1) and,
+/// when an I/O error caused it, that error ([`std::error::Error::source`]).
 #[derive(Debug)]
-pub struct InstallError(pub String);
+pub struct InstallError {
+    message: String,
+    cause: Option<io::Error>,
+}
+
+impl InstallError {
+    /// A failure `what` on `path` because of `cause`: "cannot write <path>: <cause>".
+    pub fn io(what: &str, path: &std::path::Path, cause: io::Error) -> InstallError {
+        InstallError { message: format!("{what} {}: {cause}", path.display()), cause: Some(cause) }
+    }
+
+    /// The message for the user.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
 
 impl std::fmt::Display for InstallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for InstallError {}
+impl std::error::Error for InstallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_ref().map(|e| e as _)
+    }
+}
 
 impl From<String> for InstallError {
-    fn from(s: String) -> Self {
-        InstallError(s)
+    fn from(message: String) -> Self {
+        InstallError { message, cause: None }
     }
 }
 
-fn out_err(e: io::Error) -> InstallError {
-    InstallError(format!("cannot write output: {e}"))
+pub(crate) fn out_err(e: io::Error) -> InstallError {
+    InstallError { message: format!("cannot write output: {e}"), cause: Some(e) }
 }
 
 pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<Report, InstallError> {
@@ -136,7 +156,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     let t = target::resolve(host, opts.project.as_deref(), opts.local)?;
     let dir_exists = t.dir.is_dir();
     if !dir_exists && t.dir.exists() {
-        return Err(InstallError(format!("{} is not a directory", t.dir.display())));
+        return Err(InstallError::from(format!("{} is not a directory", t.dir.display())));
     }
     let asked = opts.create || matches!(t.scope, Scope::Project { .. });
     if !dir_exists && !asked {
@@ -146,7 +166,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
             rep.skipped = true;
             return Ok(rep);
         }
-        return Err(InstallError(format!(
+        return Err(InstallError::from(format!(
             "{} does not exist, so {host} does not look installed here; nothing written \
              (use --create to create it anyway, or --project <DIR> for a project)",
             t.dir.display()
@@ -160,10 +180,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
         edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?
     } else {
         edit_config(&t, opts.dry_run, !dir_exists, false, |text| {
-            json_edit_with(&t, text, |doc| match spec::shape(host) {
-                Shape::Flat => cursor::upsert(doc, &spec),
-                Shape::Nested => nested::upsert(doc, &spec),
-            })
+            json_edit_with(&t, text, |doc| entries::upsert(doc, &spec))
         })?
     };
 
@@ -189,9 +206,9 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     }
     if matches!(host, Host::ClaudeCode | Host::Cursor) && overlap_installed(host) {
         if !opts.overlap_noted.replace(true) {
-            writeln!(out, "  note: {}", overlap::NOTE).map_err(out_err)?;
+            writeln!(out, "  note: {}", crate::hosts::overlap::NOTE).map_err(out_err)?;
         }
-        rep.notes.push(overlap::NOTE.to_string());
+        rep.notes.push(crate::hosts::overlap::NOTE.to_string());
     }
     Ok(rep)
 }
@@ -212,10 +229,7 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
     } else {
         let res = edit_config(&t, opts.dry_run, false, true, |text| {
-            json_edit_with(&t, text, |doc| match spec::shape(host) {
-                Shape::Flat => cursor::remove(doc),
-                Shape::Nested => nested::remove(doc, host),
-            })
+            json_edit_with(&t, text, |doc| entries::remove(host, doc))
         })?;
         report(&res, opts.dry_run, 0, out)?;
         rep.files.push(FileChange::of(&t, &res, opts.dry_run));
@@ -235,36 +249,6 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
 
 /// Said once after an uninstall that removed something.
 pub const BINARY_STAYS: &str = "(the leanctx binary stays; remove it with `cargo uninstall leanctx` or by deleting it)";
-
-/// `project`: the project whose files are shown (default: the current dir's).
-pub fn status(
-    host: Option<Host>,
-    project: Option<&std::path::Path>,
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<(), InstallError> {
-    let hosts: Vec<Host> = match host {
-        Some(h) => vec![h],
-        None => Host::ALL.to_vec(),
-    };
-    let cwd = match project {
-        Some(p) => {
-            let t = target::resolve(Host::Cursor, Some(p), false)?;
-            match t.scope {
-                Scope::Project { dir, .. } => Some(dir),
-                Scope::User => None,
-            }
-        }
-        None => std::env::current_dir().ok(),
-    };
-    let st = status::gather(&hosts, cwd.as_deref(), crate::clock::now_ms_env())?;
-    let text = if json {
-        serde_json::to_string_pretty(&st).map_err(|e| InstallError(e.to_string()))? + "\n"
-    } else {
-        st.human()
-    };
-    out.write_all(text.as_bytes()).map_err(out_err)
-}
 
 /// What an edit did (or would do).
 struct EditResult {
@@ -307,17 +291,13 @@ fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write)
 }
 
 fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
-    InstallError(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
+    InstallError::from(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
 }
 
 /// What an uninstall leaves of a file leanctx created: nothing. (A file
 /// leanctx created has no backup, since there was no original to keep.)
 fn only_skeleton(host: Host, doc: &Node) -> bool {
-    let v = doc.to_value();
-    match spec::shape(host) {
-        Shape::Flat => v == serde_json::json!({"version": 1}),
-        Shape::Nested => v == serde_json::json!({}),
-    }
+    doc.to_value() == entries::skeleton(host)
 }
 
 /// Read, change with `f`, write if changed. See the module doc.
@@ -328,7 +308,7 @@ fn edit_config(
     uninstalling: bool,
     transform: impl FnOnce(&str) -> Result<Edit, InstallError>,
 ) -> Result<EditResult, InstallError> {
-    let io_err = |what: &str, p: &std::path::Path, e: io::Error| InstallError(format!("{what} {}: {e}", p.display()));
+    let io_err = InstallError::io;
     if create_dir && !dry_run {
         fs::create_dir_all(&t.dir).map_err(|e| io_err("cannot create", &t.dir, e))?;
     }
@@ -339,7 +319,7 @@ fn edit_config(
     } else if dry_run {
         None
     } else {
-        return Err(InstallError(format!(
+        return Err(InstallError::from(format!(
             "{} points into {}, which does not exist; nothing written",
             t.file.display(),
             real_dir.display()
@@ -347,7 +327,7 @@ fn edit_config(
     };
 
     let (old, keep) = match fs::metadata(&real) {
-        Ok(md) if !md.is_file() => return Err(InstallError(format!("{} is not a regular file", real.display()))),
+        Ok(md) if !md.is_file() => return Err(InstallError::from(format!("{} is not a regular file", real.display()))),
         Ok(md) => {
             let bytes = fs::read(&real).map_err(|e| io_err("cannot read", &real, e))?;
             (Some(bytes), Some(crate::fsx::Keep::of(&md)))
@@ -460,7 +440,7 @@ fn codex_file(t: Target) -> Result<Target, InstallError> {
         .and_then(|s| jsonfile::parse(&s, false).ok())
         .is_some_and(|d| !nested::find(&d.root.to_value(), Host::Codex).is_empty());
     if in_toml && in_json {
-        return Err(InstallError(format!(
+        return Err(InstallError::from(format!(
             "leanctx entries are in both {} and {}, and Codex runs both; nothing written \
              (`leanctx hooks uninstall codex` removes them from both, then install again)",
             t.file.display(),
@@ -473,41 +453,13 @@ fn codex_file(t: Target) -> Result<Target, InstallError> {
 
 /// What each host needs the user to know after its config changed.
 fn host_notes(host: Host, t: &Target) -> Vec<String> {
+    let p = crate::hosts::profile::profile(host);
     let project = matches!(t.scope, Scope::Project { .. });
-    let mut v = Vec::new();
-    match host {
-        Host::Codex => {
-            v.push(
-                "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust \
-                 the leanctx entries (`codex exec` never asks, so untrusted hooks do not run there). \
-                 `leanctx hooks status codex` tells whether they have fired."
-                    .into(),
-            );
-            if project {
-                v.push("project hooks load only in a project Codex trusts".into());
-            }
-        }
-        Host::ClaudeCode => v.push(
-            "Claude Code uses the hooks in new sessions; interactive sessions run hooks only in folders you trust"
-                .into(),
-        ),
-        Host::CodeBuddy => {
-            v.push("CodeBuddy reads hooks at startup and asks you to review edited hooks in /hooks".into())
-        }
-        Host::Cursor => {
-            v.push(
-                "Cursor reloads hooks.json on save; restart Cursor if the hooks do not show in its Hooks tab".into(),
-            );
-            if project {
-                v.push("project hooks run only in a trusted workspace".into());
-            }
-        }
-    }
-    v
+    std::iter::once(p.install_note).chain(p.project_note.filter(|_| project)).map(str::to_string).collect()
 }
 
 /// The other side of the Cursor/Claude overlap has our entries (user scope).
 fn overlap_installed(host: Host) -> bool {
     let other = if host == Host::Cursor { Host::ClaudeCode } else { Host::Cursor };
-    status::user_entries(other).is_some_and(|n| n > 0)
+    inspect::user_entries(other).is_some_and(|n| n > 0)
 }

@@ -11,7 +11,7 @@ use super::command::{parse_ours, parse_ours_exec};
 use super::edit::{self, Changes, Found, ShapeError};
 use super::jsonfile::Node;
 use super::spec::{Entry, Spec};
-use crate::host::Host;
+use crate::base::host::Host;
 use serde_json::Value;
 
 /// The program of a handler of ours for `host`, if it is one.
@@ -191,7 +191,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The merge on a plain value (layout is tested in jsonfile.rs).
+    /// The merge on a plain value (layout is tested in `jsonfile/tests.rs`).
     fn upsert(doc: &mut Value, spec: &Spec) -> Result<Changes, ShapeError> {
         let mut n = Node::from_value(doc);
         let r = super::upsert(&mut n, spec);

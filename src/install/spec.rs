@@ -3,36 +3,17 @@
 //! `{{LEANCTX}}`); the installer reads the very same files, so the two can
 //! never disagree.
 
-use crate::host::Host;
+use crate::base::host::Host;
+pub use crate::hosts::profile::Shape;
+use crate::hosts::profile::profile;
 use serde_json::{Map, Value};
 
 /// What stands for the binary in `hooks/*.json`.
 pub const PLACEHOLDER: &str = "{{LEANCTX}}";
 
-/// Which of the two config shapes a host uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// Cursor: `{"version": 1, "hooks": {"event": [{command, timeout}]}}`.
-    Flat,
-    /// Claude Code, Codex, CodeBuddy: `{"hooks": {"Event": [{matcher?, hooks: [{type, command, timeout}]}]}}`.
-    Nested,
-}
-
-pub fn shape(host: Host) -> Shape {
-    match host {
-        Host::Cursor => Shape::Flat,
-        Host::ClaudeCode | Host::Codex | Host::CodeBuddy => Shape::Nested,
-    }
-}
-
 /// The raw data file of a host.
 pub fn data(host: Host) -> &'static str {
-    match host {
-        Host::Cursor => include_str!("../../hooks/cursor.json"),
-        Host::ClaudeCode => include_str!("../../hooks/claude-code.json"),
-        Host::Codex => include_str!("../../hooks/codex.json"),
-        Host::CodeBuddy => include_str!("../../hooks/codebuddy.json"),
-    }
+    profile(host).entries
 }
 
 /// One event's entry: for the nested shape, the group's matcher and its one
@@ -64,7 +45,7 @@ impl Spec {
             let list = list.as_array().expect("each event holds an array");
             assert_eq!(list.len(), 1, "one entry per event in hooks/{host}.json");
             let item = &list[0];
-            let entry = match shape(host) {
+            let entry = match profile(host).shape {
                 Shape::Flat => Entry { event: event.clone(), matcher: None, handler: item.clone() },
                 Shape::Nested => {
                     let handlers = item.get("hooks").and_then(Value::as_array).expect("a group has hooks");
@@ -105,7 +86,7 @@ fn json_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
+    use crate::hosts::event::EventKind;
     use crate::install::command::parse_ours;
 
     fn kind(host: Host, event: &str) -> EventKind {
@@ -128,7 +109,7 @@ mod tests {
                 assert_eq!(ours.program, "/opt/a b/leanctx");
                 let t = e.handler["timeout"].as_u64().unwrap();
                 assert!((1..=5).contains(&t), "{host} {} timeout {t}", e.event);
-                if shape(host) == Shape::Nested {
+                if profile(host).shape == Shape::Nested {
                     assert_eq!(e.handler["type"], "command");
                 }
             }

@@ -1,6 +1,7 @@
 //! Where each host keeps its hook config (docs/HOSTS.md §2).
 
-use crate::host::Host;
+use crate::base::host::Host;
+use crate::hosts::profile::profile;
 use std::path::{Path, PathBuf};
 
 /// User scope or a project.
@@ -44,54 +45,23 @@ pub fn home() -> Result<PathBuf, String> {
 
 /// The host's user config dir, honouring its override variable.
 pub fn user_dir(host: Host) -> Result<PathBuf, String> {
-    let (var, name) = match host {
-        Host::Cursor => (None, ".cursor"),
-        Host::ClaudeCode => (Some("CLAUDE_CONFIG_DIR"), ".claude"),
-        Host::Codex => (Some("CODEX_HOME"), ".codex"),
-        Host::CodeBuddy => (Some("CODEBUDDY_CONFIG_DIR"), ".codebuddy"),
-    };
-    match var.and_then(env_dir) {
-        Some(d) => Ok(d),
-        None => Ok(home()?.join(name)),
-    }
-}
-
-/// The config dir name inside a project.
-fn project_dir_name(host: Host) -> &'static str {
-    match host {
-        Host::Cursor => ".cursor",
-        Host::ClaudeCode => ".claude",
-        Host::Codex => ".codex",
-        Host::CodeBuddy => ".codebuddy",
-    }
+    profile(host).user_dir(home)
 }
 
 fn file_name(host: Host, local: bool) -> &'static str {
-    match (host, local) {
-        (Host::Cursor | Host::Codex, _) => "hooks.json",
-        (Host::ClaudeCode | Host::CodeBuddy, false) => "settings.json",
-        (Host::ClaudeCode | Host::CodeBuddy, true) => "settings.local.json",
-    }
+    let p = profile(host);
+    if local { p.local_file.unwrap_or(p.hooks_file) } else { p.hooks_file }
 }
 
-/// Whether the host reads comments (JSONC) in this config file. None is
-/// known to: Claude Code reports a settings file with `//` comments as
-/// "Invalid or malformed JSON" and ignores it (anthropics/claude-code issues
-/// #83190, #63760; JSONC support is an open request, #17968); Codex reads
-/// hooks.json with serde_json; Cursor and CodeBuddy document plain JSON and
-/// nothing says they accept more. A comment in such a file would already
-/// break it, so the installer refuses it with its position rather than
-/// editing around it. The editor keeps comments byte for byte: a host that
-/// is found to accept them needs only `true` here.
+/// Whether the host reads comments in its hook config
+/// ([`HostProfile::accepts_comments`](crate::hosts::profile::HostProfile::accepts_comments)).
 pub fn accepts_comments(host: Host) -> bool {
-    match host {
-        Host::Cursor | Host::ClaudeCode | Host::Codex | Host::CodeBuddy => false,
-    }
+    profile(host).accepts_comments
 }
 
 /// Whether the host has a `settings.local.json`.
 pub fn has_local(host: Host) -> bool {
-    matches!(host, Host::ClaudeCode | Host::CodeBuddy)
+    profile(host).local_file.is_some()
 }
 
 pub fn resolve(host: Host, project: Option<&Path>, local: bool) -> Result<Target, String> {
@@ -114,7 +84,7 @@ pub fn resolve(host: Host, project: Option<&Path>, local: bool) -> Result<Target
                 return Err(format!("project dir {} does not exist", p.display()));
             }
             let p = std::fs::canonicalize(&p).unwrap_or(p);
-            let dir = p.join(project_dir_name(host));
+            let dir = p.join(profile(host).config_dir);
             Ok(Target { host, scope: Scope::Project { dir: p, local }, file: dir.join(file_name(host, local)), dir })
         }
     }

@@ -330,7 +330,7 @@ fn to_value(v: &Value) -> toml_edit::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Host;
+    use crate::base::host::Host;
     use crate::install::{nested, spec::Spec};
 
     fn spec() -> Spec {

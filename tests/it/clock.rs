@@ -7,10 +7,10 @@
 
 use crate::support::Sandbox;
 use leanctx::Host;
-use leanctx::identity::ScopeEnv;
-use leanctx::journal::{self, Journal, Record, View};
-use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::slot::{self, Slot, SlotRead};
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
+use leanctx::state::journal::{self, Journal, Record, View};
+use leanctx::state::slot::{self, Slot, SlotRead};
 use serde_json::json;
 
 const T: u64 = 1_800_000_000_000;
@@ -153,7 +153,7 @@ fn compaction_after_a_backward_jump_still_invalidates_earlier_deliveries() {
         // The jump, then the compaction.
         let t_c = if jump == 0 { T + 10_000 } else { (T as i64 + jump + 10_000) as u64 };
         hook("PreCompact", t_c);
-        let call = leanctx::mcp_call::McpCall::from_json(
+        let call = leanctx::identity::mcp_call::McpCall::from_json(
             &json!({"name":"ctx_read","arguments":{"path":"a.rs"},"_meta":{"sessionId":"S"}}),
         )
         .unwrap();

@@ -9,11 +9,11 @@
 
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
-use leanctx::identity::ScopeEnv;
-use leanctx::journal::{self, Journal, Record};
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
-use leanctx::slot::Slot;
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
+use leanctx::state::journal::{self, Journal, Record};
+use leanctx::state::slot::Slot;
 use serde_json::json;
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;

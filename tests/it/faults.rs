@@ -19,8 +19,8 @@
 //! `LEANCTX_REQUIRE_MOUNTS=1` to make that a failure instead).
 
 use crate::support::{Out, Sandbox};
-use leanctx::journal;
-use leanctx::slot::Slot;
+use leanctx::state::journal;
+use leanctx::state::slot::Slot;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -676,7 +676,7 @@ fn a_dangling_data_dir_symlink_withholds() {
     std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
     let o = sb.cmd(["scope", "check", "--delivered", "B", "--json"]).run();
     assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (0, Some("single-conversation")), "{}", o.stdout);
-    let now = leanctx::clock::now_ms() / 1000;
+    let now = leanctx::base::clock::now_ms() / 1000;
     std::fs::write(
         sb.data.join("active_transcript.json"),
         json!({"transcript_path":"","session_id":"B","updated_at":now}).to_string(),
@@ -759,7 +759,7 @@ fn a_process_holding_the_lock_bounds_the_read_path() {
 #[test]
 fn an_exact_call_id_without_a_record_withholds() {
     let sb = Sandbox::new();
-    let now = leanctx::clock::now_ms();
+    let now = leanctx::base::clock::now_ms();
     let p = json!({"hook_event_name":"PreToolUse","session_id":"solo","tool_name":"mcp__ctx__ctx_read",
         "tool_input":{"path":"a"},"tool_use_id":"toolu_seen"});
     sb.hook("claude", p.to_string()).env("LEAN_CTX_NOW_MS", now.to_string()).ok();

@@ -11,13 +11,13 @@
 use crate::rng;
 use crate::support::payloads;
 use leanctx::Host;
+use leanctx::gate::policy;
+use leanctx::gate::tool::ToolRef;
 use leanctx::gate::{self, Loaded};
+use leanctx::hook::payload::Input;
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::{self, HookEnv};
-use leanctx::journal::{self, Call, Record};
-use leanctx::policy;
-use leanctx::stdin::Input;
-use leanctx::tool::ToolRef;
+use leanctx::state::journal::{self, Call, Record};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
@@ -273,13 +273,13 @@ fn arb_bytes() -> impl Strategy<Value = (Host, Vec<u8>)> {
     ]
 }
 
-fn check_event(ev: &leanctx::event::Event) -> Result<(), TestCaseError> {
+fn check_event(ev: &leanctx::hosts::event::Event) -> Result<(), TestCaseError> {
     for id in [&ev.conversation, &ev.call_id].into_iter().flatten() {
-        prop_assert!(leanctx::ids::is_valid_id(id), "invalid id kept: {id:?}");
+        prop_assert!(leanctx::base::ids::is_valid_id(id), "invalid id kept: {id:?}");
     }
     for a in [&ev.agent, &ev.started_agent].into_iter().flatten() {
         let raw = a.strip_prefix("agent:").or(a.strip_prefix("task:"));
-        prop_assert!(raw.is_some_and(leanctx::ids::is_valid_id), "bad agent scope {a:?}");
+        prop_assert!(raw.is_some_and(leanctx::base::ids::is_valid_id), "bad agent scope {a:?}");
     }
     if ev.is_mcp_call() {
         prop_assert!(ev.tool.is_some());
@@ -331,7 +331,7 @@ fn check_state(dir: &Path) -> Result<(), TestCaseError> {
         }
     }
     if let Ok(t) = std::fs::read_to_string(dir.join("active_transcript.json")) {
-        prop_assert!(leanctx::slot::Slot::parse(&t).is_some(), "slot does not parse: {t:?}");
+        prop_assert!(leanctx::state::slot::Slot::parse(&t).is_some(), "slot does not parse: {t:?}");
     }
     Ok(())
 }
@@ -348,7 +348,7 @@ fn fuzz_hook_runner_on_bytes() {
             host,
             event_override: ov,
             env: HookEnv {
-                cursor_task_id: task.filter(|t| leanctx::ids::is_valid_id(t)),
+                cursor_task_id: task.filter(|t| leanctx::base::ids::is_valid_id(t)),
                 claude_pid: Some(7),
                 codex_home: None,
             },
@@ -515,7 +515,7 @@ impl Rec {
             5 => Record::Compaction { t, host, conv: &s[0] },
             6 => Record::End { t, host, conv: &s[0] },
             7 => Record::Lineage { t, host, pid: self.pid, conv: &s[0] },
-            8 => Record::Delivery(leanctx::ledger::Delivery {
+            8 => Record::Delivery(leanctx::state::ledger::Delivery {
                 t,
                 host,
                 conv: &s[0],
@@ -527,7 +527,7 @@ impl Rec {
                 digest: &s[1],
                 len: u64::from(self.pid),
             }),
-            9 => Record::Ack(leanctx::ledger::Ack {
+            9 => Record::Ack(leanctx::state::ledger::Ack {
                 t,
                 host,
                 scope: &s[0],
@@ -633,7 +633,7 @@ fn fuzz_installer_reader_and_merger() {
     static MERGED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     fuzz("install merger", config, |(host, doc)| {
         let sp = spec::Spec::for_host(host, "/usr/local/bin/leanctx");
-        let flat = matches!(spec::shape(host), spec::Shape::Flat);
+        let flat = matches!(leanctx::hosts::profile::profile(host).shape, spec::Shape::Flat);
         let upsert = |d: &mut Node| if flat { cursor::upsert(d, &sp) } else { nested::upsert(d, &sp) };
         let remove = |d: &mut Node| if flat { cursor::remove(d) } else { nested::remove(d, host) };
         let find = |d: &Node| if flat { cursor::find(&d.to_value()) } else { nested::find(&d.to_value(), host) };
@@ -872,7 +872,7 @@ fn fuzz_install_uninstall_round_trip_is_byte_for_byte() {
         };
         let text = layout(&doc, &Layout::random(seed, comments));
         let sp = spec::Spec::for_host(host, "'/opt/my tools/leanctx'");
-        let flat = matches!(spec::shape(host), spec::Shape::Flat);
+        let flat = matches!(leanctx::hosts::profile::profile(host).shape, spec::Shape::Flat);
         let install = |t: &str| -> Option<(String, usize)> {
             let mut d = jsonfile::parse(t, comments).expect("a generated file parses");
             let ch = if flat { cursor::upsert(&mut d.root, &sp) } else { nested::upsert(&mut d.root, &sp) }.ok()?;

@@ -213,12 +213,8 @@ fn cursor_rules_match_by_mcp_server_name() {
     // No name, or one that is not a plain name: the program of `command`.
     assert_eq!(before(None, "list_issues")["permission"], "ask");
     assert_eq!(before(Some("git hub"), "list_issues")["permission"], "ask");
-    let servers: Vec<String> = sb
-        .journal()
-        .lines()
-        .filter(|l| l.starts_with("C\t"))
-        .map(|l| l.split('\t').nth(5).unwrap().to_string())
-        .collect();
+    let journal = sb.journal();
+    let servers: Vec<&str> = Sandbox::calls(&journal).iter().filter_map(|c| c.server).collect();
     assert_eq!(servers, ["github", "github", "npx", "npx"]);
 }
 

@@ -3,6 +3,7 @@
 //! many processes at once.
 
 use crate::support::{Sandbox, payload, payloads};
+use leanctx::Host;
 use serde_json::{Value, json};
 use std::io::Write;
 #[cfg(unix)]
@@ -106,11 +107,11 @@ fn claude_baseline_records_sightings_call_and_end() {
     let j = sb.journal();
     let sid = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
     assert!(j.lines().any(|l| l.starts_with("S\t") && l.contains(sid)));
-    let call = j.lines().find(|l| l.starts_with("C\t")).expect("call record");
-    let f: Vec<&str> = call.split('\t').collect();
-    assert_eq!(&f[2..8], &["claude-code", sid, "-", "ctx", "ctx_read", f[7]]);
-    assert_eq!(f[7].len(), 64, "sha256 fingerprint");
-    assert_eq!(f[8], "toolu_mock_3ea9fac1ab1948ea");
+    let calls = Sandbox::calls(&j);
+    let c = calls.first().expect("call record");
+    assert_eq!((c.host, c.conv, c.agent, c.server, c.tool), (Host::ClaudeCode, sid, None, Some("ctx"), "ctx_read"));
+    assert_eq!(c.fp.len(), 64, "sha256 fingerprint");
+    assert_eq!(c.call_id, Some("toolu_mock_3ea9fac1ab1948ea"));
     assert!(j.lines().any(|l| l.starts_with("E\t") && l.contains(sid)));
     // ToolSearch is not an MCP tool: one call record only.
     assert_eq!(j.lines().filter(|l| l.starts_with("C\t")).count(), 1);
@@ -138,20 +139,20 @@ fn cursor_events_normalise() {
         }
     }
     let j = sb.journal();
-    let calls: Vec<Vec<&str>> = j.lines().filter(|l| l.starts_with("C\t")).map(|l| l.split('\t').collect()).collect();
+    let calls = Sandbox::calls(&j);
     assert_eq!(calls.len(), 3);
-    assert_eq!(calls[0][5], "lean-ctx", "server from mcp_server_name");
-    assert_eq!(calls[1][5], "lean-ctx-http", "mcp_server_name over the URL's host");
-    assert_eq!(calls[2][5], "-", "preToolUse `MCP:<tool>` names no server");
+    assert_eq!(calls[0].server, Some("lean-ctx"), "server from mcp_server_name");
+    assert_eq!(calls[1].server, Some("lean-ctx-http"), "mcp_server_name over the URL's host");
+    assert_eq!(calls[2].server, None, "preToolUse `MCP:<tool>` names no server");
     // String (beforeMCPExecution) and object (preToolUse) tool_input give one fingerprint.
-    assert_eq!(calls[1][7], calls[2][7]);
-    assert!(calls.iter().all(|c| c[6] == "ctx_read" && c[3] == conv));
-    assert_eq!(calls[2][8], "5c0f3a9e-2b1d-4c7e-9a8f-6d5e4c3b2a19", "preToolUse tool_use_id kept");
+    assert_eq!(calls[1].fp, calls[2].fp);
+    assert!(calls.iter().all(|c| c.tool == "ctx_read" && c.conv == conv));
+    assert_eq!(calls[2].call_id, Some("5c0f3a9e-2b1d-4c7e-9a8f-6d5e4c3b2a19"), "preToolUse tool_use_id kept");
     assert!(j.lines().any(|l| l.starts_with("P\t") && l.contains(conv)), "preCompact is a compaction");
     // The subagent id (the parent's Task call id, with a newline) is kept hashed.
-    let starts: Vec<&str> = j.lines().filter(|l| l.starts_with("U\t")).collect();
+    let starts = Sandbox::subagent_starts(&j);
     assert_eq!(starts.len(), 1, "{j}");
-    let agent = starts[0].rsplit('\t').next().unwrap();
+    let agent = starts[0];
     assert!(agent.starts_with("task:h:") && agent.len() == "task:h:".len() + 32, "{agent}");
     assert_eq!(sb.slot().unwrap()["conversation_id"], conv);
     let o = sb.hook("cursor", payload("cursor/composed/02-beforeSubmitPrompt.json")).ok();
@@ -535,18 +536,17 @@ fn real_cursor_events_are_recorded_once_by_both_entries() {
             }
         }
         let j = sb.journal();
-        let sightings: Vec<Vec<&str>> =
-            j.lines().filter(|l| l.starts_with("S\t")).map(|l| l.split('\t').collect()).collect();
+        let sightings = Sandbox::sightings(&j);
         assert_eq!(sightings.len(), all.len(), "each event once:\n{j}");
         for ((name, v), s) in all.iter().zip(&sightings) {
-            assert_eq!(s[2], "cursor", "{name}");
-            assert_eq!(s[4], v["hook_event_name"].as_str().unwrap(), "{name}");
+            assert_eq!(s.0, Host::Cursor, "{name}");
+            assert_eq!(s.2, v["hook_event_name"].as_str().unwrap(), "{name}");
             let conv = v["parent_conversation_id"].as_str().or(v["conversation_id"].as_str()).unwrap();
-            if leanctx::ids::is_valid_id(conv) {
-                assert_eq!(s[3], conv, "{name}");
+            if leanctx::base::ids::is_valid_id(conv) {
+                assert_eq!(s.1, conv, "{name}");
             } else {
                 // The CLI capture's redacted id is no valid id: kept hashed.
-                assert_eq!(s[3], leanctx::ids::safe_id(conv).unwrap(), "{name}");
+                assert_eq!(s.1, leanctx::base::ids::safe_id(conv).unwrap(), "{name}");
             }
         }
     }

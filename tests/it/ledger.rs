@@ -361,10 +361,10 @@ fn bad_input_is_a_clear_error_and_records_nothing() {
     let huge = sb.tmp.path().join("huge.json");
     {
         let f = std::fs::File::create(&huge).unwrap();
-        f.set_len(leanctx::ledger::MAX_RESULT_BYTES as u64 + 10).unwrap();
+        f.set_len(leanctx::state::ledger::MAX_RESULT_BYTES as u64 + 10).unwrap();
     }
     let no_name = write("nocall.json", br#"{"params": {"arguments": {}}}"#);
-    let long = "k".repeat(leanctx::ledger::MAX_KEY_BYTES + 1);
+    let long = "k".repeat(leanctx::state::ledger::MAX_KEY_BYTES + 1);
     let s = |p: &PathBuf| p.to_str().unwrap().to_string();
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
@@ -616,11 +616,14 @@ fn concurrent_deliveries_and_acknowledgements_all_land() {
         assert!(ch.wait().unwrap().success());
     }
     let journal = sb.journal();
-    let recs = leanctx::journal::parse(&journal);
-    let d = recs.iter().filter(|r| matches!(r, leanctx::journal::Record::Delivery(_))).count();
-    let a = recs.iter().filter(|r| matches!(r, leanctx::journal::Record::Ack(_))).count();
+    let recs = leanctx::state::journal::parse(&journal);
+    let d = recs.iter().filter(|r| matches!(r, leanctx::state::journal::Record::Delivery(_))).count();
+    let a = recs.iter().filter(|r| matches!(r, leanctx::state::journal::Record::Ack(_))).count();
     assert_eq!((d, a), (n, n), "{journal}");
-    assert!(journal.lines().all(|l| l.starts_with('#') || leanctx::journal::parse_line(l).is_some()), "{journal}");
+    assert!(
+        journal.lines().all(|l| l.starts_with('#') || leanctx::state::journal::parse_line(l).is_some()),
+        "{journal}"
+    );
     // A hook may acknowledge before its delivery lands (racing here, never in
     // a real host): only the acknowledgements after a delivery count.
     let mut confirmed = 0;
@@ -637,7 +640,7 @@ fn concurrent_deliveries_and_acknowledgements_all_land() {
         assert!(o.code == 0 || o.stdout.trim() == "withhold unconfirmed", "{o:?}");
         confirmed += usize::from(o.code == 0);
     }
-    use leanctx::journal::Record;
+    use leanctx::state::journal::Record;
     let expected = (0..n)
         .filter(|i| {
             let r = format!("id:call_{i}");

@@ -4,13 +4,11 @@ mod support;
 
 mod clock;
 // Unix-only modules, never compiled elsewhere (README "Platforms"): crash
-// kills hooks with signals and checks modes; e2e runs the Linux builds of
-// Claude Code and Codex; faults mounts tmpfs, makes FIFOs and read-only
-// dirs; security checks modes, owners, FIFOs and other users.
+// kills hooks with signals and checks modes; faults mounts tmpfs, makes
+// FIFOs and read-only dirs; security checks modes, owners, FIFOs and other
+// users.
 #[cfg(unix)]
 mod crash;
-#[cfg(unix)]
-mod e2e;
 #[cfg(unix)]
 mod faults;
 mod fuzz;

@@ -2,10 +2,10 @@
 //! decisions, the CLI's exit codes, and the journal's bound.
 
 use crate::support::{Sandbox, payload, payloads};
-use leanctx::identity::{ScopeEnv, Source};
-use leanctx::journal::{self, Journal, Record, View};
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::caller::{ScopeEnv, Source};
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
+use leanctx::state::journal::{self, Journal, Record, View};
 use leanctx::{Host, Reason};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -228,7 +228,7 @@ fn claude_resume_compact_fixture_records_compaction() {
     // Compaction subagents (SubagentStop without start) leave nothing open.
     let text = sb.journal();
     let v = View::parse(&text);
-    assert!(v.active_subagents(sid, leanctx::clock::now_ms()).is_empty());
+    assert!(v.active_subagents(sid, leanctx::base::clock::now_ms()).is_empty());
 }
 
 /// Two Cursor chats interleaved. Different arguments: each MCP call claims
@@ -285,7 +285,7 @@ fn cursor_two_chats_fingerprint_claims() {
         cold: false,
         call: Some(&call("same.rs")),
     });
-    assert_eq!(ans.per_call, leanctx::mcp_call::PerCall::Ambiguous);
+    assert_eq!(ans.per_call, leanctx::identity::mcp_call::PerCall::Ambiguous);
     assert!(!ans.decision.allow);
     // A call that names nobody is never re-identified from the slot.
     assert_eq!(ans.decision.reason, Reason::UnknownCaller);
@@ -349,7 +349,7 @@ fn scope_check_cli_exit_codes_and_json() {
     // A stale slot (past the TTL) names nobody.
     let o = sb
         .cmd(["scope", "current"])
-        .env("LEAN_CTX_NOW_MS", (leanctx::clock::now_ms() + 3 * 3_600_000).to_string())
+        .env("LEAN_CTX_NOW_MS", (leanctx::base::clock::now_ms() + 3 * 3_600_000).to_string())
         .run();
     assert_eq!(o.code, 1);
 }
@@ -463,7 +463,7 @@ fn journal_stays_bounded_after_a_million_events() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let j = Journal::new(dir);
-    let t0 = leanctx::clock::now_ms();
+    let t0 = leanctx::base::clock::now_ms();
     let convs: Vec<String> = (0..1000).map(|i| format!("conv-{i}")).collect();
     let keys: Vec<String> = (0..1000).map(|i| format!("k-{i}")).collect();
     let cost = |j: &Journal| {
@@ -611,7 +611,7 @@ fn clear_then_resume_back_follows_the_lineage_both_ways() {
     let start = |sid: &str, source: &str, at: u64| {
         sb.hook("claude", json!({"hook_event_name":"SessionStart","session_id":sid,"source":source}).to_string())
             .env("CLAUDE_PID", &pid)
-            .env("LEAN_CTX_NOW_MS", (leanctx::clock::now_ms() - 10_000 + at).to_string())
+            .env("LEAN_CTX_NOW_MS", (leanctx::base::clock::now_ms() - 10_000 + at).to_string())
             .ok();
     };
     let current = || as_claude_server(&sb, s1, "scope current");
@@ -629,7 +629,7 @@ fn clear_then_resume_back_follows_the_lineage_both_ways() {
 fn a_long_subagent_runs_until_its_stop() {
     let sb = Sandbox::new();
     let s1 = "11111111-1111-4111-8111-111111111111";
-    let now = leanctx::clock::now_ms();
+    let now = leanctx::base::clock::now_ms();
     let hook = |ev: Value, at: u64| sb.hook("claude", ev.to_string()).env("LEAN_CTX_NOW_MS", at.to_string()).ok();
     hook(json!({"hook_event_name":"SubagentStart","session_id":s1,"agent_id":"long1"}), now - 3 * 3_600_000);
     hook(json!({"hook_event_name":"UserPromptSubmit","session_id":s1}), now - 1_000);
@@ -655,7 +655,7 @@ fn a_long_subagent_runs_until_its_stop() {
 fn a_subagent_start_without_an_id_still_starts_one() {
     let sb = Sandbox::new();
     let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
-    let at = (leanctx::clock::now_ms() - 5_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 5_000).to_string();
     let hook = |ev: &str| sb.hook("cursor", json!({"hook_event_name": ev, "conversation_id": conv}).to_string()).ok();
     hook("beforeSubmitPrompt");
     let check = || sb.cmd(["scope", "check", "--delivered", conv, "--at", &at]).run();
@@ -672,7 +672,7 @@ fn a_subagent_start_without_an_id_still_starts_one() {
 fn a_cursor_tasks_compaction_is_its_own() {
     let sb = Sandbox::new();
     let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
-    let at = (leanctx::clock::now_ms() - 5_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 5_000).to_string();
     sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":conv}).to_string())
         .env("CURSOR_TASK_ID", "t1")
         .ok();
@@ -727,7 +727,7 @@ fn replay_real_cursor_run_with_a_subagent() {
     let child = "9f26d535-5d39-4248-a9b2-2faaa07cd364";
     let raw_sub = cursor_real("subagentStart")["subagent_id"].as_str().unwrap().to_string();
     assert!(raw_sub.contains('\n'), "the real subagent id holds a newline");
-    let agent = format!("task:{}", leanctx::ids::safe_id(&raw_sub).unwrap());
+    let agent = format!("task:{}", leanctx::base::ids::safe_id(&raw_sub).unwrap());
     let hook = |v: Value| {
         let o = sb.hook("cursor", v.to_string()).ok();
         assert!(o.stderr.is_empty(), "{}", o.stderr);
@@ -824,9 +824,9 @@ fn replay_real_cursor_run_with_a_subagent() {
 
     // The journal: every event under the right conversation or subagent.
     let j = sb.journal();
-    let lines: Vec<Vec<&str>> = j.lines().map(|l| l.split('\t').collect()).collect();
-    let of = |tag: &str| lines.iter().filter(|l| l[0] == tag).collect::<Vec<_>>();
-    let events = |conv: &str| of("S").iter().filter(|l| l[3] == conv).map(|l| l[4]).collect::<Vec<_>>();
+    let records = leanctx::state::journal::parse(&j);
+    let sightings = Sandbox::sightings(&j);
+    let events = |conv: &str| sightings.iter().filter(|s| s.1 == conv).map(|s| s.2).collect::<Vec<_>>();
     assert_eq!(
         events(root),
         [
@@ -845,16 +845,23 @@ fn replay_real_cursor_run_with_a_subagent() {
         ]
     );
     assert_eq!(events(child), ["preToolUse", "postToolUse"]);
-    assert_eq!(of("S").len(), 14, "no event was recorded under any other conversation:\n{j}");
-    let starts = of("U");
-    let stops = of("u");
+    assert_eq!(sightings.len(), 14, "no event was recorded under any other conversation:\n{j}");
+    use leanctx::state::journal::Record;
+    let starts: Vec<_> = records
+        .iter()
+        .filter_map(|r| if let Record::SubagentStart { conv, agent, .. } = r { Some((*conv, *agent)) } else { None })
+        .collect();
+    let stops: Vec<_> = records
+        .iter()
+        .filter_map(|r| if let Record::SubagentStop { conv, agent, .. } = r { Some((*conv, *agent)) } else { None })
+        .collect();
     assert_eq!((starts.len(), stops.len()), (1, 1), "{j}");
-    assert_eq!((starts[0][3], starts[0][4]), (root, agent.as_str()));
-    assert_eq!((stops[0][3], stops[0][4]), (root, agent.as_str()), "stopped by its id");
-    let calls = of("C");
-    let call_convs: Vec<&str> = calls.iter().map(|c| c[3]).collect();
+    assert_eq!(starts[0], (root, agent.as_str()));
+    assert_eq!(stops[0], (root, Some(agent.as_str())), "stopped by its id");
+    let calls = Sandbox::calls(&j);
+    let call_convs: Vec<&str> = calls.iter().map(|c| c.conv).collect();
     assert_eq!(call_convs, [root, child, root, root, root]);
-    assert!(calls.iter().all(|c| c[5] == "-" && c[6] == "dump"), "`MCP:dump` names no server");
+    assert!(calls.iter().all(|c| c.server.is_none() && c.tool == "dump"), "`MCP:dump` names no server");
     assert!(!j.contains("call-7e307548"), "the raw subagent id is never stored");
 }
 
@@ -868,7 +875,7 @@ fn the_servers_environment_is_not_the_caller() {
     let s = "11111111-1111-4111-8111-111111111111";
     let c1 = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
     let c2 = "9f26d535-5d39-4248-a9b2-2faaa07cd364";
-    let at = (leanctx::clock::now_ms() - 60_000).to_string();
+    let at = (leanctx::base::clock::now_ms() - 60_000).to_string();
     sb.hook("claude", json!({"hook_event_name":"UserPromptSubmit","session_id":s}).to_string()).ok();
     sb.hook("cursor", json!({"hook_event_name":"beforeSubmitPrompt","conversation_id":c1}).to_string()).ok();
     sb.hook(

@@ -94,7 +94,7 @@ fn look_alike_names_do_not_bypass_a_deny() {
     }
     // The journal keeps such names escaped, one record a line.
     let j = sb.journal();
-    assert!(j.lines().all(|l| leanctx::journal::parse_line(l).is_some() || l.starts_with('#')), "{j}");
+    assert!(j.lines().all(|l| leanctx::state::journal::parse_line(l).is_some() || l.starts_with('#')), "{j}");
     assert!(j.contains("d%D0%B5lete_repo"), "escaped look-alike in the journal");
 }
 
@@ -207,7 +207,7 @@ fn no_secret_reaches_the_disk_on_any_host_or_event() {
         }
     }
     // Force a trim: what is rewritten must be as clean.
-    leanctx::journal::Journal::new(&sb.data).trim_now(leanctx::clock::now_ms()).unwrap();
+    leanctx::state::journal::Journal::new(&sb.data).trim_now(leanctx::base::clock::now_ms()).unwrap();
     let files = walk(&sb.data);
     let mut bytes = 0;
     for f in files.iter().filter(|p| p.is_file()) {
@@ -253,7 +253,7 @@ fn modes_are_0700_and_0600_under_any_umask() {
     let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode(&sb.data), 0o700);
     assert!(
-        leanctx::journal::read_head(&sb.data.join("journal"), 40).unwrap().starts_with("#leanctx-journal"),
+        leanctx::state::journal::read_head(&sb.data.join("journal"), 40).unwrap().starts_with("#leanctx-journal"),
         "trimmed"
     );
     let files = walk(&sb.data);
@@ -597,7 +597,7 @@ fn cursor_server_names_never_keep_a_credential() {
             let (u, h, a) = url(&mut r);
             (None, Some(u), h, a)
         };
-        let got = leanctx::tool::server_from_cursor(cmd.as_deref(), url.as_deref());
+        let got = leanctx::gate::tool::server_from_cursor(cmd.as_deref(), url.as_deref());
         let ctx = format!("seed {seed} case {i}: command {cmd:?} url {url:?} -> {got:?}");
         assert!(!got.as_deref().unwrap_or("").contains("SEC"), "a secret in the name: {ctx}");
         match &got {

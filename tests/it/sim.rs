@@ -17,9 +17,9 @@
 
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
-use leanctx::identity::ScopeEnv;
-use leanctx::mcp_call::McpCall;
-use leanctx::readpath::{ReadPath, StubQuery};
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::mcp_call::McpCall;
+use leanctx::identity::readpath::{ReadPath, StubQuery};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -630,7 +630,7 @@ fn a_call_without_id_cannot_claim_another_hosts_record() {
     );
     let rp = ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 10);
     let res = rp.resolve(Some(&call), t + 10);
-    assert_eq!(res.per_call, leanctx::mcp_call::PerCall::Ambiguous, "{res:?}");
+    assert_eq!(res.per_call, leanctx::identity::mcp_call::PerCall::Ambiguous, "{res:?}");
     assert!(!res.caller.exact, "{res:?}");
 }
 
@@ -674,10 +674,10 @@ fn an_in_flight_temp_survives_a_cleaner_with_a_clock_far_ahead() {
     let d = tempfile::tempdir().unwrap();
     let tmp = d.path().join(".tmp-inflight");
     std::fs::write(&tmp, "x").unwrap();
-    leanctx::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
+    leanctx::state::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
     assert!(tmp.exists());
     let f = std::fs::OpenOptions::new().write(true).open(&tmp).unwrap();
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(120)).unwrap();
-    leanctx::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
+    leanctx::state::journal::clean_stray_temps(d.path(), 4_000_000_000_000);
     assert!(!tmp.exists(), "a temp two minutes old is a leftover");
 }

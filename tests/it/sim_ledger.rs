@@ -67,10 +67,10 @@
 
 use crate::rng::{self, Rng};
 use crate::support::Sandbox;
-use leanctx::identity::ScopeEnv;
-use leanctx::ledger;
-use leanctx::mcp_call::{McpCall, PerCall};
-use leanctx::readpath::ReadPath;
+use leanctx::identity::caller::ScopeEnv;
+use leanctx::identity::mcp_call::{McpCall, PerCall};
+use leanctx::identity::readpath::ReadPath;
+use leanctx::state::ledger;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -1266,7 +1266,7 @@ fn at(sb: &Sandbox, host: &str, t: u64, p: Value, task_env: Option<&str>) {
 
 /// The shared server's read of `path` (no call id: Cursor, CodeBuddy):
 /// one `stub` question with the result it would send.
-fn server_read(sb: &Sandbox, t: u64, rpc: u64, path: &str, text: &str) -> leanctx::stub::LedgerAnswer {
+fn server_read(sb: &Sandbox, t: u64, rpc: u64, path: &str, text: &str) -> leanctx::identity::stub::LedgerAnswer {
     let request = json!({"jsonrpc": "2.0", "id": rpc, "method": "tools/call",
         "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": {}}});
     let call = McpCall::from_json(&request).unwrap();

@@ -123,6 +123,30 @@ impl Sandbox {
         std::fs::read_to_string(self.data.join("journal")).unwrap_or_default()
     }
 
+    /// The journal's call records, read with the library's own parser.
+    pub fn calls(journal: &str) -> Vec<leanctx::state::journal::Call<'_>> {
+        use leanctx::state::journal::{Record, parse};
+        parse(journal).into_iter().filter_map(|r| if let Record::Call(c) = r { Some(c) } else { None }).collect()
+    }
+
+    /// The journal's sightings as (host, conversation, event), read with the
+    /// library's own parser.
+    pub fn sightings(journal: &str) -> Vec<(leanctx::Host, &str, &str)> {
+        use leanctx::state::journal::{Record, parse};
+        let sighting =
+            |r| if let Record::Sighting { host, conv, event, .. } = r { Some((host, conv, event)) } else { None };
+        parse(journal).into_iter().filter_map(sighting).collect()
+    }
+
+    /// The subagents started in the journal, read with the library's parser.
+    pub fn subagent_starts(journal: &str) -> Vec<&str> {
+        use leanctx::state::journal::{Record, parse};
+        parse(journal)
+            .into_iter()
+            .filter_map(|r| if let Record::SubagentStart { agent, .. } = r { Some(agent) } else { None })
+            .collect()
+    }
+
     pub fn slot(&self) -> Option<serde_json::Value> {
         let t = std::fs::read_to_string(self.data.join("active_transcript.json")).ok()?;
         Some(serde_json::from_str(&t).expect("slot parses"))

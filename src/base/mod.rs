@@ -1,0 +1,12 @@
+//! The bottom layer above [`crate::fsx`]: facts and helpers every other
+//! layer uses, with no state of their own. Time ([`clock`]), which ids and
+//! names are safe to store ([`ids`]), content hashing ([`fingerprint`]),
+//! the four hosts' names ([`host`]) and the data dir ([`paths`]).
+
+pub mod clock;
+pub mod fingerprint;
+pub mod host;
+pub mod ids;
+pub mod paths;
+pub mod scope;
+pub mod shell;

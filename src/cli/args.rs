@@ -1,0 +1,199 @@
+//! The command line, as clap reads it: every command, its arguments and
+//! their help. The per-call commands (`hook`, `scope`, `stub`, `deliver`)
+//! are also read by hand, faster, in [`super::fast`], which must read
+//! exactly what clap reads (its tests check it).
+
+use crate::Host;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "leanctx", version, about = "Conversation identity and MCP gate for context-saving MCP servers")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Handle one hook event: payload on stdin, the host's answer on stdout. Always exits 0.
+    Hook {
+        /// The host that runs the hook: cursor, claude-code (claude), codex or codebuddy.
+        host: Host,
+        /// Override the payload's hook_event_name.
+        #[arg(long)]
+        event: Option<String>,
+    },
+    /// May the caller of this MCP call be served a stub for this version of
+    /// this content? Exit 0: serve the stub; 1: deliver the content (and, with
+    /// --result, its delivery is recorded); 2: error.
+    Stub {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// The MCP result the server returns if no stub is served, as JSON (a file, or - for stdin).
+        #[arg(long, value_name = "FILE|-")]
+        result: Option<PathBuf>,
+    },
+    /// Record that this result is being delivered to the caller of this MCP
+    /// call. Exit 0: recorded; 1: not recorded (no exact caller; says why); 2: error.
+    Deliver {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// The MCP result the server returns, as JSON (a file, or - for stdin).
+        #[arg(long, value_name = "FILE|-")]
+        result: PathBuf,
+    },
+    /// Who is calling, and may they get a stub.
+    #[command(subcommand)]
+    Scope(ScopeCmd),
+    /// Check that everything works: the data dir, the state, the hooks of
+    /// every host, the gate's policy files. Names every problem with its fix.
+    /// Exit 0: no problem; 1: a problem.
+    #[command(visible_alias = "doctor")]
+    Status {
+        /// Print the same report as JSON (`problems`, `issues` with each fix, `healthy`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Explain what the MCP gate decides for a tool.
+    #[command(subcommand)]
+    Gate(GateCmd),
+    /// Install, remove or inspect leanctx's entries in a host's hook config.
+    #[command(subcommand)]
+    Hooks(HooksCmd),
+    /// Print a shell completion script (e.g. `leanctx completions bash > ~/.local/share/bash-completion/completions/leanctx`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ScopeCmd {
+    /// Print the caller's scope (exit 0 known, 1 unknown).
+    Current {
+        /// Re-read now instead of the ~3 s cache (a CLI process has no cache to reuse anyway).
+        #[arg(long)]
+        fresh: bool,
+        /// Print the caller, its source and the per-call resolution as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        call: CallArg,
+    },
+    /// Decide a stub: exit 0 allow, 1 withhold, 2 error.
+    Check {
+        /// Scope the content was delivered to; omit for an unscoped delivery.
+        #[arg(long)]
+        delivered: Option<String>,
+        /// Delivery time, unix milliseconds (enables the compaction check).
+        #[arg(long = "at")]
+        at: Option<u64>,
+        /// Cold stub (entry from a persisted index).
+        #[arg(long)]
+        cold: bool,
+        /// Print the decision, its reason and the caller as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        call: CallArg,
+    },
+}
+
+#[derive(Args)]
+pub(crate) struct LedgerArgs {
+    /// The MCP tools/call request being answered (or its params) as JSON: a file, or - for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    pub(crate) call: PathBuf,
+    /// The server's name for the content (a path); only its hash is kept.
+    #[arg(long)]
+    pub(crate) key: String,
+    /// The content's version (a hash); only its hash is kept.
+    #[arg(long)]
+    pub(crate) version: String,
+    /// Print the decision, reason, caller and the delivery it relied on as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CallArg {
+    /// The MCP tools/call request (or its params) as JSON: a file, or - for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    pub(crate) call: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum GateCmd {
+    /// Show which policy rule decides for a tool, and the answer each host would get.
+    Check {
+        /// The host whose answer to show: cursor, claude-code, codex or codebuddy.
+        #[arg(long)]
+        host: Host,
+        /// Tool name as the host spells it (mcp__server__tool, MCP:server:tool, tool).
+        #[arg(long)]
+        tool: String,
+        /// The server the call is on, when the tool name does not say it (Cursor's mcp_server_name).
+        #[arg(long)]
+        server: Option<String>,
+        /// Workspace dir whose .lean-ctx/gate.json applies (default: current dir).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Print the files, rules, verdict and answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum HooksCmd {
+    /// Add leanctx's hook entries to each host's config.
+    Install {
+        /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
+        #[arg(required = true, num_args = 1.., value_name = "HOST")]
+        hosts: Vec<Host>,
+        #[command(flatten)]
+        opts: InstallArgs,
+        /// Create the host's user config dir if it does not exist.
+        #[arg(long, conflicts_with = "if_present")]
+        create: bool,
+        /// Skip (exit 0) a host whose user config dir does not exist.
+        #[arg(long)]
+        if_present: bool,
+    },
+    /// Remove exactly leanctx's hook entries (and what that emptied).
+    Uninstall {
+        /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
+        #[arg(required = true, num_args = 1.., value_name = "HOST")]
+        hosts: Vec<Host>,
+        #[command(flatten)]
+        opts: InstallArgs,
+    },
+    /// Where each host's config is, whether our hooks are in it, and whether they fired.
+    Status {
+        /// Only this host: cursor, claude-code (claude), codex or codebuddy (default: all).
+        host: Option<Host>,
+        /// Show this project's files (default: the current dir's).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Print the same report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub(crate) struct InstallArgs {
+    /// Project scope: the project dir (default: user scope).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
+    /// Claude Code / CodeBuddy: settings.local.json (with --project).
+    #[arg(long)]
+    pub(crate) local: bool,
+    /// Print the change as a diff, write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Print what was done, per host, as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

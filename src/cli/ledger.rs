@@ -1,0 +1,63 @@
+//! `leanctx stub` and `leanctx deliver`: the delivery ledger from the CLI.
+
+use super::args::CallArg;
+use super::fast::LedgerCmd;
+use super::input::{read_call, read_json_arg};
+use super::{print_out, to_json};
+use crate::identity::readpath::ReadPath;
+use crate::state::ledger;
+
+/// `stub` and `deliver`.
+pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
+    let LedgerCmd { deliver, args, result, .. } = cmd;
+    if args.call.as_os_str() == "-" && result.as_ref().is_some_and(|r| r.as_os_str() == "-") {
+        return Err("--call and --result cannot both be read from stdin".into());
+    }
+    ledger::check_name("--key", &args.key).map_err(|e| e.to_string())?;
+    ledger::check_name("--version", &args.version).map_err(|e| e.to_string())?;
+    let call = read_call(&CallArg { call: Some(args.call.clone()) })?.expect("--call given");
+    // An error result is a result, but delivers no content: nothing to record.
+    let content = match &result {
+        Some(path) => {
+            let v = read_json_arg("--result", path, ledger::MAX_RESULT_BYTES)?;
+            match ledger::sent_content(&v) {
+                Ok(c) => Some(Ok(c)),
+                Err(e @ ledger::InputError::ErrorResult) => Some(Err(e.to_string())),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        None => None,
+    };
+    let not_recorded =
+        |why: String| crate::identity::stub::Recorded { recorded: false, why: Some(why), call_ref: None };
+    let rp = ReadPath::from_process_for_cli();
+    if deliver {
+        let rec = match content.expect("deliver takes --result") {
+            Ok(content) => rp.deliver(&call, &args.key, &args.version, &content).map_err(|e| e.to_string())?,
+            Err(why) => not_recorded(why),
+        };
+        if args.json {
+            print_out(&to_json(&rec));
+        } else {
+            match &rec.why {
+                None => print_out("recorded"),
+                Some(why) => print_out(&format!("not-recorded: {why}")),
+            }
+        }
+        return Ok(if rec.recorded { 0 } else { 1 });
+    }
+    let sent = content.as_ref().and_then(|c| c.as_ref().ok());
+    let mut ans = rp.stub(&call, &args.key, &args.version, sent).map_err(|e| e.to_string())?;
+    if let Some(Err(why)) = content
+        && !ans.decision.allow
+    {
+        ans.recorded = Some(not_recorded(why));
+    }
+    if args.json {
+        print_out(&to_json(&ans));
+    } else {
+        let verb = if ans.decision.allow { "allow" } else { "withhold" };
+        print_out(&format!("{verb} {}", ans.decision.reason.as_str()));
+    }
+    Ok(if ans.decision.allow { 0 } else { 1 })
+}

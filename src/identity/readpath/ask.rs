@@ -1,0 +1,140 @@
+//! The questions a decision asks of the journal, answered alike by a
+//! whole-file [`View`] and by a long-lived reader's [`Digest`].
+
+use super::*;
+
+/// The questions a decision asks of the journal: of a whole-file [`View`],
+/// or of a long-lived reader's [`Digest`] (same answers: see `src/state/digest/`).
+pub(crate) trait Ask {
+    fn concurrent(&self, now: u64) -> bool;
+    fn last_compaction(&self, conv: &str) -> Option<u64>;
+    fn compaction_floor(&self) -> u64;
+    /// The latest compaction of any conversation.
+    fn latest_compaction_any(&self) -> Option<u64>;
+    fn subagent_active(&self, conv: &str, now: u64) -> bool;
+    /// [`View::subagent_unwitnessed`].
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool;
+    fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)>;
+    fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
+    /// The ledger: the newest delivery of `key` to `scope`, with its position.
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)>;
+    /// Acknowledgements of `call_ref` after position `after`.
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
+    /// A compaction of `conv` after position `after`.
+    fn compacted_after(&self, conv: &str, after: usize) -> bool;
+    /// The reader behind these answers, if any (to seed a claim reader).
+    fn reader(&self) -> Option<&Reader> {
+        None
+    }
+}
+
+impl Ask for Reader {
+    fn concurrent(&self, now: u64) -> bool {
+        self.digest().concurrent(now)
+    }
+    fn last_compaction(&self, conv: &str) -> Option<u64> {
+        self.digest().last_compaction(conv)
+    }
+    fn compaction_floor(&self) -> u64 {
+        self.digest().compaction_floor()
+    }
+    fn latest_compaction_any(&self) -> Option<u64> {
+        self.digest().latest_compaction_any()
+    }
+    fn subagent_active(&self, conv: &str, now: u64) -> bool {
+        !self.digest().active_subagents(conv, now).is_empty()
+    }
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        self.digest().subagent_unwitnessed(conv, host, now)
+    }
+    fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
+        self.digest().lineage_for(host, pid, now)
+    }
+    fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        self.digest().call_by_id(call_id)
+    }
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
+        self.digest().latest_delivery(scope, key)
+    }
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
+        self.digest().acks_after(call_ref, after)
+    }
+    fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        self.digest().compacted_after(conv, after)
+    }
+    fn reader(&self) -> Option<&Reader> {
+        Some(self)
+    }
+}
+
+impl Ask for View<'_> {
+    fn concurrent(&self, now: u64) -> bool {
+        View::concurrent(self, now)
+    }
+    fn last_compaction(&self, conv: &str) -> Option<u64> {
+        View::last_compaction(self, conv)
+    }
+    fn compaction_floor(&self) -> u64 {
+        View::compaction_floor(self)
+    }
+    fn latest_compaction_any(&self) -> Option<u64> {
+        View::latest_compaction_any(self)
+    }
+    fn subagent_active(&self, conv: &str, now: u64) -> bool {
+        !View::active_subagents(self, conv, now).is_empty()
+    }
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        View::subagent_unwitnessed(self, conv, host, now)
+    }
+    fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
+        View::lineage_for(self, host, pid, now)
+    }
+    fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        View::call_by_id(self, call_id).cloned()
+    }
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
+        View::latest_delivery(self, scope, key).map(|(i, d)| (i, d.clone()))
+    }
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
+        View::acks_after(self, call_ref, after)
+    }
+    fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        View::compacted_after(self, conv, after)
+    }
+}
+
+impl Ask for Digest {
+    fn concurrent(&self, now: u64) -> bool {
+        Digest::concurrent(self, now)
+    }
+    fn last_compaction(&self, conv: &str) -> Option<u64> {
+        Digest::last_compaction(self, conv)
+    }
+    fn compaction_floor(&self) -> u64 {
+        Digest::compaction_floor(self)
+    }
+    fn latest_compaction_any(&self) -> Option<u64> {
+        Digest::latest_compaction_any(self)
+    }
+    fn subagent_active(&self, conv: &str, now: u64) -> bool {
+        !Digest::active_subagents(self, conv, now).is_empty()
+    }
+    fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        Digest::subagent_unwitnessed(self, conv, host, now)
+    }
+    fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
+        Digest::lineage_for(self, host, pid, now)
+    }
+    fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        Digest::call_by_id(self, call_id)
+    }
+    fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
+        Digest::latest_delivery(self, scope, key)
+    }
+    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
+        Digest::acks_after(self, call_ref, after)
+    }
+    fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        Digest::compacted_after(self, conv, after)
+    }
+}

@@ -1,0 +1,75 @@
+//! The process-wide journal readers a long-lived server keeps, and claims
+//! through them.
+
+use super::*;
+
+/// This process's journal readers, one per data dir.
+pub(super) static READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new());
+/// The readers claims go through (under the exclusive lock; taken while a
+/// decision holds [`READERS`], never the other way round).
+static CLAIM_READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new());
+const MAX_READERS: usize = 8;
+
+/// The reader for `dir` (a server reads one data dir; tests and tools may
+/// use a few: the oldest is dropped past [`MAX_READERS`]).
+pub(super) fn reader_for<'r>(
+    readers: &'r mut Vec<(PathBuf, Reader)>,
+    dir: &Path,
+    new: fn() -> Reader,
+) -> &'r mut Reader {
+    let i = match readers.iter().position(|(p, _)| p == dir) {
+        Some(i) => i,
+        None => {
+            if readers.len() >= MAX_READERS {
+                readers.remove(0);
+            }
+            readers.push((dir.to_path_buf(), new()));
+            readers.len() - 1
+        }
+    };
+    &mut readers[i].1
+}
+
+/// A Cursor fingerprint claim: under the exclusive lock, bring this
+/// process's claim reader up to date, choose on the calls and claims that
+/// bear on this call (the same choice as on the whole file: see
+/// `Digest::claim_view`), and append the claim. Was [`Journal::claim`],
+/// which read and parsed the whole journal per claim: 80-140 µs, growing
+/// with the journal (benches/hooks).
+pub(super) fn claim(
+    dir: &Path,
+    call: &McpCall,
+    claimant: Option<&str>,
+    now: u64,
+    seed: Option<&Reader>,
+    deadline: Instant,
+) -> std::io::Result<Result<Caller, PerCall>> {
+    let journal = Journal::new(dir);
+    // No journal: no call record to claim. (Taking the write lock would
+    // create journal.lock, and a lock file without a journal reads as a
+    // deleted journal.)
+    if std::fs::symlink_metadata(journal.path()).is_err() {
+        return Ok(Err(PerCall::NoMatch));
+    }
+    let held = journal.write_lock_until(deadline)?;
+    let mut readers = CLAIM_READERS.lock().unwrap_or_else(|e| e.into_inner());
+    let reader = reader_for(&mut readers, dir, Reader::for_claims);
+    // A first claim starts from what the decision's reader already read
+    // (a CLI call would otherwise read the whole journal twice).
+    if reader.is_new()
+        && let Some(seeded) = seed.and_then(|s| s.for_claims_from(&journal))
+    {
+        *reader = seeded;
+    }
+    reader.refresh_held(&journal)?;
+    reader.index_claims();
+    let view = reader.digest().claim_view(&call.name, &call.fingerprint(), claimant, now);
+    let (result, key) = match mcp_call::choose_claim(&view, call, claimant, now) {
+        Ok((caller, key)) => (Ok(caller), key),
+        Err(p) => (Err(p), None),
+    };
+    if let Some(key) = key {
+        journal.append_held(&held, &[crate::state::journal::Record::Claim { t: now, key, claimant }], now)?;
+    }
+    Ok(result)
+}

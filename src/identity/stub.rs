@@ -1,0 +1,264 @@
+//! The ledger's read path: `leanctx stub` and `leanctx deliver`, and the
+//! library calls behind them ([`ReadPath::stub`], [`ReadPath::deliver`]).
+//!
+//! ```no_run
+//! use leanctx::identity::mcp_call::McpCall;
+//! use leanctx::identity::readpath::ReadPath;
+//! # let request = serde_json::json!({});
+//! # let result = serde_json::json!({"content": []});
+//! let rp = ReadPath::from_process();
+//! let call = McpCall::from_json(&request).expect("a tools/call");
+//! let sent = leanctx::state::ledger::sent_content(&result).expect("an MCP result");
+//! // On every read: may this caller get a stub? If not, the content goes out
+//! // and its delivery is recorded (the host then confirms or not).
+//! let ans = rp.stub(&call, "src/main.rs", "sha256:…", Some(&sent)).expect("key and version");
+//! if ans.decision.allow { /* serve [unchanged] */ } else { /* return `result` */ }
+//! ```
+
+use crate::base::scope::ScopeKind;
+use crate::identity::caller::{Caller, Source};
+use crate::identity::decision::{Decision, Reason};
+use crate::identity::delivery::{self, Question};
+use crate::identity::mcp_call::{McpCall, PerCall};
+use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
+use crate::state::journal::{Journal, Record};
+use crate::state::ledger::{self, Confirmation, Content, InputError};
+use serde::Serialize;
+use std::time::Instant;
+
+/// The answer to a stub question through the ledger.
+#[derive(Clone, Debug, Serialize)]
+pub struct LedgerAnswer {
+    pub decision: Decision,
+    /// The caller, as this call names it (never a guess from the slot).
+    pub caller: Caller,
+    pub per_call: PerCall,
+    /// Codex `_meta.windowId` of this call.
+    pub window: Option<String>,
+    /// The newest delivery of the key to this caller, the one the decision read.
+    pub delivery: Option<DeliverySeen>,
+    /// Whether the result given with the question was recorded as delivered.
+    pub recorded: Option<Recorded>,
+}
+
+/// A delivery as the decision saw it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeliverySeen {
+    pub delivered_at_ms: u64,
+    pub host: crate::Host,
+    pub conversation: String,
+    pub scope: String,
+    pub window: Option<String>,
+    #[serde(rename = "ref")]
+    pub call_ref: String,
+    pub same_version: bool,
+    pub len: u64,
+    pub confirmation: Confirmation,
+    pub compacted_after: bool,
+}
+
+/// Whether a delivery was recorded, and if not, why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Recorded {
+    pub recorded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub call_ref: Option<String>,
+}
+
+/// The caller of one call as the ledger needs it: exact, per call, with
+/// the ref the host's hooks will name the call by.
+struct LedgerCaller {
+    caller: Caller,
+    per_call: PerCall,
+    call_ref: Option<String>,
+    /// The caller was found by a source that cannot tell a conversation from
+    /// its running subagent (a fingerprint), and one is running: neither a
+    /// stub nor a label can be trusted.
+    blind: bool,
+}
+
+impl ReadPath {
+    /// Per-call identity only: the ledger never takes a caller from the
+    /// environment or the slot, which name a process or the last writer, not
+    /// the caller of this call.
+    fn ledger_caller(&self, call: &McpCall, view: &dyn Ask, now: u64, deadline: Instant) -> LedgerCaller {
+        if self.scoping_disabled() {
+            return LedgerCaller {
+                caller: Caller::disabled(),
+                per_call: PerCall::NotGiven,
+                call_ref: None,
+                blind: false,
+            };
+        }
+        match self.per_call(call, view, now, deadline) {
+            Ok(caller) => {
+                let call_ref = match caller.source {
+                    Source::MetaSession => call.meta_call_id().map(ledger::id_ref),
+                    Source::ToolUseId => call.claude_tool_use_id().map(ledger::id_ref),
+                    Source::Fingerprint => Some(ledger::fp_ref(&call.name, &call.fingerprint())),
+                    _ => None,
+                };
+                // A Cursor task hook without CURSOR_TASK_ID records its call
+                // under the parent: the claim names the parent, and the
+                // task's delivery would become the parent's stub. (CodeBuddy's
+                // subagent hooks name their agent, as Claude Code's do, so a
+                // record without one is the main agent's.)
+                let conv = caller.conversation.as_deref().or(caller.scope.as_deref()).unwrap_or_default();
+                let narrow = caller
+                    .scope
+                    .as_deref()
+                    .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Agent | ScopeKind::Task));
+                let blind = caller.source.blind_to_subagents()
+                    && caller.host == Some(crate::Host::Cursor)
+                    && !narrow
+                    && view.subagent_unwitnessed(conv, crate::Host::Cursor, now);
+                LedgerCaller { caller, per_call: PerCall::Resolved, call_ref, blind }
+            }
+            Err(p) => LedgerCaller { caller: Caller::unknown(), per_call: p, call_ref: None, blind: false },
+        }
+    }
+
+    /// May the caller of `call` be served a stub for `version` of `key`?
+    /// Allowed only for a delivery the host confirmed whole in the caller's
+    /// current context window (see [`ledger`]). When the answer is no and
+    /// `result` is given (what the server returns instead), that delivery
+    /// is recorded, for the host to confirm. Errors: an empty or overlong
+    /// key or version.
+    pub fn stub(
+        &self,
+        call: &McpCall,
+        key: &str,
+        version: &str,
+        result: Option<&Content>,
+    ) -> Result<LedgerAnswer, InputError> {
+        ledger::check_name("--key", key)?;
+        ledger::check_name("--version", version)?;
+        let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
+        let now = self.now();
+        let window = call.window_id().map(str::to_string);
+        let deadline = Instant::now() + READ_WAIT;
+        let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
+            let lc = self.ledger_caller(call, view, now, deadline);
+            let ans = self.ledger_decide(&lc, view, unavailable, &keyh, &verh, window.clone());
+            (ans, lc)
+        });
+        if let Some(content) = result
+            && !ans.decision.allow
+        {
+            ans.recorded = Some(self.record_delivery(&lc, call, &keyh, &verh, content, now));
+        }
+        Ok(ans)
+    }
+
+    /// Record that `result` is being delivered for `version` of `key` to the
+    /// caller of `call` (a first read, with no stub question). Not recorded
+    /// (`recorded: false` and why) when the call does not name its caller
+    /// exactly: such a delivery could never back a stub.
+    pub fn deliver(&self, call: &McpCall, key: &str, version: &str, result: &Content) -> Result<Recorded, InputError> {
+        ledger::check_name("--key", key)?;
+        ledger::check_name("--version", version)?;
+        let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
+        let now = self.now();
+        let deadline = Instant::now() + READ_WAIT;
+        let lc = self.with_journal(now, deadline, |view, _| self.ledger_caller(call, view, now, deadline));
+        Ok(self.record_delivery(&lc, call, &keyh, &verh, result, now))
+    }
+
+    fn ledger_decide(
+        &self,
+        lc: &LedgerCaller,
+        view: &dyn Ask,
+        unavailable: bool,
+        keyh: &str,
+        verh: &str,
+        window: Option<String>,
+    ) -> LedgerAnswer {
+        let answer = |decision, delivery| LedgerAnswer {
+            decision,
+            caller: lc.caller.clone(),
+            per_call: lc.per_call.clone(),
+            window: window.clone(),
+            delivery,
+            recorded: None,
+        };
+        if lc.caller.source == Source::Disabled {
+            return answer(Decision { allow: true, reason: Reason::ScopeDisabled }, None);
+        }
+        if unavailable {
+            return answer(Decision { allow: false, reason: Reason::StateUnavailable }, None);
+        }
+        let Some(scope) = lc.caller.scope.as_deref().filter(|_| lc.per_call == PerCall::Resolved) else {
+            let reason = if lc.per_call == PerCall::NoRecord { Reason::UnrecordedCall } else { Reason::UnknownCaller };
+            return answer(Decision { allow: false, reason }, None);
+        };
+        if lc.blind {
+            return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
+        }
+        let q = Question { scope, key: keyh, version: verh, window: window.as_deref() };
+        let mut facts = delivery::Facts::default();
+        let mut seen = None;
+        if let Some((at, d)) = view.latest_delivery(scope, keyh) {
+            facts.acks_after = view.acks_after(d.call_ref, at);
+            facts.compacted_after = view.compacted_after(d.conv, at);
+            seen = Some(DeliverySeen {
+                delivered_at_ms: d.t,
+                host: d.host,
+                conversation: d.conv.to_string(),
+                scope: d.scope.to_string(),
+                window: d.window.map(str::to_string),
+                call_ref: d.call_ref.to_string(),
+                same_version: d.version == verh,
+                len: d.len,
+                confirmation: ledger::confirmation(&d, &facts.acks_after),
+                compacted_after: facts.compacted_after,
+            });
+            facts.latest = Some(d);
+        }
+        answer(delivery::decide(&q, &facts), seen)
+    }
+
+    fn record_delivery(
+        &self,
+        lc: &LedgerCaller,
+        call: &McpCall,
+        keyh: &str,
+        verh: &str,
+        content: &Content,
+        now: u64,
+    ) -> Recorded {
+        let not = |why: &str| Recorded { recorded: false, why: Some(why.to_string()), call_ref: None };
+        let (Some(scope), Some(call_ref)) = (lc.caller.scope.as_deref(), lc.call_ref.as_deref()) else {
+            return not(match lc.per_call {
+                PerCall::NoRecord => "the call's host id names no hook record (hooks missing or failed)",
+                PerCall::Ambiguous => "several chats made this same call: the caller cannot be told",
+                PerCall::StateError => "the state could not be read",
+                _ if lc.caller.source == Source::Disabled => "scoping is disabled (LEAN_CTX_CONVERSATION_SCOPE)",
+                _ => "the call does not name its caller (no per-call id, no matching hook record)",
+            });
+        };
+        if lc.blind {
+            return not("a subagent of this conversation is running, and a fingerprint cannot tell them apart");
+        }
+        let Some(dir) = self.usable_dir() else { return not("no usable data dir (has any hook run?)") };
+        let conv = lc.caller.conversation.as_deref().unwrap_or(scope);
+        let host = lc.caller.host.unwrap_or(crate::Host::ClaudeCode);
+        let d = ledger::Delivery {
+            t: now,
+            host,
+            conv,
+            scope,
+            window: call.window_id(),
+            call_ref,
+            key: keyh,
+            version: verh,
+            digest: &content.digest,
+            len: content.len,
+        };
+        match Journal::new(dir).append(&[Record::Delivery(d)], now) {
+            Ok(()) => Recorded { recorded: true, why: None, call_ref: Some(call_ref.to_string()) },
+            Err(e) => not(&format!("could not write the journal: {e}")),
+        }
+    }
+}

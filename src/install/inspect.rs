@@ -1,0 +1,156 @@
+//! What leanctx finds installed in a host's hook config: our entries,
+//! whether they are current, which programs they run.
+
+use super::spec::Spec;
+use super::target::{self, Target};
+use super::{command, entries, jsonfile, tomlfile};
+use crate::base::host::Host;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// How a hook config file stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileState {
+    Absent,
+    NotInstalled,
+    /// Our entries, current (installing again would change nothing).
+    Installed,
+    /// Our entries, but not as this binary would write them.
+    Outdated,
+    Unreadable,
+}
+
+impl FileState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileState::Absent => "absent",
+            FileState::NotInstalled => "not-installed",
+            FileState::Installed => "installed",
+            FileState::Outdated => "outdated",
+            FileState::Unreadable => "unreadable",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub scope: String,
+    pub state: FileState,
+    /// Events with an entry of ours.
+    pub entries: usize,
+    pub expected: usize,
+    /// The binaries our entries run.
+    pub programs: Vec<String>,
+    pub error: Option<String>,
+    pub modified_ms: Option<u64>,
+}
+
+/// Number of our entries in the host's user config (`None`: unreadable or absent).
+pub fn user_entries(host: Host) -> Option<usize> {
+    let t = target::resolve(host, None, false).ok()?;
+    let text = std::fs::read_to_string(&t.file).ok()?;
+    let doc = jsonfile::parse(&text, target::accepts_comments(host)).ok()?;
+    Some(entries::find(host, &doc.root.to_value()).len())
+}
+
+pub fn file_report(t: &Target) -> FileReport {
+    let expected = Spec::for_host(t.host, "leanctx").entries.len();
+    let mut r = FileReport {
+        path: t.file.clone(),
+        scope: t.describe_scope(),
+        state: FileState::Absent,
+        entries: 0,
+        expected,
+        programs: vec![],
+        error: None,
+        modified_ms: None,
+    };
+    let text = match std::fs::read_to_string(&t.file) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return r,
+        Err(e) => {
+            r.state = FileState::Unreadable;
+            r.error = Some(e.to_string());
+            return r;
+        }
+    };
+    r.modified_ms = std::fs::metadata(&t.file)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64);
+    let read = if t.file.extension().is_some_and(|e| e == "toml") {
+        tomlfile::parse(&text).map(|d| d.tree())
+    } else {
+        jsonfile::parse(&text, target::accepts_comments(t.host)).map(|d| d.root)
+    };
+    let doc = match read {
+        Ok(d) => d,
+        Err(e) => {
+            r.state = FileState::Unreadable;
+            r.error = Some(format!("{}:{}:{}: {}", t.file.display(), e.pos.line, e.pos.col, e.msg));
+            return r;
+        }
+    };
+    let found = entries::find(t.host, &doc.to_value());
+    if found.is_empty() {
+        r.state = FileState::NotInstalled;
+        return r;
+    }
+    let mut events: Vec<&str> = found.iter().map(|f| f.event.as_str()).collect();
+    events.dedup();
+    r.entries = events.len();
+    for f in &found {
+        if !r.programs.contains(&f.program) {
+            r.programs.push(f.program.clone());
+        }
+    }
+    // Current = installing again with the same binary would change nothing.
+    let spec = Spec::for_host(t.host, &command::shell_word(&found[0].program));
+    let mut copy = doc.clone();
+    let unchanged = entries::upsert(&mut copy, &spec).map(|c| c.is_empty()).unwrap_or(false);
+    r.state = if unchanged { FileState::Installed } else { FileState::Outdated };
+    r
+}
+
+/// Is `[features] hooks = false` (or `codex_hooks`) set in Codex's
+/// config.toml, in any TOML spelling ([`tomlfile`])?
+pub fn codex_hooks_disabled(codex_dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(codex_dir.join("config.toml")) else { return false };
+    tomlfile::parse(&text).is_ok_and(|d| d.hooks_disabled())
+}
+
+/// A hook's program: a path, or a bare name the shell finds on PATH.
+pub fn program_exists(p: &str) -> bool {
+    if p.contains('/') {
+        return Path::new(p).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_feature_flag_scan() {
+        let t = tempfile::tempdir().unwrap();
+        let w = |s: &str| std::fs::write(t.path().join("config.toml"), s).unwrap();
+        assert!(!codex_hooks_disabled(t.path()));
+        w("[features]\nhooks = true\n");
+        assert!(!codex_hooks_disabled(t.path()));
+        w("model = \"x\"\n[features]\nother = 1\nhooks = false # off\n");
+        assert!(codex_hooks_disabled(t.path()));
+        w("features.codex_hooks = false\n");
+        assert!(codex_hooks_disabled(t.path()));
+        w("features = { hooks = false }\n");
+        assert!(codex_hooks_disabled(t.path()));
+        w("[features]\nhooks = [false\n");
+        assert!(!codex_hooks_disabled(t.path()), "unreadable: reported elsewhere, not guessed");
+        w("[mcp_servers.x]\nhooks = false\n");
+        assert!(!codex_hooks_disabled(t.path()));
+    }
+}

@@ -1,0 +1,573 @@
+//! What a decision asks of the journal, kept by a long-lived reader and
+//! brought up to date from only the bytes appended since its last look.
+//!
+//! An MCP server asks the read path on every re-read. Reading and parsing the
+//! whole journal each time costs what the journal holds (up to a few hundred
+//! KiB at its bound: ~250 µs), so a decision would get slower the busier the
+//! chats. A [`Reader`] instead keeps the journal open and a [`Digest`] of it:
+//! the journal only grows between trims, and a trim replaces the file, so
+//! "same file, not shorter" means "read on from where we stopped", and
+//! anything else means "start over". Holding the file open also keeps its
+//! inode number from being reused by a later file. Every refresh takes the
+//! shared lock, as a whole-file read does, so a decision is exactly as fresh.
+//!
+//! A digest answers each question exactly as [`View`] does on the whole
+//! file: it drops records only where the question cannot tell (per
+//! conversation and host the newest sighting and the latest end; per
+//! conversation the latest compaction; the highest floor; claims, which it
+//! is never asked about), keeps call and lineage lines unparsed until asked,
+//! and answers by running `View`'s own code on what it kept. The one case where dropping could show: a sighting or end
+//! stamped beyond the clock skew of the asking `now` (View skips it and uses
+//! an older one). [`Digest::exact_at`] says so, and the caller then reads
+//! the whole file instead.
+
+use crate::base::host::Host;
+use crate::base::scope::ScopeKind;
+use crate::state::journal::{self, Call, Record, View};
+use std::collections::HashMap;
+
+const HOSTS: [Host; 4] = Host::ALL;
+
+fn host_index(h: Host) -> usize {
+    HOSTS.iter().position(|x| *x == h).unwrap_or(0)
+}
+
+/// A byte range of [`Digest::text`].
+type Span = (usize, usize);
+
+/// The newest sighting (time, event) and the latest end of one
+/// conversation, per host.
+#[derive(Clone, Copy, Debug, Default)]
+struct PerHost {
+    sighting: Option<(u64, Span)>,
+    end: Option<u64>,
+    /// The oldest sighting's time (when the conversation was first seen).
+    first: Option<u64>,
+}
+
+/// A subagent start or stop, in file order.
+#[derive(Clone, Copy, Debug)]
+struct Sub {
+    t: u64,
+    host: Host,
+    start: bool,
+    agent: Option<Span>,
+}
+
+/// The journal reduced to what the decisions ask.
+///
+/// The lines read are kept as they are (one string, no allocation per
+/// line); call and lineage lines are only located, and parsed when asked
+/// about; claim lines are not needed (claims read the whole file under the
+/// exclusive lock).
+#[derive(Clone, Debug, Default)]
+pub struct Digest {
+    /// Kept by a claim reader: only call and claim lines are located, and
+    /// only [`Digest::claim_view`] answers.
+    claims_only: bool,
+    /// Every complete line read since the last start-over.
+    text: String,
+    convs: HashMap<String, [PerHost; 4]>,
+    compactions: HashMap<String, u64>,
+    floor: u64,
+    subagents: HashMap<String, Vec<Sub>>,
+    /// Call lines, in file order.
+    calls: Vec<(Span, Option<u64>)>,
+    /// Indices into `calls` by the call id field (next to last), for
+    /// [`Digest::call_by_id`]: a lookup, not a scan of every call line.
+    /// The newest call line with each id, keyed by [`hash_of`] the id (no
+    /// allocation per line); a line that turns out to have another id (a
+    /// collision) sends the lookup to a scan.
+    /// Built on the first question that needs it, from `calls_indexed` on:
+    /// a CLI process that asks nothing of call ids pays nothing for it.
+    calls_by_id: std::cell::RefCell<ByHash<usize>>,
+    calls_indexed: std::cell::Cell<usize>,
+    /// Claim lines, in file order.
+    claims: Vec<Span>,
+    /// For claims, built on the first claim question and kept up to date.
+    claim_index: ClaimIndex,
+    /// Lineage lines (few: a trim keeps 64).
+    lineage: Vec<Span>,
+    /// The newest time of any sighting, and of any end.
+    newest_sighting: u64,
+    newest_end: u64,
+    /// Lines folded so far: the position ("order, not clocks") of the next.
+    lines: usize,
+    /// Per conversation, the position of its latest compaction.
+    compaction_at: HashMap<String, usize>,
+    /// Per `scope\tkey`, the newest delivery line and its position.
+    /// (by [`hash_of`] scope and key; collisions resolved on the parsed line)
+    deliveries: ByHash<Vec<(usize, Span)>>,
+    /// Per call ref, its acknowledgement lines and their positions.
+    /// (by [`hash_of`] the ref; collisions resolved on the parsed line)
+    acks: ByHash<Vec<(usize, Span)>>,
+    /// [`hash_of`] (conversation, agent) of call records made by a `task:` scope.
+    task_calls: std::cell::RefCell<std::collections::HashSet<u64>>,
+}
+
+/// Claim lines by key and by claimant, as indices into [`Digest::claims`].
+/// Keyed by hash: a collision only adds lines, and the answer comes from
+/// the parsed lines.
+#[derive(Clone, Debug, Default)]
+struct ClaimIndex {
+    claims_done: usize,
+    claims_by_key: ByHash<Vec<usize>>,
+    claims_by_claimant: ByHash<Vec<usize>>,
+}
+
+fn hash_of(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.as_bytes().iter().chain(&[0xff]) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Maps keyed by [`hash_of`] values: the key is already a hash.
+type ByHash<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyIsHash>>;
+
+#[derive(Default)]
+struct KeyIsHash(u64);
+
+impl std::hash::Hasher for KeyIsHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// `line.rsplit('\t').next() == Some(field)`, without searching the line.
+fn last_field_is(line: &str, field: &str) -> bool {
+    line.ends_with(field)
+        && (line.len() == field.len() || line.as_bytes()[line.len() - field.len() - 1] == b'\t')
+        && !field.contains('\t')
+}
+
+/// The fields of a call line the digest indexes, located without parsing:
+/// the conversation (4th), the agent (5th) and the call id (next to last).
+struct CallFields<'a> {
+    conv: Option<&'a str>,
+    agent: Option<&'a str>,
+    next_to_last: Option<&'a str>,
+}
+
+fn fields_of(line: &str) -> CallFields<'_> {
+    let b = line.as_bytes();
+    let mut starts = [0usize; 5];
+    let mut at = 0;
+    for slot in starts.iter_mut().skip(1) {
+        match journal::find_byte(&b[at..], b'\t') {
+            Some(i) => {
+                at += i + 1;
+                *slot = at;
+            }
+            None => return CallFields { conv: None, agent: None, next_to_last: None },
+        }
+    }
+    let field = |k: usize| {
+        let s = starts[k];
+        let e = journal::find_byte(&b[s..], b'\t').map_or(b.len(), |i| s + i);
+        &line[s..e]
+    };
+    CallFields { conv: Some(field(3)), agent: Some(field(4)), next_to_last: next_to_last(line) }
+}
+
+/// The next-to-last tab-separated field (a call line's call id).
+fn next_to_last(line: &str) -> Option<&str> {
+    let mut back = line.rsplit('\t');
+    back.next()?;
+    back.next()
+}
+
+/// A call line's time (its second field), if it has one.
+fn call_time(line: &str) -> Option<u64> {
+    let b = line.as_bytes();
+    let start = b.iter().position(|&c| c == b'\t')? + 1;
+    let len = b[start..].iter().position(|&c| c == b'\t')?;
+    line[start..start + len].parse().ok()
+}
+
+/// The last four tab-separated fields of a line (tool, fingerprint, call
+/// id, key, for a call line) and its second field (the time).
+fn call_fields(line: &str) -> Option<(&str, &str, &str, &str, &str)> {
+    let b = line.as_bytes();
+    let mut end = b.len();
+    let mut f = [""; 4];
+    for slot in f.iter_mut().rev() {
+        let tab = b[..end].iter().rposition(|&c| c == b'\t')?;
+        *slot = &line[tab + 1..end];
+        end = tab;
+    }
+    let t_start = b.iter().position(|&c| c == b'\t')? + 1;
+    let t_len = b[t_start..].iter().position(|&c| c == b'\t')?;
+    Some((&line[t_start..t_start + t_len], f[0], f[1], f[2], f[3]))
+}
+
+/// Where `part` (a slice of `whole`) lies in `whole`.
+fn span_in(whole: &str, part: &str) -> Span {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    (start, start + part.len())
+}
+
+fn get_or_insert<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), V::default());
+    }
+    map.get_mut(key).expect("just inserted")
+}
+
+impl Digest {
+    /// Add journal text (complete lines only, as [`journal::parse`]: a last
+    /// line without its newline is left out) and fold its records in.
+    pub fn fold_text(&mut self, text: &str) {
+        let complete = match text.rfind('\n') {
+            Some(i) => &text[..=i],
+            None => return,
+        };
+        let from = self.text.len();
+        self.text.push_str(complete);
+        self.fold_from(from);
+    }
+
+    /// Fold the lines of `self.text[from..]` (complete lines) in.
+    fn fold_from(&mut self, from: usize) {
+        let Digest {
+            text,
+            convs,
+            compactions,
+            floor,
+            subagents,
+            calls,
+            claims,
+            lineage,
+            newest_sighting,
+            newest_end,
+            claims_only,
+            lines,
+            compaction_at,
+            deliveries,
+            acks,
+            ..
+        } = self;
+        let text = text.as_str();
+        for line in text[from..].lines() {
+            let at = *lines;
+            *lines += 1;
+            match line.as_bytes().first() {
+                // Located now, parsed if a call id is asked about.
+                Some(b'C') => {
+                    calls.push((span_in(text, line), call_time(line)));
+                }
+                Some(b'K') => claims.push(span_in(text, line)),
+                Some(b'#') | None => {}
+                Some(_) if *claims_only => {}
+                Some(_) => match journal::parse_line(line) {
+                    Some(Record::Sighting { t, host, conv, event }) => {
+                        let per = &mut get_or_insert(convs, conv)[host_index(host)];
+                        per.first = Some(per.first.map_or(t, |f| f.min(t)));
+                        let slot = &mut per.sighting;
+                        // As View: the newest wins, a tie goes to the later line.
+                        match slot {
+                            Some((old, _)) if *old > t => {}
+                            _ => *slot = Some((t, span_in(text, event))),
+                        }
+                        *newest_sighting = (*newest_sighting).max(t);
+                    }
+                    Some(Record::End { t, host, conv }) => {
+                        let slot = &mut get_or_insert(convs, conv)[host_index(host)].end;
+                        *slot = Some(slot.map_or(t, |old| old.max(t)));
+                        *newest_end = (*newest_end).max(t);
+                    }
+                    Some(Record::Compaction { t, conv, .. }) => {
+                        let e = get_or_insert(compactions, conv);
+                        *e = (*e).max(t);
+                        *get_or_insert(compaction_at, conv) = at;
+                    }
+                    Some(Record::Delivery(d)) => {
+                        deliveries.entry(hash_of(&[d.scope, d.key])).or_default().push((at, span_in(text, line)));
+                    }
+                    Some(Record::Ack(a)) => {
+                        acks.entry(hash_of(&[a.call_ref])).or_default().push((at, span_in(text, line)))
+                    }
+                    Some(Record::Floor { t }) => *floor = (*floor).max(t),
+                    Some(Record::SubagentStart { t, host, conv, agent }) => {
+                        let agent = Some(span_in(text, agent));
+                        get_or_insert(subagents, conv).push(Sub { t, host, start: true, agent });
+                    }
+                    Some(Record::SubagentStop { t, host, conv, agent }) => {
+                        let agent = agent.map(|a| span_in(text, a));
+                        get_or_insert(subagents, conv).push(Sub { t, host, start: false, agent });
+                    }
+                    Some(Record::Lineage { .. }) => lineage.push(span_in(text, line)),
+                    Some(Record::Call(_) | Record::Claim { .. }) | None => {}
+                },
+            }
+        }
+    }
+
+    pub fn of_text(text: &str) -> Digest {
+        let mut d = Digest::default();
+        d.fold_text(text);
+        d
+    }
+
+    fn at(&self, span: Span) -> &str {
+        &self.text[span.0..span.1]
+    }
+
+    /// Do this digest's answers at `now` equal View's on the whole file?
+    /// (Not when a kept sighting or end lies beyond the skew of `now`.)
+    pub fn exact_at(&self, now: u64) -> bool {
+        !journal::is_future(self.newest_sighting, now) && !journal::is_future_end(self.newest_end, now)
+    }
+
+    /// [`View::concurrent`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn concurrent(&self, now: u64) -> bool {
+        let mut records = Vec::new();
+        for (conv, hosts) in &self.convs {
+            for (i, h) in hosts.iter().enumerate() {
+                // Only a conversation whose newest sighting is inside the
+                // window can be live; View's own code decides the rest.
+                if let Some((t, event)) = h.sighting
+                    && journal::in_window(t, now, journal::WINDOW_MS)
+                {
+                    let host = HOSTS[i];
+                    records.push(Record::Sighting { t, host, conv, event: self.at(event) });
+                    if let Some(t) = h.end {
+                        records.push(Record::End { t, host, conv });
+                    }
+                }
+            }
+        }
+        View { records }.concurrent(now)
+    }
+
+    /// [`View::last_compaction`].
+    pub fn last_compaction(&self, conv: &str) -> Option<u64> {
+        self.compactions.get(conv).copied()
+    }
+
+    /// [`View::latest_compaction_any`].
+    pub fn latest_compaction_any(&self) -> Option<u64> {
+        self.compactions.values().copied().max()
+    }
+
+    /// [`View::compaction_floor`].
+    pub fn compaction_floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// [`View::active_subagents`].
+    pub fn active_subagents(&self, conv: &str, now: u64) -> Vec<&str> {
+        self.open_subagents(conv, now).into_iter().map(|(a, _)| a).collect()
+    }
+
+    /// [`View::open_subagents`]: the subagent records of `conv`, closed by
+    /// its latest end (which closes every start before it, as every end does).
+    pub fn open_subagents(&self, conv: &str, now: u64) -> Vec<(&str, u64)> {
+        let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return Vec::new() };
+        let mut records: Vec<Record<'_>> = subs
+            .iter()
+            .map(|s| match (s.start, s.agent) {
+                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: self.at(a) },
+                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.map(|a| self.at(a)) },
+            })
+            .collect();
+        if let Some((i, t)) = self
+            .convs
+            .get(conv)
+            .and_then(|hosts| hosts.iter().enumerate().filter_map(|(i, h)| h.end.map(|t| (i, t))).max_by_key(|x| x.1))
+        {
+            records.push(Record::End { t, host: HOSTS[i], conv });
+        }
+        View { records }.open_subagents(conv, now)
+    }
+
+    /// [`View::subagent_unwitnessed`] (exact when [`Digest::exact_at`]`(now)`).
+    pub fn subagent_unwitnessed(&self, conv: &str, host: Host, now: u64) -> bool {
+        let h = host_index(host);
+        let open = self.open_subagents(conv, now);
+        if open.is_empty() {
+            return false;
+        }
+        self.index_calls();
+        let tasks = self.task_calls.borrow();
+        open.iter().any(|&(a, t0)| {
+            tasks.contains(&hash_of(&[conv, a]))
+                || !self.convs.iter().any(|(c, hosts)| {
+                    c != conv && hosts[h].first.is_some_and(|t| t >= t0 && !journal::is_future(t, now))
+                })
+        })
+    }
+
+    /// [`View::lineage_for`].
+    pub fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
+        let records = self.lineage.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect();
+        View { records }.lineage_for(host, pid, now)
+    }
+
+    /// Index the call lines read since the last question that needed it:
+    /// the newest line per call id, and the (conversation, agent) of calls a
+    /// `task:` scope made inside its parent's conversation.
+    fn index_calls(&self) {
+        let done = self.calls_indexed.get();
+        if done >= self.calls.len() {
+            return;
+        }
+        let mut by_id = self.calls_by_id.borrow_mut();
+        let mut tasks = self.task_calls.borrow_mut();
+        for i in done..self.calls.len() {
+            let f = fields_of(self.at(self.calls[i].0));
+            if let Some(id) = f.next_to_last {
+                by_id.insert(hash_of(&[id]), i);
+            }
+            if let (Some(conv), Some(agent)) = (f.conv, f.agent)
+                && ScopeKind::of(agent) == ScopeKind::Task
+            {
+                tasks.insert(hash_of(&[conv, agent]));
+            }
+        }
+        self.calls_indexed.set(self.calls.len());
+    }
+
+    /// [`View::call_by_id`]: the newest well-formed call line with this id.
+    ///
+    /// Lines not yet indexed are searched first, newest first (a one-shot
+    /// CLI process finds its call near the end and indexes nothing); only
+    /// when they do not answer is the index brought up to date and asked.
+    pub fn call_by_id(&self, call_id: &str) -> Option<Call<'_>> {
+        let parse = |i: usize| match journal::parse_line(self.at(self.calls[i].0))? {
+            Record::Call(c) if c.call_id == Some(call_id) => Some(c),
+            _ => None,
+        };
+        let is_it = |i: usize| next_to_last(self.at(self.calls[i].0)) == Some(call_id);
+        let done = self.calls_indexed.get().min(self.calls.len());
+        if let Some(c) = (done..self.calls.len()).rev().find_map(|i| is_it(i).then(|| parse(i)).flatten()) {
+            return Some(c);
+        }
+        self.index_calls();
+        let newest = self.calls_by_id.borrow().get(&hash_of(&[call_id])).copied()?;
+        if newest < done
+            && let Some(c) = parse(newest)
+        {
+            return Some(c);
+        }
+        // Another id with the same hash, or a malformed newest line: the
+        // indexed lines decide, newest first.
+        (0..done).rev().find_map(|i| is_it(i).then(|| parse(i)).flatten())
+    }
+
+    /// [`View::latest_delivery`] (positions are this digest's own).
+    pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, crate::state::ledger::Delivery<'_>)> {
+        // The newest line of this scope and key (a hash collision only adds lines).
+        self.deliveries.get(&hash_of(&[scope, key]))?.iter().rev().find_map(|(at, span)| {
+            match journal::parse_line(self.at(*span))? {
+                Record::Delivery(d) if d.scope == scope && d.key == key => Some((*at, d)),
+                _ => None,
+            }
+        })
+    }
+
+    /// [`View::acks_after`].
+    pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<crate::state::ledger::Ack<'_>> {
+        let Some(lines) = self.acks.get(&hash_of(&[call_ref])) else { return Vec::new() };
+        lines
+            .iter()
+            .filter(|(at, _)| *at > after)
+            .filter_map(|(_, s)| match journal::parse_line(self.at(*s))? {
+                Record::Ack(a) if a.call_ref == call_ref => Some(a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// [`View::compacted_after`].
+    pub fn compacted_after(&self, conv: &str, after: usize) -> bool {
+        self.compaction_at.get(conv).is_some_and(|&at| at > after)
+    }
+
+    /// Bring the claim index up to the lines read so far.
+    pub fn index_claims(&mut self) {
+        let Digest { text, claims, claim_index: ix, .. } = self;
+        for (i, s) in claims.iter().enumerate().skip(ix.claims_done) {
+            if let Some(Record::Claim { key, claimant, .. }) = journal::parse_line(&text[s.0..s.1]) {
+                ix.claims_by_key.entry(hash_of(&[key])).or_default().push(i);
+                if let Some(c) = claimant {
+                    ix.claims_by_claimant.entry(hash_of(&[c])).or_default().push(i);
+                }
+            }
+        }
+        ix.claims_done = claims.len();
+    }
+
+    /// The records a claim for `tool`/`fp` by `claimant` at `now` looks at,
+    /// in file order: every claim by the claimant and the calls it names,
+    /// and unless that already answers, the unclaimed calls with that tool
+    /// and fingerprint inside the claim window.
+    /// [`View::claimed_by`] gives the same answer on this as on the whole
+    /// file, and when it is `None` so does [`View::claim_candidates`] (the
+    /// order in which `mcp_call::choose_claim` asks). Call
+    /// [`Digest::index_claims`] first.
+    pub fn claim_view(&self, tool: &str, fp: &str, claimant: Option<&str>, now: u64) -> View<'_> {
+        let ix = &self.claim_index;
+        let none = Vec::new();
+        let view = |spans: &mut Vec<Span>| {
+            spans.sort_unstable();
+            spans.dedup();
+            View { records: spans.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect() }
+        };
+        // The claimant's own claims and the calls they name. If it already
+        // holds one, that is the answer (choose_claim asks claimed_by
+        // first): the candidates need not be looked at.
+        let mut spans: Vec<Span> = Vec::new();
+        if let Some(c) = claimant {
+            for &k in ix.claims_by_claimant.get(&hash_of(&[c])).unwrap_or(&none) {
+                let s = self.claims[k];
+                spans.push(s);
+                if let Some(Record::Claim { key, .. }) = journal::parse_line(self.at(s)) {
+                    let named = self.calls.iter().filter(|(c, _)| last_field_is(self.at(*c), key));
+                    spans.extend(named.map(|(c, _)| *c));
+                }
+            }
+            let held = view(&mut spans);
+            if held.claimed_by(c).is_some() {
+                return held;
+            }
+        }
+        for &(s, t) in &self.calls {
+            if !t.is_some_and(|t| journal::in_window(t, now, journal::CLAIM_WINDOW_MS)) {
+                continue;
+            }
+            // Tool and fingerprint: fields 6 and 7 of a call line's ten.
+            if !call_fields(self.at(s)).is_some_and(|(_, tl, f, _, _)| tl == tool && f == fp) {
+                continue;
+            }
+            // A call already claimed cannot be a candidate: leave it (and
+            // its claims) out rather than parse both. Claimed means a claim
+            // line that parses and names exactly this key.
+            let key = self.at(s).rsplit('\t').next().unwrap_or("");
+            let claimed = ix.claims_by_key.get(&hash_of(&[key])).unwrap_or(&none).iter().any(|&k| {
+                matches!(journal::parse_line(self.at(self.claims[k])), Some(Record::Claim { key: c, .. }) if c == key)
+            });
+            if !claimed {
+                spans.push(s);
+            }
+        }
+        view(&mut spans)
+    }
+}
+
+mod reader;
+#[cfg(test)]
+mod tests;
+
+pub use reader::Reader;

@@ -1,0 +1,177 @@
+//! The long-lived reader: the journal kept open, digested incrementally.
+
+use super::Digest;
+use crate::fsx;
+use crate::state::journal::{self, Journal};
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
+
+/// A journal kept open and digested incrementally.
+#[derive(Debug, Default)]
+pub struct Reader {
+    /// The file read so far (open between refreshes where
+    /// [`fsx::HOLD_OPEN`]; Windows closes it, see there).
+    file: Option<File>,
+    /// Its device and inode (volume and index on Windows).
+    id: Option<(u64, u64)>,
+    /// Bytes digested: up to the end of the last complete line.
+    offset: u64,
+    pub(super) digest: Digest,
+}
+
+impl Reader {
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// [`Digest::index_claims`].
+    pub fn index_claims(&mut self) {
+        self.digest.index_claims();
+    }
+
+    /// A reader for claims: it only locates call and claim lines.
+    pub fn for_claims() -> Reader {
+        Reader { digest: Digest { claims_only: true, ..Digest::default() }, ..Reader::default() }
+    }
+
+    /// Nothing read yet.
+    pub fn is_new(&self) -> bool {
+        self.id.is_none()
+    }
+
+    /// A claim reader that starts where this one is (same call and claim
+    /// lines, same offset) on its own handle of the same file, or `None`
+    /// when the journal is no longer the file this one read. Call under a
+    /// journal lock, so the file cannot be replaced meanwhile.
+    pub fn for_claims_from(&self, journal: &Journal) -> Option<Reader> {
+        let id = self.id?;
+        let f = File::open(journal.path()).ok()?;
+        let md = f.metadata().ok()?;
+        if fsx::handle_id(&f, &md).ok()? != id {
+            return None;
+        }
+        let d = &self.digest;
+        let digest = Digest {
+            claims_only: true,
+            text: d.text.clone(),
+            calls: d.calls.clone(),
+            claims: d.claims.clone(),
+            claim_index: d.claim_index.clone(),
+            ..Digest::default()
+        };
+        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, digest })
+    }
+
+    fn reset(&mut self) {
+        let claims_only = self.digest.claims_only;
+        *self = Reader::default();
+        self.digest.claims_only = claims_only;
+    }
+
+    /// Bring the digest up to date under the shared lock. Errors as
+    /// [`Journal::read`]: a missing journal (or lock file with no journal)
+    /// is empty; a journal that cannot be read is an error.
+    pub fn refresh(&mut self, journal: &Journal) -> io::Result<()> {
+        self.refresh_until(journal, std::time::Instant::now() + journal::LOCK_WAIT)
+    }
+
+    /// [`Reader::refresh`], waiting for the lock until `deadline` at most.
+    pub fn refresh_until(&mut self, journal: &Journal, deadline: std::time::Instant) -> io::Result<()> {
+        let Some(_guard) = journal.read_lock_until(deadline)? else {
+            self.reset();
+            return Ok(());
+        };
+        self.refresh_held(journal)
+    }
+
+    /// [`Reader::refresh`] under a lock the caller holds (the exclusive one,
+    /// for a claim). The lock file exists, so hooks have run: a journal that
+    /// is missing, empty, not a regular file of ours (a symlink to
+    /// `/dev/null`, a FIFO) or larger than a reader reads is an error, as
+    /// for [`Journal::read`], and the reader starts over.
+    pub fn refresh_held(&mut self, journal: &Journal) -> io::Result<()> {
+        let r = self.refresh_open(journal);
+        if !fsx::HOLD_OPEN {
+            self.file = None;
+        }
+        r
+    }
+
+    fn refresh_open(&mut self, journal: &Journal) -> io::Result<()> {
+        let path = journal.path();
+        let md = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.reset();
+                return Err(if e.kind() == io::ErrorKind::NotFound { journal.missing_error() } else { e });
+            }
+        };
+        if let Some(p) = fsx::state_problem(&md, journal::MAX_READ_BYTES)
+            .or_else(|| (md.len() == 0).then(|| "is empty while journal.lock exists (emptied?)".to_string()))
+        {
+            self.reset();
+            return Err(fsx::untrusted(&path, &p));
+        }
+        let same =
+            self.id.is_some_and(|id| fsx::path_id(&path, &md).is_ok_and(|now| now == id)) && md.len() >= self.offset;
+        if !same || self.file.is_none() {
+            // A new file, or (where the reader closes it between refreshes)
+            // the same one opened again: the lock held keeps it in place,
+            // and the handle's own id says which file was opened.
+            let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
+            let id = fsx::handle_id(&f, &f.metadata()?)?;
+            if !same || self.id != Some(id) {
+                self.reset();
+            }
+            self.file = Some(f);
+            self.id = Some(id);
+        }
+        let Some(f) = self.file.as_ref() else { return Ok(()) };
+        let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);
+        if len <= self.offset {
+            return Ok(());
+        }
+        let want = len - self.offset;
+        let mut file: &File = f;
+        if let Err(e) = file.seek(SeekFrom::Start(self.offset)) {
+            self.reset();
+            return Err(e);
+        }
+        // Straight onto the digest's text (validated as it is appended);
+        // only text that is not UTF-8 goes through a buffer, decoded lossily
+        // like Journal::read does. Complete lines only: a torn tail is read
+        // again next time.
+        let from = self.digest.text.len();
+        self.digest.text.reserve(want as usize);
+        let consumed = match file.take(want).read_to_string(&mut self.digest.text) {
+            Ok(_) => match self.digest.text[from..].rfind('\n') {
+                Some(end) => {
+                    self.digest.text.truncate(from + end + 1);
+                    end + 1
+                }
+                None => {
+                    self.digest.text.truncate(from);
+                    0
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let mut buf = Vec::with_capacity(want as usize);
+                let read = file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(want).read_to_end(&mut buf));
+                if let Err(e) = read {
+                    self.reset();
+                    return Err(e);
+                }
+                let end = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                self.digest.text.push_str(&String::from_utf8_lossy(&buf[..end]));
+                end
+            }
+            Err(e) => {
+                self.reset();
+                return Err(e);
+            }
+        };
+        self.digest.fold_from(from);
+        self.offset += consumed as u64;
+        Ok(())
+    }
+}

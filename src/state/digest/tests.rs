@@ -1,0 +1,298 @@
+use super::*;
+use crate::state::journal::Journal;
+
+/// A small deterministic generator (no dependency).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Random journal lines over few conversations, agents, pids and call
+/// ids, with ties, ends, future stamps and the odd malformed line.
+fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
+    let convs = ["a", "b", "c", "d"];
+    let hosts = ["cursor", "claude-code", "codex", "codebuddy"];
+    let mut out = Vec::new();
+    let mut t = base;
+    for i in 0..n {
+        t += rng.below(4_000);
+        // Now and then a stamp from the future or the past.
+        let tt = match rng.below(20) {
+            0 => t + 60_000,
+            1 => t.saturating_sub(50_000),
+            _ => t,
+        };
+        let c = convs[rng.below(4) as usize];
+        let h = hosts[rng.below(4) as usize];
+        let line = match rng.below(13) {
+            // Ledger: deliveries and acknowledgements over few scopes, keys and refs.
+            11 => {
+                let scope = if rng.below(3) == 0 { format!("agent:{}", rng.below(2)) } else { c.to_string() };
+                let window = ["-", "w:0", "w:1"][rng.below(3) as usize];
+                let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
+                format!(
+                    "D\t{tt}\t{h}\t{c}\t{scope}\t{window}\t{r}\tkey{}\tver{}\tdg{}\t{}",
+                    rng.below(2),
+                    rng.below(2),
+                    rng.below(2),
+                    10 + rng.below(2)
+                )
+            }
+            12 => {
+                let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
+                let whole = ["whole", "cut", "bogus"][rng.below(3) as usize];
+                format!("A\t{tt}\t{h}\t{c}\t{r}\tdg{}\t{}\t{whole}", rng.below(2), 10 + rng.below(2))
+            }
+            0..=3 => format!("S\t{tt}\t{h}\t{c}\tev{}", rng.below(3)),
+            4 => format!("E\t{tt}\t{h}\t{c}"),
+            5 => format!("P\t{tt}\t{h}\t{c}"),
+            6 => format!("U\t{tt}\t{h}\t{c}\tagent:{}", rng.below(3)),
+            7 => {
+                let agent = if rng.below(2) == 0 { "-".to_string() } else { format!("agent:{}", rng.below(3)) };
+                format!("u\t{tt}\t{h}\t{c}\t{agent}")
+            }
+            8 => {
+                let id = if rng.below(6) == 0 { "-".to_string() } else { format!("id{}", rng.below(5)) };
+                let tool = ["ctx_read", "ctx_write"][rng.below(2) as usize];
+                format!("C\t{tt}\t{h}\t{c}\t-\tctx\t{tool}\tfp{}\t{id}\tk{i}", rng.below(3))
+            }
+            9 => format!("L\t{tt}\t{h}\t{}\t{c}", 100 + rng.below(2)),
+            _ => match rng.below(5) {
+                0 => format!("F\t{tt}"),
+                1 => "garbage\tline".to_string(),
+                // Call-like lines that are not call records.
+                2 => format!("C\t{tt}\t{h}\t{c}\tid{}\tk{i}", rng.below(5)),
+                3 => format!("C\t{tt}\tnohost\t{c}\t-\tctx\tctx_read\tfp0\tid{}\tk{i}", rng.below(5)),
+                _ => {
+                    let key = rng.below(i as u64 + 1);
+                    match rng.below(4) {
+                        0 => format!("K\t{tt}\tk{key}"),
+                        1 => format!("K\t{tt}\tk{key}\t-"),
+                        n => format!("K\t{tt}\tk{key}\tt{}", n - 2),
+                    }
+                }
+            },
+        };
+        out.push(line);
+    }
+    out
+}
+
+fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
+    if d.exact_at(now) {
+        assert_eq!(d.concurrent(now), v.concurrent(now), "concurrent {ctx}");
+    }
+    for c in ["a", "b", "c", "d", "zz"] {
+        assert_eq!(d.last_compaction(c), v.last_compaction(c), "last_compaction {c} {ctx}");
+        if d.exact_at(now) {
+            assert_eq!(d.active_subagents(c, now), v.active_subagents(c, now), "subagents {c} {ctx}");
+            for h in HOSTS {
+                assert_eq!(
+                    d.subagent_unwitnessed(c, h, now),
+                    v.subagent_unwitnessed(c, h, now),
+                    "unwitnessed {c} {h} {ctx}"
+                );
+            }
+        }
+    }
+    assert_eq!(d.compaction_floor(), v.compaction_floor(), "floor {ctx}");
+    for h in HOSTS {
+        for pid in [100, 101, 102] {
+            assert_eq!(d.lineage_for(h, pid, now), v.lineage_for(h, pid, now), "lineage {ctx}");
+        }
+    }
+    for id in ["id0", "id1", "id2", "id3", "id4", "nope", "-"] {
+        assert_eq!(d.call_by_id(id), v.call_by_id(id).cloned(), "call {id} {ctx}");
+    }
+    // The ledger: the same newest delivery, the same acknowledgements
+    // after it and the same compaction verdict (positions are each
+    // side's own; only their order matters).
+    for scope in ["a", "b", "c", "d", "agent:0", "agent:1"] {
+        for key in ["key0", "key1", "nokey"] {
+            let dv = d.latest_delivery(scope, key);
+            let vv = v.latest_delivery(scope, key);
+            assert_eq!(dv.as_ref().map(|x| &x.1), vv.map(|x| x.1), "delivery {scope} {key} {ctx}");
+            if let (Some((da, dd)), Some((va, vd))) = (dv, vv) {
+                assert_eq!(d.acks_after(dd.call_ref, da), v.acks_after(vd.call_ref, va), "acks {ctx}");
+                assert_eq!(d.compacted_after(dd.conv, da), v.compacted_after(vd.conv, va), "compacted {ctx}");
+            }
+        }
+    }
+    let mut d = d.clone();
+    d.index_claims();
+    assert_claims_same(&d, v, now, ctx);
+    // Hash collisions only add lines: with every index bucket holding
+    // every line of its kind, the answers stay the same.
+    let ix = &mut d.claim_index;
+    let all_claims: Vec<usize> = (0..d.claims.len()).collect();
+    for (s, _) in &d.calls {
+        if let Some((.., key)) = call_fields(&d.text[s.0..s.1]) {
+            ix.claims_by_key.insert(hash_of(&[key]), Vec::new());
+        }
+    }
+    ix.claims_by_key.values_mut().chain(ix.claims_by_claimant.values_mut()).for_each(|b| b.clone_from(&all_claims));
+    assert_claims_same(&d, v, now, &format!("colliding, {ctx}"));
+}
+
+fn assert_claims_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
+    for tool in ["ctx_read", "ctx_write", "nope"] {
+        for fp in ["fp0", "fp1", "fp2"] {
+            for claimant in [None, Some("t0"), Some("t1"), Some("-")] {
+                // What choose_claim asks, in its order: the call the
+                // claimant holds, else the candidates.
+                let choice = |v: &View<'_>| match claimant.and_then(|c| v.claimed_by(c)) {
+                    Some(held) => vec![format!("held {}", held.key)],
+                    None => v.claim_candidates(tool, fp, now).iter().map(|c| c.key.to_string()).collect(),
+                };
+                let small = d.claim_view(tool, fp, claimant, now);
+                assert_eq!(choice(&small), choice(v), "claim {tool} {fp} {claimant:?} {ctx}");
+            }
+        }
+    }
+}
+
+#[test]
+fn digest_answers_like_the_whole_file() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let base = 10_000_000;
+    let (mut checked, mut concurrent, mut deferred) = (0, 0, 0);
+    for round in 0..300 {
+        let n = 1 + rng.below(120) as usize;
+        let lines = random_lines(&mut rng, n, base);
+        let mut text = String::new();
+        for l in &lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        // Sometimes a torn tail, as a crashed writer leaves it.
+        if rng.below(4) == 0 {
+            text.push_str("S\t1\tcur");
+        }
+        // Fold in random pieces split at line ends, like appends.
+        let mut d = Digest::default();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find('\n') {
+            let cut = rest[i + 1..].find('\n').filter(|_| rng.below(3) == 0).map_or(i, |j| i + 1 + j);
+            d.fold_text(&rest[..=cut]);
+            rest = &rest[cut + 1..];
+        }
+        let v = View::parse(&text);
+        // A claim reader's digest (call and claim lines only).
+        let mut claims_only = Reader::for_claims().digest;
+        claims_only.fold_text(&text);
+        claims_only.index_claims();
+        assert!(claims_only.convs.is_empty() && claims_only.subagents.is_empty());
+        let last = lines.iter().filter_map(|l| journal::parse_line(l)).map(|r| r.t()).max().unwrap_or(base);
+        for now in [base, last.saturating_sub(20_000), last, last + 3_000, last + 40_000, last + 3 * 3_600_000] {
+            assert_same(&d, &v, now, &format!("round {round}, now {now}"));
+            assert_claims_same(&claims_only, &v, now, &format!("claims only, round {round}, now {now}"));
+            checked += 1;
+            concurrent += usize::from(v.concurrent(now));
+            deferred += usize::from(!d.exact_at(now));
+        }
+    }
+    // The cases are not all trivial ones.
+    assert!(concurrent > checked / 10 && deferred > 0 && deferred < checked / 2, "{concurrent} {deferred}");
+}
+
+#[test]
+fn last_field_is_rsplit() {
+    for line in ["", "k", "a\tk", "a\tbk", "a\tk\t", "k\tk", "\tk", "ak"] {
+        for field in ["", "k", "bk", "a\tk", "\tk"] {
+            assert_eq!(last_field_is(line, field), line.rsplit('\t').next() == Some(field), "{line:?} {field:?}");
+        }
+    }
+}
+
+#[test]
+fn a_future_sighting_makes_the_digest_defer() {
+    let text = "S\t1000\tcursor\ta\tx\nS\t999000\tcursor\ta\tx\nS\t1500\tcursor\tb\tx\n";
+    let d = Digest::of_text(text);
+    assert!(!d.exact_at(2000));
+    assert!(d.exact_at(999_000));
+    assert!(View::parse(text).concurrent(2000), "View counts a and b from their non-future sightings");
+}
+
+#[test]
+fn reader_follows_appends_trims_and_truncation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let j = Journal::new(tmp.path());
+    let mut r = Reader::default();
+    r.refresh(&j).unwrap();
+    assert!(!r.digest().concurrent(10_000), "no journal: empty");
+
+    let s = |t: u64, conv: &'static str| Record::Sighting { t, host: Host::Codex, conv, event: "x" };
+    j.append(&[s(1_000, "a")], 1_000).unwrap();
+    r.refresh(&j).unwrap();
+    assert!(!r.digest().concurrent(2_000));
+    j.append(&[s(1_500, "b")], 1_500).unwrap();
+    r.refresh(&j).unwrap();
+    assert!(r.digest().concurrent(2_000), "an append is seen");
+
+    // A trim replaces the file: the reader starts over.
+    j.trim_now(40_000).unwrap();
+    j.append(&[s(40_000, "c")], 40_000).unwrap();
+    r.refresh(&j).unwrap();
+    let text = j.read().unwrap();
+    assert_same(r.digest(), &View::parse(&text), 40_001, "after trim");
+
+    // The same file cut shorter (and rewritten): the reader starts over.
+    std::fs::write(j.path(), "S\t50000\tcursor\tz\tx\n").unwrap();
+    r.refresh(&j).unwrap();
+    assert!(r.digest().convs.contains_key("z") && !r.digest().convs.contains_key("c"));
+
+    // A torn tail is left for later, then completed by the next writer.
+    std::fs::write(j.path(), "S\t50000\tcursor\tz\tx\nS\t50001\tcod").unwrap();
+    r.refresh(&j).unwrap();
+    j.append(&[s(50_002, "y")], 50_002).unwrap();
+    r.refresh(&j).unwrap();
+    let text = j.read().unwrap();
+    assert_same(r.digest(), &View::parse(&text), 50_003, "after torn tail");
+    assert!(r.digest().concurrent(50_003));
+
+    // A claim reader seeded from this one answers like one that read
+    // everything itself, also after more appends.
+    let mut seeded = r.for_claims_from(&j).expect("same file");
+    j.append(
+        &[Record::Call(Call {
+            t: 50_004,
+            host: Host::Cursor,
+            conv: "y",
+            agent: None,
+            server: None,
+            tool: "ctx_read",
+            fp: "fp0",
+            call_id: None,
+            key: "k-new",
+        })],
+        50_004,
+    )
+    .unwrap();
+    let mut fresh = Reader::for_claims();
+    for reader in [&mut seeded, &mut fresh] {
+        reader.refresh(&j).unwrap();
+        reader.index_claims();
+    }
+    let text = j.read().unwrap();
+    assert_claims_same(seeded.digest(), &View::parse(&text), 50_005, "seeded claim reader");
+    assert_eq!(seeded.digest().text, fresh.digest().text);
+
+    // Bytes that are not UTF-8 read as Journal::read reads them (lossy),
+    // and the reader still goes on from the right place.
+    std::fs::write(j.path(), b"S\t60000\tcursor\tw\xff\tx\nS\t60001\tcodex\tv\tx\nS\t6000").unwrap();
+    r.refresh(&j).unwrap();
+    assert!(r.digest().convs.contains_key("w\u{fffd}"), "{:?}", r.digest().convs.keys());
+    j.append(&[s(60_002, "u")], 60_002).unwrap();
+    r.refresh(&j).unwrap();
+    let text = j.read().unwrap();
+    assert_same(r.digest(), &View::parse(&text), 60_003, "after bytes that are not UTF-8");
+    assert_eq!(r.digest().text, text.trim_start_matches('#'), "the reader holds what a whole read holds");
+}

@@ -1,0 +1,312 @@
+mod lines_and_views {
+    use crate::state::journal::record::{Fields, find_tab};
+    use crate::state::journal::*;
+
+    fn s(t: u64, conv: &str) -> Record<'_> {
+        Record::Sighting { t, host: Host::ClaudeCode, conv, event: "PreToolUse" }
+    }
+
+    #[test]
+    fn lines_round_trip() {
+        let recs = vec![
+            s(1, "a"),
+            Record::SubagentStart { t: 2, host: Host::Codex, conv: "a", agent: "agent:x" },
+            Record::SubagentStop { t: 3, host: Host::Cursor, conv: "a", agent: None },
+            Record::Call(Call {
+                t: 4,
+                host: Host::Cursor,
+                conv: "c",
+                agent: None,
+                server: Some("lean-ctx"),
+                tool: "ctx_read",
+                fp: "ab",
+                call_id: None,
+                key: "k1",
+            }),
+            Record::Claim { t: 5, key: "k1", claimant: Some("tok") },
+            Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a" },
+            Record::End { t: 7, host: Host::ClaudeCode, conv: "a" },
+            Record::Lineage { t: 8, host: Host::ClaudeCode, pid: 42, conv: "b" },
+            Record::Floor { t: 9 },
+        ];
+        let mut text = String::new();
+        for r in &recs {
+            r.write_line(&mut text);
+        }
+        assert_eq!(parse(&text), recs);
+    }
+
+    #[test]
+    fn hostile_fields_cannot_break_lines() {
+        let r = Record::Sighting { t: 1, host: Host::Cursor, conv: "a\tb\nc", event: "-" };
+        let mut text = String::new();
+        r.write_line(&mut text);
+        assert_eq!(text.matches('\n').count(), 1);
+        let back = parse(&text);
+        assert_eq!(back.len(), 1);
+        assert!(matches!(back[0], Record::Sighting { conv: "a%09b%0Ac", event: "%2D", .. }));
+    }
+
+    #[test]
+    fn find_tab_finds_the_first_tab() {
+        let alphabet = [0x00u8, 0x01, 0x08, 0x09, 0x0a, 0x19, 0x80, 0x89, 0xff, b'a'];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let v: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                assert_eq!(find_tab(&v), v.iter().position(|&b| b == b'\t'), "{v:?}");
+                assert_eq!(find_byte(&v, b'\n'), v.iter().position(|&b| b == b'\n'), "{v:?}");
+                assert_eq!(find_byte(&v, 0x89), v.iter().position(|&b| b == 0x89), "{v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fields_split_like_str_split() {
+        let long = "0123456789abcdef\t01234567\t\t0123456789\u{e9}\u{3000}xyz\tend";
+        for s in ["", "\t", "a", "a\tb", "a\t\tb\t", "\tS\t1\té\t-", "x\u{3000}\ty", long, &long[1..], &long[3..]] {
+            assert_eq!(Fields { rest: Some(s) }.collect::<Vec<_>>(), s.split('\t').collect::<Vec<_>>(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored() {
+        assert_eq!(parse("S\t1\tcursor\ta\tx\nS\t2\tcur").len(), 1);
+        assert_eq!(parse("garbage\n\nS\t1\tcursor\ta\tx\n").len(), 1);
+    }
+
+    #[test]
+    fn concurrency_table() {
+        let now = 100_000;
+        let cases: Vec<(Vec<Record>, bool)> = vec![
+            (vec![], false),
+            (vec![s(now - 1000, "a")], false),
+            (vec![s(now - 1000, "a"), s(now - 2000, "a")], false),
+            (vec![s(now - 1000, "a"), s(now - 2000, "b")], true),
+            (vec![s(now - 1000, "a"), s(now - WINDOW_MS - 1, "b")], false),
+            (
+                vec![
+                    s(now - 1000, "a"),
+                    s(now - 2000, "b"),
+                    Record::End { t: now - 1500, host: Host::ClaudeCode, conv: "b" },
+                ],
+                false,
+            ),
+            // A later event of the same id revives it (resume keeps the id).
+            (
+                vec![
+                    s(now - 1000, "a"),
+                    Record::End { t: now - 3000, host: Host::ClaudeCode, conv: "b" },
+                    s(now - 2000, "b"),
+                ],
+                true,
+            ),
+            // A sighting from far in the future (clock went back) is not live.
+            (vec![s(now - 1000, "a"), s(now + FUTURE_SKEW_MS + 1, "b")], false),
+        ];
+        for (i, (recs, want)) in cases.into_iter().enumerate() {
+            assert_eq!(View { records: recs }.concurrent(now), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn subagents_open_and_close() {
+        let now = 10_000;
+        let v = View {
+            records: vec![
+                Record::SubagentStart { t: 1, host: Host::ClaudeCode, conv: "a", agent: "agent:1" },
+                Record::SubagentStart { t: 2, host: Host::ClaudeCode, conv: "a", agent: "agent:2" },
+                Record::SubagentStop { t: 3, host: Host::ClaudeCode, conv: "a", agent: Some("agent:1") },
+                Record::SubagentStart { t: 4, host: Host::Cursor, conv: "c", agent: "task:1" },
+                Record::SubagentStart { t: 5, host: Host::Cursor, conv: "c", agent: "task:2" },
+                Record::SubagentStop { t: 6, host: Host::Cursor, conv: "c", agent: None },
+            ],
+        };
+        assert_eq!(v.active_subagents("a", now), vec!["agent:2"]);
+        assert_eq!(v.active_subagents("c", now), vec!["task:2"]);
+        assert!(v.active_subagents("zzz", now).is_empty());
+        // A subagent runs until its stop, however long; its session's end closes it.
+        assert_eq!(v.active_subagents("a", now + STATE_TTL_MS + 10), vec!["agent:2"]);
+        let mut ended = v.records.clone();
+        ended.push(Record::End { t: 7, host: Host::ClaudeCode, conv: "a" });
+        ended.push(Record::SubagentStart { t: 8, host: Host::ClaudeCode, conv: "a", agent: "agent:3" });
+        assert_eq!(View { records: ended }.active_subagents("a", now), vec!["agent:3"]);
+    }
+
+    #[test]
+    fn trim_keeps_what_matters_and_raises_the_floor() {
+        let now = 10 * STATE_TTL_MS;
+        let convs: Vec<String> = (0..300).map(|i| format!("c{i}")).collect();
+        let mut recs = Vec::new();
+        for (i, c) in convs.iter().enumerate() {
+            recs.push(Record::Sighting { t: now - 300 + i as u64, host: Host::ClaudeCode, conv: c, event: "x" });
+            recs.push(Record::Compaction { t: now - 300 + i as u64, host: Host::ClaudeCode, conv: c });
+        }
+        recs.push(Record::Compaction { t: now - STATE_TTL_MS - 5, host: Host::Codex, conv: "old" });
+        let kept = trim(&recs, now);
+        let v = View { records: kept };
+        // The newest conversations survive, the verdict is unchanged.
+        assert!(v.concurrent(now));
+        assert_eq!(v.last_compaction("c299"), Some(now - 1));
+        // Evicted compactions raise the floor to the newest evicted one.
+        assert_eq!(v.last_compaction("c0"), None);
+        assert_eq!(v.compaction_floor(), now - 300 + (300 - MAX_CONVERSATIONS as u64 - 1));
+        let n = v.records.iter().filter(|r| matches!(r, Record::Sighting { .. })).count();
+        assert_eq!(n, MAX_CONVERSATIONS);
+    }
+}
+
+mod subagent_trim_tests {
+    use crate::state::journal::*;
+
+    #[test]
+    fn a_subagent_is_witnessed_by_its_own_new_conversation_or_not_at_all() {
+        let s = |t, conv| Record::Sighting { t, host: Host::Cursor, conv, event: "x" };
+        let start = Record::SubagentStart { t: 10, host: Host::Cursor, conv: "P", agent: "task:h:1" };
+        let now = 100;
+        // Another chat seen before the start: no witness.
+        let v = View { records: vec![s(5, "P"), s(6, "Q"), start.clone(), s(20, "Q")] };
+        assert!(v.subagent_unwitnessed("P", Host::Cursor, now));
+        // A conversation first seen after the start (Cursor 3.x's subagent): witnessed.
+        let v = View { records: vec![s(5, "P"), start.clone(), s(12, "F")] };
+        assert!(!v.subagent_unwitnessed("P", Host::Cursor, now));
+        // A call of the parent's conversation made by the task itself: it
+        // runs inside the parent, whatever else is seen.
+        let call = Record::Call(Call {
+            t: 13,
+            host: Host::Cursor,
+            conv: "P",
+            agent: Some("task:h:1"),
+            server: None,
+            tool: "t",
+            fp: "f",
+            call_id: None,
+            key: "k",
+        });
+        let v = View { records: vec![s(5, "P"), start.clone(), s(12, "F"), call] };
+        assert!(v.subagent_unwitnessed("P", Host::Cursor, now));
+        // No subagent: nothing to witness. Another host's new chat is no witness.
+        assert!(!View { records: vec![s(5, "P")] }.subagent_unwitnessed("P", Host::Cursor, now));
+        let other = Record::Sighting { t: 12, host: Host::ClaudeCode, conv: "F", event: "x" };
+        assert!(View { records: vec![s(5, "P"), start.clone(), other] }.subagent_unwitnessed("P", Host::Cursor, now));
+        // A trim keeps each kept conversation's first sighting: an old chat
+        // does not look new after it.
+        let recs: Vec<Record> = vec![s(1, "Q"), s(5, "P"), start, s(50, "Q")];
+        let kept = trim(&recs, now);
+        assert!(View { records: kept }.subagent_unwitnessed("P", Host::Cursor, now));
+    }
+
+    #[test]
+    fn an_open_subagent_survives_trims_however_old() {
+        let now = 10 * STATE_TTL_MS;
+        let old = now - 3 * STATE_TTL_MS;
+        let recs = vec![
+            Record::SubagentStart { t: old, host: Host::ClaudeCode, conv: "a", agent: "agent:long" },
+            Record::SubagentStart { t: old, host: Host::ClaudeCode, conv: "a", agent: "agent:done" },
+            Record::SubagentStop { t: old + 1, host: Host::ClaudeCode, conv: "a", agent: Some("agent:done") },
+            Record::SubagentStart { t: old, host: Host::ClaudeCode, conv: "b", agent: "agent:ended" },
+            Record::End { t: old + 2, host: Host::ClaudeCode, conv: "b" },
+        ];
+        let kept = trim(&recs, now);
+        let v = View { records: kept };
+        assert_eq!(v.active_subagents("a", now), vec!["agent:long"]);
+        assert!(v.active_subagents("b", now).is_empty());
+        assert_eq!(v.records.iter().filter(|r| matches!(r, Record::SubagentStart { .. })).count(), 1);
+    }
+}
+
+mod ledger_trim_tests {
+    use crate::state::journal::*;
+
+    fn d<'a>(t: u64, conv: &'a str, key: &'a str, r: &'a str) -> Record<'a> {
+        Record::Delivery(Delivery {
+            t,
+            host: Host::Codex,
+            conv,
+            scope: conv,
+            window: None,
+            call_ref: r,
+            key,
+            version: "v",
+            digest: "dg",
+            len: 1,
+        })
+    }
+
+    fn a<'a>(t: u64, conv: &'a str, r: &'a str) -> Record<'a> {
+        Record::Ack(Ack { t, host: Host::Codex, scope: conv, call_ref: r, digest: "dg", len: 1, whole: true })
+    }
+
+    #[test]
+    fn trim_keeps_live_deliveries_in_file_order_and_drops_dead_ones() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let recs = vec![
+            a(now - 9, "x", "id:0"),       // before any delivery of its call: useless
+            d(now - 8, "x", "k1", "id:1"), // superseded by the next delivery of k1
+            a(now - 7, "x", "id:1"),       // its acknowledgement goes with it
+            d(now - 6, "x", "k1", "id:2"), // kept
+            d(now - 5, "y", "k1", "id:3"), // followed by y's compaction: dead
+            Record::Compaction { t: now - 4, host: Host::Codex, conv: "y" },
+            // A clock that went back: still after, by file order.
+            a(now - 100, "x", "id:2"),                                              // kept
+            d(now - crate::state::ledger::DELIVERY_KEEP_MS - 1, "z", "k9", "id:9"), // too old
+            d(now - 3, "y", "k2", "id:4"),                                          // after the compaction: kept
+        ];
+        let kept = trim(&recs, now);
+        let ledger: Vec<&Record> = kept.iter().filter(|r| matches!(r, Record::Delivery(_) | Record::Ack(_))).collect();
+        assert_eq!(ledger, vec![&recs[3], &recs[6], &recs[8]]);
+        let v = View { records: kept.clone() };
+        let (at, dl) = v.latest_delivery("x", "k1").unwrap();
+        assert_eq!(dl.call_ref, "id:2");
+        assert_eq!(v.acks_after("id:2", at).len(), 1);
+        assert!(v.latest_delivery("y", "k1").is_none(), "a dead delivery must not survive its compaction's eviction");
+        // File order throughout: a trim of the trim changes nothing.
+        assert_eq!(trim(&kept, now), kept);
+    }
+
+    #[test]
+    fn trim_bounds_the_ledger() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let keys: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
+        let refs: Vec<String> = (0..2000).map(|i| format!("id:{i}")).collect();
+        let mut recs = Vec::new();
+        for i in 0..2000 {
+            recs.push(d(now - 5000 + i as u64, "x", &keys[i], &refs[i]));
+            recs.push(a(now - 5000 + i as u64, "x", &refs[i]));
+        }
+        let kept = trim(&recs, now);
+        let n = kept.iter().filter(|r| matches!(r, Record::Delivery(_))).count();
+        assert_eq!(n, crate::state::ledger::MAX_DELIVERIES);
+        // The newest survive, with their acknowledgements.
+        let v = View { records: kept };
+        assert!(v.latest_delivery("x", "k1999").is_some());
+        assert!(v.latest_delivery("x", "k0").is_none());
+        assert_eq!(
+            v.records.iter().filter(|r| matches!(r, Record::Ack(_))).count(),
+            crate::state::ledger::MAX_DELIVERIES
+        );
+    }
+}
+
+mod append_tests {
+    use crate::state::journal::*;
+
+    #[test]
+    fn a_torn_tail_does_not_swallow_the_next_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = Journal::new(tmp.path());
+        fs::write(j.path(), "S\t1\tcursor\ta\tx\nS\t2\tcur").unwrap();
+        j.append(&[Record::End { t: 3, host: Host::Cursor, conv: "a" }], 3).unwrap();
+        let text = j.read().unwrap();
+        let recs = parse(&text);
+        assert_eq!(recs.len(), 2, "{text:?}");
+        assert!(matches!(recs[1], Record::End { t: 3, .. }));
+    }
+}

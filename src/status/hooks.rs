@@ -1,0 +1,300 @@
+//! `leanctx hooks status`: per host, where its config is, whether our
+//! entries are in it (and current), and whether they have ever fired —
+//! the only way to notice hooks a host silently skips (Codex runs new or
+//! changed hooks only after the user trusts them in `/hooks`).
+
+use super::{Issue, ago};
+use crate::base::host::Host;
+use crate::base::paths;
+use crate::hosts::overlap;
+use crate::install::InstallError;
+use crate::install::inspect::{FileReport, FileState, codex_hooks_disabled, file_report, program_exists, user_entries};
+use crate::install::target::{self, Target};
+use crate::state::journal::{Journal, View};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Serialize)]
+pub struct HooksStatus {
+    pub data_dir: Option<PathBuf>,
+    pub hosts: Vec<HostReport>,
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HostReport {
+    pub host: Host,
+    pub config_dir: PathBuf,
+    pub config_dir_exists: bool,
+    pub files: Vec<FileReport>,
+    /// Any file has our entries.
+    pub installed: bool,
+    pub last_event: Option<LastEvent>,
+    /// Each warning as `problem: fix`, as in `issues`.
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+    /// The warnings, each with its fix.
+    pub issues: Vec<Issue>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LastEvent {
+    pub event: String,
+    pub at_ms: u64,
+}
+
+fn never_fired(host: Host) -> Issue {
+    Issue::new("installed but never fired", crate::hosts::profile::profile(host).never_fired_fix)
+}
+
+pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksStatus, InstallError> {
+    let mut problems = Vec::new();
+    let data_dir = match paths::data_dir_path() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            problems.push(e.to_string());
+            None
+        }
+    };
+    let journal = match &data_dir {
+        Some(d) if d.is_dir() => match paths::check_data_dir(d) {
+            Ok(()) => Journal::new(d).read().unwrap_or_else(|e| {
+                problems.push(format!("cannot read the journal: {e}"));
+                String::new()
+            }),
+            Err(e) => {
+                problems.push(e.to_string());
+                String::new()
+            }
+        },
+        _ => String::new(),
+    };
+    // Hooks that cannot record may have fired all the same.
+    let recording = data_dir.as_deref().is_some_and(super::can_record);
+    let view = View::parse(&journal);
+    let last: Vec<_> = view.last_event_per_host();
+
+    let mut reports = Vec::new();
+    for &host in hosts {
+        let config_dir = target::user_dir(host)?;
+        let files: Vec<FileReport> = target::status_targets(host, cwd)?.iter().map(file_report).collect();
+        let installed = files.iter().any(|f| f.entries > 0);
+        let last_event = last
+            .iter()
+            .find(|l| l.host == host)
+            .map(|l| LastEvent { event: l.last_event.to_string(), at_ms: l.last_seen_ms });
+        let codex_off = host == Host::Codex && codex_hooks_disabled(&config_dir);
+        let mut warnings: Vec<Issue> = Vec::new();
+        let mut notes = Vec::new();
+        for f in &files {
+            match f.state {
+                FileState::Outdated => warnings.push(Issue::new(
+                    format!("{} has outdated leanctx entries", f.path.display()),
+                    format!(
+                        "run `leanctx hooks install {host}`{}",
+                        if f.scope == "user" { String::new() } else { " with the same --project/--local".into() }
+                    ),
+                )),
+                FileState::Unreadable => warnings.push(Issue::new(
+                    format!("cannot read {}: {}", f.path.display(), f.error.as_deref().unwrap_or("?")),
+                    "fix the file (the host cannot read it either), then `leanctx hooks status` again",
+                )),
+                _ => {}
+            }
+            for p in &f.programs {
+                if !program_exists(p) {
+                    warnings.push(Issue::new(
+                        format!("{} runs {p}, which does not exist: the host's hook fails every event", f.path.display()),
+                        format!(
+                            "install the binary again (bash installers/install.sh), or run `leanctx hooks install {host}` \
+                             with the leanctx you have now"
+                        ),
+                    ));
+                }
+            }
+        }
+        if installed {
+            let changed = files.iter().filter(|f| f.entries > 0).filter_map(|f| f.modified_ms).max();
+            match (&last_event, changed) {
+                // Switched off: that is the reason, said below.
+                (None, _) if host == Host::Codex && codex_off => {}
+                (None, _) if recording => warnings.push(never_fired(host)),
+                (None, _) => notes.push(
+                    "cannot tell whether they fired: leanctx's data dir is unusable (see `leanctx status`)".into(),
+                ),
+                (Some(l), Some(c)) if l.at_ms < c => notes.push(format!(
+                    "no event since the config last changed ({}){}",
+                    ago(now_ms, c),
+                    if host == Host::Codex { "; changed hooks need trusting again in /hooks" } else { "" }
+                )),
+                _ => {}
+            }
+            if matches!(host, Host::ClaudeCode | Host::Cursor) {
+                let other = if host == Host::Cursor { Host::ClaudeCode } else { Host::Cursor };
+                if user_entries(other).is_some_and(|n| n > 0) {
+                    notes.push(overlap::NOTE.to_string());
+                }
+            }
+        }
+        for (i, a) in files.iter().enumerate() {
+            for b in &files[i + 1..] {
+                if a.entries > 0 && b.entries > 0 && a.path.parent() == b.path.parent() {
+                    warnings.push(Issue::new(
+                        format!(
+                            "leanctx entries are in both {} and {}: Codex runs both, so every event is recorded twice",
+                            a.path.display(),
+                            b.path.display()
+                        ),
+                        "`leanctx hooks uninstall codex` removes both, then install once",
+                    ));
+                }
+            }
+        }
+        if codex_off {
+            warnings.push(Issue::new(
+                format!(
+                    "{} sets [features] hooks = false: Codex runs no hooks at all",
+                    config_dir.join("config.toml").display()
+                ),
+                "remove that setting (or set it to true), then restart codex",
+            ));
+        }
+        reports.push(HostReport {
+            host,
+            config_dir_exists: config_dir.is_dir(),
+            config_dir,
+            files,
+            installed,
+            last_event,
+            warnings: warnings.iter().map(Issue::line).collect(),
+            notes,
+            issues: warnings,
+        });
+    }
+    Ok(HooksStatus { data_dir, hosts: reports, problems })
+}
+
+/// `project`: the project whose files are shown (default: the current dir's).
+pub fn print(
+    host: Option<Host>,
+    project: Option<&std::path::Path>,
+    json: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<(), InstallError> {
+    let hosts: Vec<Host> = match host {
+        Some(h) => vec![h],
+        None => Host::ALL.to_vec(),
+    };
+    let cwd = match project {
+        Some(p) => {
+            let t = target::resolve(Host::Cursor, Some(p), false)?;
+            match t.scope {
+                target::Scope::Project { dir, .. } => Some(dir),
+                target::Scope::User => None,
+            }
+        }
+        None => std::env::current_dir().ok(),
+    };
+    let st = gather(&hosts, cwd.as_deref(), crate::base::clock::now_ms_env())?;
+    let text = if json {
+        serde_json::to_string_pretty(&st).map_err(|e| InstallError::from(e.to_string()))? + "\n"
+    } else {
+        st.human()
+    };
+    out.write_all(text.as_bytes()).map_err(crate::install::out_err)
+}
+
+/// For `leanctx status`: a line for each host whose hooks are installed
+/// (user scope, or the project in `cwd`) but that the journal has never
+/// seen fire. `seen` = the hosts with at least one recorded event.
+pub fn installed_but_never_fired(seen: &[Host], cwd: Option<&Path>) -> Vec<String> {
+    silent_hosts(seen, |h| target::status_targets(h, cwd).unwrap_or_default())
+}
+
+fn silent_hosts(seen: &[Host], targets: impl Fn(Host) -> Vec<Target>) -> Vec<String> {
+    Host::ALL
+        .into_iter()
+        .filter(|h| !seen.contains(h))
+        .filter(|&h| targets(h).iter().any(|t| file_report(t).entries > 0))
+        .map(|h| format!("{h}: {} (`leanctx hooks status {h}`)", never_fired(h).line()))
+        .collect()
+}
+
+impl HooksStatus {
+    pub fn human(&self) -> String {
+        let now = crate::base::clock::now_ms_env();
+        let mut o = String::new();
+        let mut noted: Vec<&str> = Vec::new();
+        for h in &self.hosts {
+            let exists = if h.config_dir_exists { "" } else { " (does not exist: host not installed?)" };
+            let _ = writeln!(o, "{}  {}{exists}", h.host, h.config_dir.display());
+            for f in &h.files {
+                let state = match f.state {
+                    s @ (FileState::Installed | FileState::Outdated) => {
+                        format!("{}, {}/{} events", s.as_str(), f.entries, f.expected)
+                    }
+                    s => s.as_str().to_string(),
+                };
+                // The scope's word; the path says which project.
+                let scope = match f.scope.as_str() {
+                    "user" => "user",
+                    s if s.ends_with("(local)") => "local",
+                    _ => "project",
+                };
+                let _ = writeln!(o, "  {scope:<12}{}: {state}", f.path.display());
+                for p in &f.programs {
+                    let _ = writeln!(o, "  {:<12}runs {p}", "");
+                }
+            }
+            match &h.last_event {
+                Some(l) => {
+                    let _ = writeln!(o, "  {:<12}{}, {}", "last event", l.event, ago(now, l.at_ms));
+                }
+                None => {
+                    let _ = writeln!(o, "  {:<12}none seen", "last event");
+                }
+            }
+            for w in &h.issues {
+                let _ = writeln!(o, "  {:<12}{}", "warning", w.problem);
+                let _ = writeln!(o, "  {:<12}{}", "  fix", w.fix);
+            }
+            for n in &h.notes {
+                // The Cursor/Claude Code note concerns both: said once.
+                if n == overlap::NOTE && noted.contains(&overlap::NOTE) {
+                    continue;
+                }
+                noted.push(if n == overlap::NOTE { overlap::NOTE } else { "" });
+                let _ = writeln!(o, "  {:<12}{n}", "note");
+            }
+        }
+        for p in &self.problems {
+            let _ = writeln!(o, "problem: {p}");
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::spec::Spec;
+    use crate::install::{jsonfile, nested};
+
+    #[test]
+    fn silent_hosts_are_the_installed_ones_never_seen() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("hooks.json");
+        let mut doc = jsonfile::Node::from_value(&serde_json::json!({}));
+        nested::upsert(&mut doc, &Spec::for_host(Host::Codex, "/x/leanctx")).unwrap();
+        std::fs::write(&file, doc.to_value().to_string()).unwrap();
+        let targets = |h: Host| {
+            let f = if h == Host::Codex { file.clone() } else { t.path().join("absent.json") };
+            vec![Target { host: h, scope: target::Scope::User, dir: t.path().to_path_buf(), file: f }]
+        };
+        let lines = silent_hosts(&[], targets);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("codex: installed but never fired") && lines[0].contains("/hooks"));
+        assert!(silent_hosts(&[Host::Codex], targets).is_empty());
+    }
+}
