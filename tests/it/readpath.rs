@@ -354,7 +354,7 @@ fn scope_check_cli_exit_codes_and_json() {
     assert_eq!(o.code, 1);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // sh stands in for the MCP server
 #[test]
 fn concurrency_makes_slot_callers_withhold_but_not_exact_ones() {
     let sb = Sandbox::new();
@@ -586,7 +586,7 @@ fn unreadable_state_withholds() {
 /// Through the CLI, the `/clear` lineage is looked up for the host that
 /// started the MCP server: the CLI's grandparent. Here a shell stands in for
 /// the MCP server, and this test process for the host.
-#[cfg(unix)]
+#[cfg(unix)] // sh stands in for the MCP server
 #[test]
 fn clear_lineage_through_the_cli_uses_the_servers_parent() {
     let sb = Sandbox::new();
@@ -601,7 +601,7 @@ fn clear_lineage_through_the_cli_uses_the_servers_parent() {
 /// `/clear` then `/resume` back to the first session in one Claude process:
 /// the lineage follows both ways, so the server (whose env still names the
 /// first session) resolves to whichever the process serves now.
-#[cfg(unix)]
+#[cfg(unix)] // sh stands in for the MCP server
 #[test]
 fn clear_then_resume_back_follows_the_lineage_both_ways() {
     let sb = Sandbox::new();
