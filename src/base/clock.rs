@@ -3,6 +3,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// How long what a hook wrote about a conversation counts: the slot, and
+/// the journal's sightings, ends, compactions and subagents. Two hours.
+pub const STATE_TTL_MS: u64 = 2 * 60 * 60 * 1000;
+
 /// How far ahead of the reader's clock a stamp may be and still count: the
 /// reader's clock may be behind the writers' (at 5 s, a reader 5 s behind
 /// saw two live chats as none). Further ahead, it was stamped by a clock

@@ -7,7 +7,10 @@
 //! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`;
 //! Win32) is in one file per platform, `unix.rs` and `windows.rs`, with the
 //! same functions, re-exported here; nothing else in the crate names the
-//! platform.
+//! platform. Each provides those in the `pub use sys::{…}` list, and
+//! `keep_of`, `apply_keep`, `config_temp_in`, `persist`, `open`,
+//! `sync_dir`, `state_options`, `special_kind`, `exchange` and
+//! `read_stdin`, which the portable files here call as `sys::…`.
 
 mod atomic;
 mod lock;

@@ -13,7 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// Two hours: an older slot reads as absent.
-pub const SLOT_TTL_MS: u64 = 2 * 60 * 60 * 1000;
+pub const SLOT_TTL_MS: u64 = crate::base::clock::STATE_TTL_MS;
 pub use crate::base::clock::FUTURE_SKEW_MS;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

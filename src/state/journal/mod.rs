@@ -48,7 +48,7 @@ pub const CLAIM_WINDOW_MS: u64 = 10_000;
 /// Call records are kept this long (a permission prompt can delay the call).
 pub const CALL_KEEP_MS: u64 = 10 * 60_000;
 /// Sightings, ends, compactions, subagents and lineage are kept this long.
-pub const STATE_TTL_MS: u64 = crate::state::slot::SLOT_TTL_MS;
+pub use crate::base::clock::STATE_TTL_MS;
 /// A sighting, subagent start or call record stamped further ahead than
 /// this has not happened yet (the slot's tolerance too).
 pub use crate::base::clock::FUTURE_SKEW_MS;
