@@ -48,7 +48,7 @@ cargo test --locked --target x86_64-pc-windows-gnu --lib
 # tests/it: the portable modules (each Unix-only test is #[cfg(unix)] in the
 # source; sim, sim_ledger and fuzz are portable but too slow under Wine;
 # see README "Platforms"). `ledger::` would also match `sim_ledger::`.
-cargo test --locked --target x86_64-pc-windows-gnu --test it -- --test-threads 2 \
+cargo test --locked --target x86_64-pc-windows-gnu --test it -- --test-threads 4 \
   hooks:: readpath:: ledger:: gate:: install:: newuser:: clock:: rng:: --skip sim_ledger::
 
 echo "== cross: Windows end-to-end smoke under Wine"

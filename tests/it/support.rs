@@ -255,7 +255,17 @@ impl Run {
     /// stdin that stays open, a write that races the reader).
     pub fn spawn_open(mut self) -> std::process::Child {
         self.cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        self.cmd.spawn().expect("spawn leanctx")
+        match self.cmd.spawn() {
+            // Wine's CreateProcess now and then fails with
+            // ERROR_INTERNAL_ERROR under load (the process never started):
+            // under Wine only, one more try, said on stderr.
+            Err(e) if e.raw_os_error() == Some(1359) && leanctx::fsx::under_wine() => {
+                eprintln!("Wine: spawn failed ({e}); trying once more");
+                std::thread::sleep(Duration::from_millis(50));
+                self.cmd.spawn().expect("spawn leanctx (second try under Wine)")
+            }
+            r => r.expect("spawn leanctx"),
+        }
     }
 
     pub fn spawn(mut self) -> std::process::Child {

@@ -47,11 +47,11 @@ pub const WINDOW_MS: u64 = 30_000;
 pub const CLAIM_WINDOW_MS: u64 = 10_000;
 /// Call records are kept this long (a permission prompt can delay the call).
 pub const CALL_KEEP_MS: u64 = 10 * 60_000;
-/// Sightings, ends, compactions, subagents and lineage are kept this long.
-pub use crate::base::clock::STATE_TTL_MS;
 /// A sighting, subagent start or call record stamped further ahead than
 /// this has not happened yet (the slot's tolerance too).
 pub use crate::base::clock::FUTURE_SKEW_MS;
+/// Sightings, ends, compactions, subagents and lineage are kept this long.
+pub use crate::base::clock::STATE_TTL_MS;
 /// An end or a subagent stop stamped further ahead than this is ignored.
 /// Ignoring one only keeps a conversation or subagent live (more
 /// withholding); applying one stamped by a clock that ran ahead could end
