@@ -7,7 +7,8 @@
 #
 # Not run on Windows by CI (no PowerShell there): what was verified where is
 # in README.md ("Platforms").
-[CmdletBinding()]
+# Named options only: every bare word is a host.
+[CmdletBinding(PositionalBinding = $false)]
 param(
     # cursor, claude-code (claude), codex or codebuddy; default: every host
     # whose config dir exists.
