@@ -210,13 +210,8 @@ impl Sandbox {
 
     /// A data dir (0700, as leanctx wants it).
     fn data_dir(&self, name: &str) -> PathBuf {
-        use std::os::unix::fs::DirBuilderExt;
         let d = self.root.join(name);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&d)
-            .unwrap_or_else(|e| fail(&format!("{}: {e}", d.display())));
+        leanctx::fsx::create_private_dir(&d, true).unwrap_or_else(|e| fail(&format!("{}: {e}", d.display())));
         d
     }
 }
@@ -709,6 +704,11 @@ fn git_rev() -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Processes are reaped with wait4 (peak RSS) and the peers are shell
+    // scripts: the harness measures on Unix only, and says so elsewhere.
+    if cfg!(not(unix)) && args.iter().any(|a| a == "--bench" || a == "--smoke") {
+        fail("the hook benchmarks run on Unix only (wait4, sh and jq peers): nothing was measured");
+    }
     let smoke = args.iter().any(|a| a == "--smoke")
         || std::env::var("LEANCTX_BENCH_SMOKE").is_ok_and(|v| !v.is_empty() && v != "0");
     // `cargo bench` passes --bench; `cargo test --all-targets` runs bench

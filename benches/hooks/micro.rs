@@ -406,10 +406,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
     let mut hist = Vec::new();
     for &n in cfg.micro_sizes {
         let dir = root.join(format!("micro-{n}"));
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new().mode(0o700).create(&dir).expect("micro dir");
-        }
+        leanctx::fsx::create_private_dir(&dir, false).expect("micro dir");
         let h = write_history(&dir, n, now);
         eprintln!("  {n} events written in {:.1} s; journal {} bytes", h.setup.as_secs_f64(), h.size);
         hist.push(h);

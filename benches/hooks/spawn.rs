@@ -49,6 +49,7 @@ pub struct Outcome {
 }
 
 /// Reap `pid` with wait4 (retrying on EINTR); the exit code and rusage.
+#[cfg(unix)]
 pub fn wait4(pid: u32) -> io::Result<(i32, libc::rusage)> {
     let mut status = 0;
     // SAFETY: rusage is plain data; zero is a valid bit pattern.
@@ -66,6 +67,12 @@ pub fn wait4(pid: u32) -> io::Result<(i32, libc::rusage)> {
     }
     let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
     Ok((code, ru))
+}
+
+/// No wait4 elsewhere: the harness runs on Unix only (see `main`).
+#[cfg(not(unix))]
+pub fn wait4(_: u32) -> io::Result<(i32, ())> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "wait4: the hook benchmarks run on Unix only"))
 }
 
 /// Spawn, feed, read, reap.

@@ -1,9 +1,11 @@
 //! The data dir: where it is, and whether it is safe to use.
 //!
 //! `$LEAN_CTX_DATA_DIR` if set; else `~/.lean-ctx` if it exists; else the
-//! platform data dir + `lean-ctx`. Created 0700. A dir owned by someone else
-//! or writable by group/others is refused: another user could plant a slot
-//! that names their conversation, or read our ids.
+//! platform data dir + `lean-ctx` (`%LOCALAPPDATA%\lean-ctx` on Windows).
+//! Created 0700. A dir owned by someone else or writable by group/others is
+//! refused: another user could plant a slot that names their conversation,
+//! or read our ids. Windows has no modes or uids to check: there the dir's
+//! protection is the user profile's ACL (see `fsx`).
 
 use crate::fsx;
 use std::fmt;
@@ -65,7 +67,10 @@ pub fn data_dir_path() -> Result<PathBuf, DirProblem> {
     if legacy.is_dir() {
         return Ok(legacy);
     }
-    Ok(base.data_dir().join("lean-ctx"))
+    // The local (not roaming) data dir: `%LOCALAPPDATA%` on Windows, under
+    // the user's profile and its ACL; the same dir as `data_dir` on Linux
+    // (`~/.local/share`) and macOS (`~/Library/Application Support`).
+    Ok(base.data_local_dir().join("lean-ctx"))
 }
 
 /// Create the dir (0700) if missing, then check it is ours and closed.

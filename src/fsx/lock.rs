@@ -65,11 +65,14 @@ mod tests {
 
     #[test]
     fn an_exclusive_lock_excludes_until_dropped() {
+        // A regular file, as journal.lock is (Windows cannot lock a directory).
         let t = tempfile::tempdir().unwrap();
-        let held = lock(File::open(t.path()).unwrap(), LockKind::Exclusive, Instant::now()).unwrap();
-        let busy = lock(File::open(t.path()).unwrap(), LockKind::Shared, Instant::now());
+        let p = t.path().join("lock");
+        File::create(&p).unwrap();
+        let held = lock(File::open(&p).unwrap(), LockKind::Exclusive, Instant::now()).unwrap();
+        let busy = lock(File::open(&p).unwrap(), LockKind::Shared, Instant::now());
         assert!(matches!(busy, Err(LockError::Busy { .. })));
         drop(held);
-        assert!(lock(File::open(t.path()).unwrap(), LockKind::Shared, Instant::now()).is_ok());
+        assert!(lock(File::open(&p).unwrap(), LockKind::Shared, Instant::now()).is_ok());
     }
 }

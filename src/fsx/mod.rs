@@ -4,13 +4,13 @@
 //! ([`state_problem`]), reads that never block or run unbounded
 //! ([`read_state`], [`read_stdin`]).
 //!
-//! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`) is
-//! in one file, `unix.rs`, re-exported here; nothing else in the crate
-//! names the platform. A port adds a sibling (`windows.rs`) selected below
-//! with the same functions: those in the `pub use sys::{…}` list, and
-//! `keep_of`, `apply_keep`, `permissions`, `state_options`,
-//! `special_kind`, `exchange` and `read_stdin`, which the portable files
-//! here call as `sys::…`.
+//! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`;
+//! Win32) is in one file per platform, `unix.rs` and `windows.rs`, with the
+//! same functions, re-exported here; nothing else in the crate names the
+//! platform. Each provides those in the `pub use sys::{…}` list, and
+//! `keep_of`, `apply_keep`, `config_temp_in`, `persist`, `open`,
+//! `sync_dir`, `state_options`, `special_kind`, `exchange` and
+//! `read_stdin`, which the portable files here call as `sys::…`.
 
 mod atomic;
 mod lock;
@@ -19,13 +19,18 @@ mod state;
 mod unix;
 #[cfg(unix)]
 use unix as sys;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as sys;
 
 pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic};
 pub use lock::{Lock, LockError, LockKind, lock};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
-    create_new, create_private_dir, current_uid, file_id, free_bytes, is_symlink_refusal, may_create_in, mode_of,
-    open_nonblocking, owner, parent_argv, parent_of, parent_pid, prepare_process, read_at,
+    HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
+    may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid, path_id, prepare_process,
+    read_at, short_path, under_wine,
 };
 
 use std::io;
@@ -70,5 +75,33 @@ pub fn ensure_private_subdir(dir: &Path, name: &str) -> io::Result<std::path::Pa
         Ok(()) => Ok(p),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(p),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The parent lookup, for real (`/proc` on Linux, Toolhelp on
+    /// Windows): a child (this test binary again) finds this process as its
+    /// parent.
+    #[test]
+    fn a_child_finds_this_process_as_its_parent() {
+        let o = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "fsx::tests::print_parent", "--ignored", "--nocapture", "--test-threads=1"])
+            .env("LEANCTX_TEST_PRINT_PARENT", "1")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let seen =
+            out.lines().find_map(|l| l.split_once("PARENT=").map(|(_, v)| v.trim())).unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(seen, format!("{} {}", std::process::id(), std::process::id()), "parent_pid, parent_of(self)");
+    }
+
+    #[test]
+    #[ignore = "run by a_child_finds_this_process_as_its_parent in a child process"]
+    fn print_parent() {
+        if std::env::var_os("LEANCTX_TEST_PRINT_PARENT").is_some() {
+            let me = std::process::id();
+            println!("PARENT={} {}", super::parent_pid(), super::parent_of(me).unwrap_or(0));
+        }
     }
 }

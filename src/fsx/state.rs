@@ -76,7 +76,7 @@ pub fn read_state(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
 
 /// [`open_state`], with the metadata it checked.
 pub fn open_state_md(path: &Path, write: bool, max: u64) -> io::Result<Option<(fs::File, fs::Metadata)>> {
-    let f = match sys::state_options(write).open(path) {
+    let f = match sys::open(&sys::state_options(write), path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound && !write => return Ok(None),
         Err(e) if sys::is_symlink_refusal(&e) => {

@@ -12,6 +12,10 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOp
 use std::path::Path;
 use std::time::Instant;
 
+/// A long-lived journal reader keeps the file open between refreshes: a
+/// trim renames a new journal over it all the same.
+pub const HOLD_OPEN: bool = true;
+
 /// The effective uid. Asked on every state file a reader opens: once per
 /// process (leanctx never changes its uid).
 pub fn current_uid() -> u32 {
@@ -33,6 +37,18 @@ pub fn mode_of(md: &fs::Metadata) -> u32 {
 /// What a file is, device and inode: the same pair means the same file.
 pub fn file_id(md: &fs::Metadata) -> (u64, u64) {
     (md.dev(), md.ino())
+}
+
+/// [`file_id`] of an open file, from its metadata (`fstat`).
+#[inline]
+pub fn handle_id(_: &File, md: &fs::Metadata) -> io::Result<(u64, u64)> {
+    Ok(file_id(md))
+}
+
+/// [`file_id`] of what is at a path, from its metadata (`lstat`).
+#[inline]
+pub fn path_id(_: &Path, md: &fs::Metadata) -> io::Result<(u64, u64)> {
+    Ok(file_id(md))
 }
 
 /// What kind of non-regular, non-directory file this is.
@@ -64,6 +80,12 @@ pub fn state_options(write: bool) -> OpenOptions {
     o
 }
 
+/// Open with `o`.
+#[inline]
+pub fn open(o: &OpenOptions, path: &Path) -> io::Result<File> {
+    o.open(path)
+}
+
 /// Did an open fail because the last component is a symlink (`O_NOFOLLOW`)?
 pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
@@ -79,10 +101,28 @@ pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
     OpenOptions::new().write(true).create_new(true).mode(mode).open(path)
 }
 
-/// The permissions a new file gets from `mode` (the umask still applies
-/// where the file is created with them).
-pub fn permissions(mode: u32) -> fs::Permissions {
-    fs::Permissions::from_mode(mode)
+/// A temp file in `dir` for a user's config file: 0666 less the umask,
+/// what an editor would create (tempfile's default is 0600).
+pub fn config_temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix(super::TEMP_PREFIX).permissions(fs::Permissions::from_mode(0o666)).tempfile_in(dir)
+}
+
+/// Rename the temp file over `path`.
+#[inline]
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
+    tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Make a rename or removal in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The file an installer locks to edit a config in `dir`: the directory
+/// itself (never replaced: the config is, by rename), so no lock file is
+/// left beside the user's config.
+pub fn dir_lock_file(dir: &Path) -> io::Result<File> {
+    File::open(dir)
 }
 
 /// Give `f` the kept mode, then owner. The owner matters when root edits a
@@ -99,6 +139,16 @@ pub fn apply_keep(f: &File, keep: &Keep) -> io::Result<()> {
 /// What a replacement keeps of an existing file.
 pub fn keep_of(md: &fs::Metadata) -> Keep {
     Keep { mode: mode_of(md), uid: md.uid(), gid: md.gid() }
+}
+
+/// Wine runs Windows programs: never this one.
+pub fn under_wine() -> bool {
+    false
+}
+
+/// A path's 8.3 short name: a Windows notion, none here.
+pub fn short_path(_: &Path) -> Option<std::path::PathBuf> {
+    None
 }
 
 /// Read at an offset without moving the file's cursor.
@@ -183,7 +233,8 @@ pub fn prepare_process() {
     // before any other code runs; no Rust object owns these fds yet.
     unsafe {
         for fd in 0..3 {
-            if libc::fcntl(fd, libc::F_GETFD) == -1 && *libc::__errno_location() == libc::EBADF {
+            // errno through std: glibc's `__errno_location` is `__error` on macOS.
+            if libc::fcntl(fd, libc::F_GETFD) == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) {
                 libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             }
         }

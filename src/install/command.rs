@@ -63,6 +63,54 @@ pub fn shell_word(s: &str) -> String {
     if plain { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
 }
 
+/// The binary as the first word of the hook command this platform's hosts
+/// run: [`shell_word`] on Unix, [`windows_word`] on Windows.
+pub fn program_word(bin: &str) -> Result<String, String> {
+    if cfg!(windows) {
+        windows_word(bin, |p| crate::fsx::short_path(Path::new(p)).and_then(|s| s.to_str().map(str::to_string)))
+    } else {
+        Ok(shell_word(bin))
+    }
+}
+
+/// The binary as the first word of a hook command on Windows, where one
+/// string meets several shells: Git Bash (Claude Code, CodeBuddy),
+/// PowerShell or `cmd /C` (Codex: the session's shell, else `%COMSPEC%`),
+/// and whatever Cursor uses (docs/HOSTS.md §6). No quoting means the same
+/// in all of them (`'…'` is a string in PowerShell and nothing in cmd;
+/// `"…"` followed by arguments is a PowerShell parse error), so the path
+/// is written unquoted, with forward slashes (Git Bash eats unquoted
+/// backslashes; the others accept `/`), and must need no quoting: a path
+/// with a space or a shell character is replaced by its 8.3 short name
+/// (`short`; `~` is plain mid-word in all three), and refused when it has
+/// none. A `\\?\` prefix (what
+/// `canonicalize` returns on Windows) is dropped.
+pub fn windows_word(bin: &str, short: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let norm = |p: &str| {
+        let p = p.strip_prefix(r"\\?\UNC\").map(|rest| format!(r"\\{rest}")).unwrap_or_else(|| p.to_string());
+        let p = p.strip_prefix(r"\\?\").map(str::to_string).unwrap_or(p);
+        p.replace('\\', "/")
+    };
+    let plain = |p: &str| {
+        !p.is_empty()
+            && p.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'+' | b',' | b':' | b'@' | b'~')
+            })
+    };
+    let p = norm(bin);
+    if plain(&p) {
+        return Ok(p);
+    }
+    match short(bin).map(|s| norm(&s)) {
+        Some(s) if plain(&s) => Ok(s),
+        _ => Err(format!(
+            "the hook binary's path {bin} holds a space or a character a shell would read (no hook command \
+             means the same to Git Bash, PowerShell and cmd then), and it has no 8.3 short name: install \
+             leanctx under a plain path (installers\\install.ps1 -Prefix C:\\tools\\leanctx)"
+        )),
+    }
+}
+
 /// A command of ours, taken apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ours {
@@ -151,6 +199,27 @@ mod tests {
         let args = vec!["hook".to_string(), "claude-code".to_string()];
         assert_eq!(parse_ours_exec("/x y/leanctx", &args).map(|o| o.host), Some(Host::ClaudeCode));
         assert_eq!(parse_ours_exec("/x/leanctx-helper", &args), None);
+    }
+
+    #[test]
+    fn windows_words_are_plain_forward_slash_paths_every_shell_reads_alike() {
+        let none = |_: &str| None;
+        let w = windows_word(r"C:\Users\me\.cargo\bin\leanctx.exe", none).unwrap();
+        assert_eq!(w, "C:/Users/me/.cargo/bin/leanctx.exe");
+        // Recognised again as ours, by the same parser as on Unix.
+        assert_eq!(ours(&format!("{w} hook codex")), Some(Host::Codex));
+        // What canonicalize returns on Windows.
+        assert_eq!(windows_word(r"\\?\C:\tools\leanctx.exe", none).unwrap(), "C:/tools/leanctx.exe");
+        assert_eq!(windows_word(r"\\?\UNC\srv\share\leanctx.exe", none).unwrap(), "//srv/share/leanctx.exe");
+        // A space: the 8.3 short name, or a refusal that says what to do.
+        let spaced = r"C:\Users\John Doe\.cargo\bin\leanctx.exe";
+        let short = |_: &str| Some(r"C:\Users\JOHNDO~1\.cargo\bin\leanctx.exe".to_string());
+        assert_eq!(windows_word(spaced, short).unwrap(), "C:/Users/JOHNDO~1/.cargo/bin/leanctx.exe");
+        let e = windows_word(spaced, none).unwrap_err();
+        assert!(e.contains("8.3") && e.contains("-Prefix"), "{e}");
+        for bad in [r"C:\a&b\leanctx.exe", r"C:\it's\leanctx.exe", r"C:\%x%\leanctx.exe", r"C:\a$b\leanctx.exe"] {
+            assert!(windows_word(bad, none).is_err(), "{bad}");
+        }
     }
 
     #[test]

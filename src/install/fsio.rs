@@ -2,7 +2,7 @@
 //! against a concurrent leanctx, back it up once, write it atomically.
 
 use crate::fsx::{self, LockKind};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -40,7 +40,7 @@ pub fn real_path(path: &Path) -> io::Result<PathBuf> {
 pub type DirLock = fsx::Lock;
 
 pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
-    let file = File::open(dir)?;
+    let file = fsx::dir_lock_file(dir)?;
     fsx::lock(file, LockKind::Exclusive, Instant::now() + LOCK_WAIT).map_err(|e| match e {
         fsx::LockError::Busy { .. } => io::Error::new(
             io::ErrorKind::TimedOut,
@@ -88,11 +88,14 @@ pub fn backup_once(file: &Path, bytes: &[u8], keep: Keep) -> io::Result<Option<P
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use crate::fsx::mode_of;
     use std::fs::TryLockError;
+    #[cfg(unix)]
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn real_path_follows_relative_and_dangling_links() {
         let t = tempfile::tempdir().unwrap();
         let real = t.path().join("real");
@@ -108,6 +111,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn a_planted_symlink_at_the_backup_path_stops_the_edit() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
@@ -120,6 +124,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn backup_is_written_once_with_the_original_mode() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
@@ -133,6 +138,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // symlinks, modes and owners
     fn atomic_write_keeps_the_mode() {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("s.json");
@@ -149,7 +155,7 @@ mod tests {
     fn the_dir_lock_is_exclusive() {
         let t = tempfile::tempdir().unwrap();
         let held = lock_dir(t.path()).unwrap();
-        let other = File::open(t.path()).unwrap();
+        let other = fsx::dir_lock_file(t.path()).unwrap();
         assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
         drop(held);
         assert!(other.try_lock().is_ok());

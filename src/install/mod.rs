@@ -174,7 +174,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     }
     let bin = command::hook_binary()?;
     let bin_str = bin.to_str().ok_or_else(|| format!("the binary path {} is not UTF-8", bin.display()))?;
-    let spec = Spec::for_host(host, &command::shell_word(bin_str));
+    let spec = Spec::for_host(host, &command::program_word(bin_str)?);
     let t = if host == Host::Codex { codex_file(t)? } else { t };
     let res = if is_toml(&t) {
         edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?

@@ -12,14 +12,13 @@ use leanctx::identity::readpath::{ReadPath, StubQuery};
 use leanctx::state::journal::{self, Journal, Record, View};
 use leanctx::state::slot::{self, Slot, SlotRead};
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 
 const T: u64 = 1_800_000_000_000;
 const H: u64 = 3_600_000;
 
 fn dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(d.path());
     d
 }
 

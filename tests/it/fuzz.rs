@@ -22,7 +22,6 @@ use leanctx::state::journal::{self, Call, Record};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -329,7 +328,7 @@ fn fuzz_host_payload_parsers() {
 
 fn data_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(d.path());
     std::fs::write(
         d.path().join("gate.json"),
         json!({"rules":[{"tool":"delete_*","action":"deny"},{"server":"ctx","action":"allow"}]}).to_string(),

@@ -3,11 +3,14 @@
 //! of item 4 and installers/install.sh (item 5).
 
 use crate::support::{BIN, Out, Sandbox, payload};
+#[cfg(unix)]
 use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::process::{Command, Stdio};
 
 const HOSTS: [&str; 4] = ["cursor", "claude-code", "codex", "codebuddy"];
@@ -35,7 +38,8 @@ fn read_json(p: &Path) -> Value {
 }
 
 fn canonical_bin() -> String {
-    fs::canonicalize(BIN).unwrap().to_str().unwrap().to_string()
+    // As the installer writes it (on Windows: forward slashes, no `\\?\`).
+    leanctx::install::command::program_word(fs::canonicalize(BIN).unwrap().to_str().unwrap()).unwrap()
 }
 
 /// Every `command` string anywhere in a config.
@@ -130,11 +134,11 @@ fn reinstall_is_idempotent_and_writes_nothing() {
         let v = read_json(&p);
         assert_eq!(ours(&v, host).len(), expected_entries(host), "{host}: {v:#}");
         let bytes = fs::read(&p).unwrap();
-        let ino = fs::metadata(&p).unwrap().ino();
+        let ino = crate::support::file_identity(&p);
         let again = install(&sb, host);
         assert!(again.stdout.contains("already up to date"), "{}", again.stdout);
         assert_eq!(fs::read(&p).unwrap(), bytes, "{host}");
-        assert_eq!(fs::metadata(&p).unwrap().ino(), ino, "{host}: the file was not even replaced");
+        assert_eq!(crate::support::file_identity(&p), ino, "{host}: the file was not even replaced");
         let name = p.file_name().unwrap().to_str().unwrap();
         assert_eq!(litter(p.parent().unwrap(), &[name]), Vec::<String>::new(), "{host}: a new file gets no backup");
         for c in ours(&v, host) {
@@ -175,6 +179,7 @@ fn an_outdated_entry_is_upgraded_in_place_never_duplicated() {
     assert_eq!(v["hooks"]["PostToolUse"], json!([{"hooks": [old("fmt")]}]));
 }
 
+#[cfg(unix)] // a symlinked binary
 #[test]
 fn codex_entries_keep_their_positions_on_reinstall() {
     // Codex keys trust by (event, group index, handler index).
@@ -226,6 +231,7 @@ fn foreign_hooks_unknown_keys_and_key_order_survive() {
     }
 }
 
+#[cfg(unix)] // Unix path text in messages
 #[test]
 fn unparseable_files_are_refused_with_position_and_left_byte_for_byte() {
     let sb = Sandbox::new();
@@ -284,6 +290,7 @@ fn fsio_backup(p: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+#[cfg(unix)] // file modes
 #[test]
 fn the_files_mode_is_kept() {
     let sb = Sandbox::new();
@@ -298,6 +305,7 @@ fn the_files_mode_is_kept() {
     assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o600);
 }
 
+#[cfg(unix)] // symlinks, file modes
 #[test]
 fn a_symlinked_config_is_written_through_to_its_target() {
     let sb = Sandbox::new();
@@ -369,6 +377,7 @@ fn concurrent_installs_lose_nothing() {
     }
 }
 
+#[cfg(unix)] // Unix path text in the diff
 #[test]
 fn dry_run_shows_the_change_and_writes_nothing() {
     let sb = Sandbox::new();
@@ -475,6 +484,7 @@ fn a_missing_config_dir_is_created_only_when_asked() {
 }
 
 /// Run a command string the way a host does, with a payload on stdin.
+#[cfg(unix)] // sh -c
 fn run_through_shell(shell: &str, cmd: &str, sb: &Sandbox, stdin: &str) -> std::process::Output {
     let mut c = Command::new(shell);
     c.arg("-c").arg(cmd).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -486,6 +496,7 @@ fn run_through_shell(shell: &str, cmd: &str, sb: &Sandbox, stdin: &str) -> std::
     child.wait_with_output().unwrap()
 }
 
+#[cfg(unix)] // sh and bash
 #[test]
 fn the_written_command_runs_through_sh_and_bash_from_a_path_with_spaces_and_quotes() {
     let sb = Sandbox::new();
@@ -567,6 +578,7 @@ fn status_reports_installed_never_fired_and_the_last_event() {
     assert!(files[1]["scope"].as_str().unwrap().starts_with("project"));
 }
 
+#[cfg(unix)] // sh -c
 #[test]
 fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
     // Cursor with third-party configs on runs ~/.claude/settings.json too:
@@ -602,6 +614,7 @@ fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
     assert!(claude["notes"].to_string().contains("third-party"), "{claude:#}");
 }
 
+#[cfg(unix)] // Unix absolute paths
 #[test]
 fn a_binary_not_named_leanctx_is_refused() {
     let sb = Sandbox::new();
@@ -617,11 +630,13 @@ fn a_binary_not_named_leanctx_is_refused() {
 
 // --- installers/install.sh ---------------------------------------------
 
+#[cfg(unix)] // installers/install.sh
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/install.sh")
 }
 
 /// Run install.sh with the already built binary (no cargo build).
+#[cfg(unix)] // installers/install.sh
 fn run_script(sb: &Sandbox, shell: &str, args: &[&str]) -> Out {
     let mut c = Command::new(shell);
     c.arg(script()).args(["--binary", BIN, "--prefix"]).arg(sb.tmp.path().join("prefix")).args(args);
@@ -638,6 +653,7 @@ fn run_script(sb: &Sandbox, shell: &str, args: &[&str]) -> Out {
     }
 }
 
+#[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     let sb = Sandbox::new();
@@ -675,6 +691,7 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     }
 }
 
+#[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_rejects_unknown_options() {
     let sb = Sandbox::new();
@@ -683,6 +700,7 @@ fn install_sh_rejects_unknown_options() {
     assert!(!sb.tmp.path().join("prefix").exists());
 }
 
+#[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_without_cargo_or_binary_says_what_is_missing() {
     // A PATH with the script's tools but no cargo.
@@ -711,6 +729,7 @@ fn install_sh_without_cargo_or_binary_says_what_is_missing() {
     assert!(!sb.tmp.path().join("prefix").exists());
 }
 
+#[cfg(unix)] // file owners
 #[test]
 fn the_files_owner_is_kept_when_root_edits_it() {
     // Only root can hand a file to another user; elsewhere there is nothing
@@ -776,6 +795,7 @@ fn install_then_uninstall_gives_back_the_file_byte_for_byte_in_any_layout() {
     }
 }
 
+#[cfg(unix)] // a symlinked binary
 #[test]
 fn an_upgrade_changes_only_the_bytes_that_differ() {
     let sb = Sandbox::new();

@@ -731,7 +731,8 @@ fn an_unrecorded_delivery_says_why() {
 
 /// The read path waits (boundedly) for a journal lock another process holds
 /// for a moment, as a hook does while it appends: a busy lock is not bad
-/// state.
+/// state. (Unix: util-linux flock(1) is the other process.)
+#[cfg(unix)]
 #[test]
 fn stub_and_deliver_wait_out_a_briefly_held_journal_lock() {
     let sb = Sandbox::new();

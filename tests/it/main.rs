@@ -3,7 +3,13 @@
 mod support;
 
 mod clock;
+// Unix-only modules, never compiled elsewhere (README "Platforms"): crash
+// kills hooks with signals and checks modes; faults mounts tmpfs, makes
+// FIFOs and read-only dirs; security checks modes, owners, FIFOs and other
+// users.
+#[cfg(unix)]
 mod crash;
+#[cfg(unix)]
 mod faults;
 mod fuzz;
 mod gate;
@@ -13,6 +19,12 @@ mod ledger;
 mod newuser;
 mod readpath;
 mod rng;
+#[cfg(unix)]
 mod security;
+// Unix-only: the scope-check simulation's fault episodes make FIFOs and
+// change the data dir's modes.
+#[cfg(unix)]
 mod sim;
+// Unix-only too: it shares the scope-check simulation's fault episodes.
+#[cfg(unix)]
 mod sim_ledger;

@@ -6,6 +6,7 @@
 use crate::support::{BIN, Out, Sandbox};
 use serde_json::{Value, json};
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
@@ -71,6 +72,7 @@ fn status_on_a_brand_new_machine_names_the_one_thing_to_do() {
     assert_eq!(col("current"), col("conversations"), "{human}");
 }
 
+#[cfg(unix)] // file modes
 #[test]
 fn status_says_when_the_data_dir_cannot_be_created_and_does_not_blame_the_hooks() {
     let sb = Sandbox::new();
@@ -104,6 +106,7 @@ fn status_says_when_the_data_dir_cannot_be_created_and_does_not_blame_the_hooks(
     assert!(hs["hosts"][0]["notes"].to_string().contains("cannot tell whether they fired"), "{hs:#}");
 }
 
+#[cfg(unix)] // file modes, setpriv
 #[test]
 fn status_says_permission_denied_when_the_parent_is_not_writable() {
     let sb = Sandbox::new();
@@ -116,6 +119,7 @@ fn status_says_permission_denied_when_the_parent_is_not_writable() {
     assert!(problems(&o.json()).contains("permission denied"), "{}", o.stdout);
 }
 
+#[cfg(unix)] // a symlinked binary
 #[test]
 fn status_names_a_broken_gate_policy_a_deleted_binary_and_codex_hooks_off() {
     let sb = Sandbox::new();
@@ -170,6 +174,7 @@ fn status_names_a_broken_gate_policy_a_deleted_binary_and_codex_hooks_off() {
 
 // --- hooks status / install / uninstall -----------------------------------
 
+#[cfg(unix)] // Unix path text
 #[test]
 fn hooks_status_shows_project_files_plainly_and_takes_project() {
     let sb = Sandbox::new();
@@ -206,11 +211,10 @@ fn codex_hooks_inline_in_config_toml_are_seen_and_not_duplicated() {
     let json_text = fs::read_to_string(dir.join("hooks.json")).unwrap();
     // The user moves them inline into config.toml.
     let mut toml = String::from("model = \"o3\"\n");
-    let bin = fs::canonicalize(BIN).unwrap();
+    let bin = leanctx::install::command::program_word(fs::canonicalize(BIN).unwrap().to_str().unwrap()).unwrap();
     for ev in ["SessionStart", "Stop"] {
         toml.push_str(&format!(
-            "\n[[hooks.{ev}]]\n[[hooks.{ev}.hooks]]\ntype = \"command\"\ncommand = \"{} hook codex\"\n",
-            bin.display()
+            "\n[[hooks.{ev}]]\n[[hooks.{ev}.hooks]]\ntype = \"command\"\ncommand = \"{bin} hook codex\"\n"
         ));
     }
     fs::remove_file(dir.join("hooks.json")).unwrap();
@@ -252,6 +256,7 @@ fn install_and_uninstall_take_several_hosts_at_once() {
     assert!(!o.stdout.contains("binary stays"), "{}", o.stdout);
 }
 
+#[cfg(unix)] // Unix path text
 #[test]
 fn install_and_uninstall_json() {
     let sb = Sandbox::new();
@@ -368,11 +373,13 @@ fn scope_current_says_unknown() {
 
 // --- installers/install.sh ------------------------------------------------
 
+#[cfg(unix)] // installers/install.sh
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/install.sh")
 }
 
 /// install.sh with `args`, in the sandbox, with `path` as PATH.
+#[cfg(unix)] // installers/install.sh
 fn run_script(sb: &Sandbox, path: &std::ffi::OsStr, args: &[&str]) -> Out {
     let mut c = std::process::Command::new("sh");
     c.arg(script()).arg("--prefix").arg(sb.tmp.path().join("prefix")).args(args);
@@ -389,10 +396,12 @@ fn run_script(sb: &Sandbox, path: &std::ffi::OsStr, args: &[&str]) -> Out {
     }
 }
 
+#[cfg(unix)] // installers/install.sh
 fn path_env() -> std::ffi::OsString {
     std::env::var_os("PATH").unwrap_or_default()
 }
 
+#[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_dry_run_changes_nothing_and_shows_the_change() {
     let sb = Sandbox::new();
@@ -413,6 +422,7 @@ fn install_sh_dry_run_changes_nothing_and_shows_the_change() {
     assert_eq!(o.code, 0, "{o:?}");
 }
 
+#[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
     let sb = Sandbox::new();
@@ -435,6 +445,7 @@ fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
     assert_eq!(o.stdout.matches("binary stays").count(), 1, "{}", o.stdout);
 }
 
+#[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_uses_a_leanctx_already_on_path() {
     let sb = Sandbox::new();
@@ -462,6 +473,7 @@ fn install_sh_uses_a_leanctx_already_on_path() {
     assert!(o.stdout.contains("already up to date") && !sb.tmp.path().join("prefix").exists(), "{o:?}");
 }
 
+#[cfg(unix)] // a symlinked binary on PATH
 #[test]
 fn a_hook_installed_by_hand_as_a_bare_name_on_path_is_not_missing() {
     let sb = Sandbox::new();

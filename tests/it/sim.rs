@@ -1113,7 +1113,7 @@ fn simulation_replays_bit_for_bit() {
 fn sandbox() -> Sandbox {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
-    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(&sb.data);
     sb
 }
 

@@ -81,7 +81,6 @@ use leanctx::identity::readpath::ReadPath;
 use leanctx::state::ledger;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::os::unix::fs::PermissionsExt;
 
 /// The files of each project.
 const FILES: [&str; 24] = [
@@ -1014,7 +1013,7 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
     let mut rng = Rng::new(seed);
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
-    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(&sb.data);
     let codex_hooks = !rng.chance(knobs.codex_no_compaction_hooks);
     let codex_budget = if rng.chance(knobs.codex_big_budget) {
         std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
@@ -1375,7 +1374,7 @@ fn coverage(name: &str, s: &Stats) -> String {
 fn sandbox() -> Sandbox {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
-    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::make_private(&sb.data);
     sb
 }
 

@@ -20,6 +20,26 @@ pub fn payload(rel: &str) -> String {
     std::fs::read_to_string(payloads().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
+/// Make a directory leanctx would accept as its data dir: 0700 on Unix
+/// (a temp dir's mode depends on the umask). On Windows there are no modes
+/// to set: the temp dir is in the user's profile, whose ACL is the check.
+pub fn make_private(p: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = p;
+}
+
+/// The identity of the file at `p` (device and inode; volume and index on
+/// Windows): unchanged means the file was not replaced.
+pub fn file_identity(p: &Path) -> (u64, u64) {
+    let md = std::fs::symlink_metadata(p).unwrap();
+    leanctx::fsx::path_id(p, &md).unwrap()
+}
+
 /// A sandbox: every path a test run could touch lives under one temp dir.
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
@@ -58,10 +78,11 @@ impl Sandbox {
         Run { cmd: c, stdin: Vec::new(), timeout: Duration::from_secs(30) }
     }
 
-    /// `leanctx <args>` as a user that file modes bind: as is, or through
+    /// `leanctx <args>` as a user that file modes bind (Unix only): as is, or through
     /// `setpriv` (util-linux) as uid/gid 65534 when the tests run as root,
     /// who ignores them. The sandbox is made traversable and its home and data
     /// dir handed to that user.
+    #[cfg(unix)]
     pub fn cmd_unprivileged<I, S>(&self, args: I) -> Run
     where
         I: IntoIterator<Item = S>,
@@ -193,6 +214,7 @@ impl Run {
     /// Run, and also return the child's peak RSS in KiB (`wait4`'s
     /// `ru_maxrss`, of this child alone).
     #[allow(clippy::zombie_processes)] // reaped by wait4, which std cannot see
+    #[cfg(unix)]
     pub fn run_rusage(self) -> (Out, u64) {
         use std::io::Read;
         let timeout = self.timeout;
@@ -239,7 +261,17 @@ impl Run {
     /// stdin that stays open, a write that races the reader).
     pub fn spawn_open(mut self) -> std::process::Child {
         self.cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        self.cmd.spawn().expect("spawn leanctx")
+        match self.cmd.spawn() {
+            // Wine's CreateProcess now and then fails with
+            // ERROR_INTERNAL_ERROR under load (the process never started):
+            // under Wine only, one more try, said on stderr.
+            Err(e) if e.raw_os_error() == Some(1359) && leanctx::fsx::under_wine() => {
+                eprintln!("Wine: spawn failed ({e}); trying once more");
+                std::thread::sleep(Duration::from_millis(50));
+                self.cmd.spawn().expect("spawn leanctx (second try under Wine)")
+            }
+            r => r.expect("spawn leanctx"),
+        }
     }
 
     pub fn spawn(mut self) -> std::process::Child {

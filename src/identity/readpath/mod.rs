@@ -122,11 +122,18 @@ impl ReadPath {
     /// For the CLI: the MCP server is the parent process, and the host that
     /// started the server (whose `/clear` lineage applies) its parent.
     pub fn from_process_for_cli() -> ReadPath {
-        let mut rp = ReadPath::from_process();
+        ReadPath::from_process().for_cli(crate::fsx::parent_of)
+    }
+
+    /// [`ReadPath::from_process_for_cli`] from a given read path, with the
+    /// parent lookup given (the tests force the one systems without `/proc`
+    /// or Toolhelp have: none).
+    pub(crate) fn for_cli(self, parent_of: fn(u32) -> Option<u32>) -> ReadPath {
+        let mut rp = self;
         let server_pid = rp.env.parent_pid.unwrap_or(rp.server_pid);
         // Only a Claude Code session id makes the host's `/clear` lineage
         // matter; without one, spare every CLI call the /proc read.
-        rp.env.parent_pid = rp.env.claude_session_id.as_ref().and_then(|_| crate::fsx::parent_of(server_pid));
+        rp.env.parent_pid = rp.env.claude_session_id.as_ref().and_then(|_| parent_of(server_pid));
         ReadPath { server_pid, ..rp }
     }
 
@@ -490,4 +497,40 @@ impl ReadPath {
 /// whose per-call id named no record: that answer needs no slot.)
 fn slot_dependent(res: &Resolution) -> bool {
     matches!(res.caller.source, Source::Slot | Source::None) && res.per_call != PerCall::NoRecord
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::journal::{Journal, Record};
+
+    /// The `/clear` lineage through the CLI's parent lookup, for real (this
+    /// test process stands in for the MCP server, its parent for the host):
+    /// `/proc` on Linux, Toolhelp on Windows. Then the same with the lookup
+    /// every other system has (none, as on macOS), forced here: the lineage
+    /// is not found, and the env's session id alone names nobody (unknown
+    /// withholds); never a wrong conversation.
+    #[test]
+    fn lineage_with_the_parent_lookup_and_with_the_fallback_without_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host_pid = crate::fsx::parent_of(std::process::id()).expect("this process has a parent");
+        assert_eq!(host_pid, crate::fsx::parent_pid());
+        let now = clock::now_ms();
+        let lineage = Record::Lineage { t: now, host: Host::ClaudeCode, pid: host_pid, conv: "s2" };
+        Journal::new(tmp.path()).append(&[lineage], now).unwrap();
+        let env = ScopeEnv {
+            claude_session_id: Some("s1".into()),
+            parent_pid: Some(std::process::id()),
+            ..ScopeEnv::default()
+        };
+        let rp = ReadPath::new(tmp.path(), env.clone()).for_cli(crate::fsx::parent_of);
+        assert_eq!(rp.env.parent_pid, Some(host_pid));
+        let c = rp.resolve(None, now).caller;
+        assert_eq!((c.scope.as_deref(), c.exact), (Some("s2"), true), "the lineage of the real parent");
+
+        let rp = ReadPath::new(tmp.path(), env).for_cli(|_| None);
+        assert_eq!(rp.env.parent_pid, None);
+        let c = rp.resolve(None, now).caller;
+        assert_eq!((c.scope.as_deref(), c.exact), (None, false), "no lookup: the env id alone proves nothing");
+    }
 }

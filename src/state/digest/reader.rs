@@ -9,8 +9,11 @@ use std::io::{self, Read, Seek, SeekFrom};
 /// A journal kept open and digested incrementally.
 #[derive(Debug, Default)]
 pub struct Reader {
-    /// The file read so far, with its device and inode.
-    file: Option<(File, u64, u64)>,
+    /// The file read so far (open between refreshes where
+    /// [`fsx::HOLD_OPEN`]; Windows closes it, see there).
+    file: Option<File>,
+    /// Its device and inode (volume and index on Windows).
+    id: Option<(u64, u64)>,
     /// Bytes digested: up to the end of the last complete line.
     offset: u64,
     pub(super) digest: Digest,
@@ -33,7 +36,7 @@ impl Reader {
 
     /// Nothing read yet.
     pub fn is_new(&self) -> bool {
-        self.file.is_none()
+        self.id.is_none()
     }
 
     /// A claim reader that starts where this one is (same call and claim
@@ -41,10 +44,10 @@ impl Reader {
     /// when the journal is no longer the file this one read. Call under a
     /// journal lock, so the file cannot be replaced meanwhile.
     pub fn for_claims_from(&self, journal: &Journal) -> Option<Reader> {
-        let (_, dev, ino) = self.file.as_ref()?;
+        let id = self.id?;
         let f = File::open(journal.path()).ok()?;
         let md = f.metadata().ok()?;
-        if fsx::file_id(&md) != (*dev, *ino) {
+        if fsx::handle_id(&f, &md).ok()? != id {
             return None;
         }
         let d = &self.digest;
@@ -56,7 +59,7 @@ impl Reader {
             claim_index: d.claim_index.clone(),
             ..Digest::default()
         };
-        Some(Reader { file: Some((f, *dev, *ino)), offset: self.offset, digest })
+        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, digest })
     }
 
     fn reset(&mut self) {
@@ -87,6 +90,14 @@ impl Reader {
     /// `/dev/null`, a FIFO) or larger than a reader reads is an error, as
     /// for [`Journal::read`], and the reader starts over.
     pub fn refresh_held(&mut self, journal: &Journal) -> io::Result<()> {
+        let r = self.refresh_open(journal);
+        if !fsx::HOLD_OPEN {
+            self.file = None;
+        }
+        r
+    }
+
+    fn refresh_open(&mut self, journal: &Journal) -> io::Result<()> {
         let path = journal.path();
         let md = match fs::symlink_metadata(&path) {
             Ok(m) => m,
@@ -101,16 +112,21 @@ impl Reader {
             self.reset();
             return Err(fsx::untrusted(&path, &p));
         }
-        let same = self.file.as_ref().is_some_and(|(_, dev, ino)| (*dev, *ino) == fsx::file_id(&md))
-            && md.len() >= self.offset;
-        if !same {
-            self.reset();
+        let same =
+            self.id.is_some_and(|id| fsx::path_id(&path, &md).is_ok_and(|now| now == id)) && md.len() >= self.offset;
+        if !same || self.file.is_none() {
+            // A new file, or (where the reader closes it between refreshes)
+            // the same one opened again: the lock held keeps it in place,
+            // and the handle's own id says which file was opened.
             let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
-            let fmd = f.metadata()?;
-            let (dev, ino) = fsx::file_id(&fmd);
-            self.file = Some((f, dev, ino));
+            let id = fsx::handle_id(&f, &f.metadata()?)?;
+            if !same || self.id != Some(id) {
+                self.reset();
+            }
+            self.file = Some(f);
+            self.id = Some(id);
         }
-        let Some((f, ..)) = self.file.as_ref() else { return Ok(()) };
+        let Some(f) = self.file.as_ref() else { return Ok(()) };
         let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);
         if len <= self.offset {
             return Ok(());

@@ -1,0 +1,209 @@
+# leanctx set-up for Windows (the counterpart of installers/install.sh):
+# build and install the binary, then its hooks for every host found on this
+# machine (or the hosts named). Safe to run again: the binary is replaced,
+# hooks already in place are left as they are.
+#
+#   powershell -ExecutionPolicy Bypass -File installers\install.ps1 [options] [host...]
+#
+# Not run on Windows by CI (no PowerShell there): what was verified where is
+# in README.md ("Platforms").
+# Named options only: every bare word is a host.
+[CmdletBinding(PositionalBinding = $false)]
+param(
+    # cursor, claude-code (claude), codex or codebuddy; default: every host
+    # whose config dir exists.
+    [Parameter(ValueFromRemainingArguments = $true)]
+    [string[]] $Hosts = @(),
+    # Install the binary as <Prefix>\bin\leanctx.exe (default: $env:CARGO_HOME,
+    # else ~\.cargo).
+    [string] $Prefix = "",
+    # Install this already built leanctx.exe instead of building one
+    # (same as $env:LEANCTX_BIN).
+    [string] $Binary = $env:LEANCTX_BIN,
+    # Use the leanctx.exe already on PATH as it is.
+    [switch] $NoBuild,
+    # Create a named host's config dir if it does not exist yet.
+    [switch] $Create,
+    # Show what would change, change nothing.
+    [switch] $DryRun,
+    # Remove leanctx's hook entries (the binary stays).
+    [switch] $Uninstall,
+    [switch] $Help
+)
+
+$ErrorActionPreference = "Stop"
+
+function Show-Usage {
+    @"
+usage: installers\install.ps1 [-Prefix DIR] [-Binary PATH] [-NoBuild] [-Create]
+                              [-DryRun] [-Uninstall] [host...]
+
+  host       cursor, claude-code, codex or codebuddy; default: every host whose
+             config dir exists (~\.cursor, ~\.claude or `$env:CLAUDE_CONFIG_DIR,
+             ~\.codex or `$env:CODEX_HOME, ~\.codebuddy or `$env:CODEBUDDY_CONFIG_DIR)
+  -Prefix    install the binary as DIR\bin\leanctx.exe (default: `$env:CARGO_HOME or ~\.cargo)
+  -Binary    install this already built leanctx.exe instead of building one
+  -NoBuild   use the leanctx.exe on your PATH as it is
+  -Create    create a named host's config dir if it does not exist yet
+  -DryRun    show what would change, change nothing (no build, no copy)
+  -Uninstall remove leanctx's hook entries (the binary stays)
+"@
+}
+
+function Stop-Install([string] $msg) {
+    [Console]::Error.WriteLine("install.ps1: $msg")
+    exit 1
+}
+
+if ($Help) { Show-Usage; exit 0 }
+
+$known = @("cursor", "claude-code", "claude", "codex", "codebuddy")
+foreach ($h in $Hosts) {
+    if ($known -notcontains $h) {
+        [Console]::Error.WriteLine("install.ps1: unknown argument: $h")
+        Show-Usage
+        exit 2
+    }
+}
+
+$repo = (Resolve-Path (Join-Path $PSScriptRoot "..")).Path
+if (-not $Prefix) {
+    if ($env:CARGO_HOME) { $Prefix = $env:CARGO_HOME } else { $Prefix = Join-Path $HOME ".cargo" }
+}
+$Prefix = [System.IO.Path]::GetFullPath($Prefix)
+$bin = Join-Path (Join-Path $Prefix "bin") "leanctx.exe"
+$allHosts = @("cursor", "claude-code", "codex", "codebuddy")
+$failed = 0
+
+$onPath = $null
+$found = Get-Command leanctx.exe -CommandType Application -ErrorAction SilentlyContinue | Select-Object -First 1
+if ($found) { $onPath = $found.Source }
+$haveCargo = [bool](Get-Command cargo -ErrorAction SilentlyContinue)
+
+$common = @()
+if ($DryRun) { $common += "--dry-run" }
+
+if ($Uninstall) {
+    # Any leanctx can remove the entries: they are recognised by program.
+    if (Test-Path -LiteralPath $bin -PathType Leaf) { $run = $bin }
+    elseif ($Binary) { $run = $Binary }
+    elseif ($onPath) { $run = $onPath }
+    else { Stop-Install "no leanctx binary found to remove the hooks with (build one, or pass -Binary PATH)" }
+    $targets = if ($Hosts.Count -gt 0) { $Hosts } else { $allHosts }
+    & $run hooks uninstall @common @targets
+    if ($LASTEXITCODE -ne 0) { $failed = 1 }
+    if (-not $DryRun) {
+        Write-Output ""
+        Write-Output "To remove the binary too:"
+        Write-Output "  cargo uninstall --root `"$Prefix`" leanctx    (if cargo installed it), or"
+        Write-Output "  Remove-Item `"$bin`""
+    }
+    exit $failed
+}
+
+# Which binary the hooks will run.
+if ($Binary) {
+    if (-not (Test-Path -LiteralPath $Binary -PathType Leaf)) { Stop-Install "-Binary $Binary is not a file" }
+    $mode = "copy"
+    $source = "copy $Binary to $bin"
+}
+elseif ($NoBuild -or (-not $haveCargo -and $onPath)) {
+    if (-not $onPath) { Stop-Install "-NoBuild: no leanctx.exe on your PATH" }
+    $bin = $onPath
+    $mode = "path"
+    $source = "use the leanctx.exe on your PATH, $bin (not rebuilt)"
+}
+else {
+    if (-not $haveCargo) { Stop-Install "cargo not found: install Rust (https://rustup.rs) or pass -Binary PATH" }
+    $mode = "build"
+    $source = "build this checkout and install it as $bin"
+}
+
+if ($DryRun) {
+    Write-Output "dry run: would $source"
+    if (Test-Path -LiteralPath $bin -PathType Leaf) { $run = $bin }
+    elseif ($Binary) { $run = $Binary }
+    elseif ($onPath) { $run = $onPath }
+    else { Stop-Install "-DryRun needs a leanctx to compute the change with (build one, or pass -Binary PATH)" }
+    # The diff shows the path the hooks would run; any leanctx can compute it.
+    $env:LEANCTX_HOOK_BINARY = $bin
+}
+elseif ($mode -eq "copy") {
+    New-Item -ItemType Directory -Force -Path (Split-Path $bin) | Out-Null
+    # Copy beside, then swap: a running leanctx.exe cannot be overwritten on
+    # Windows, but it can be renamed, so a hook running now keeps its copy.
+    $tmp = "$bin.new.$PID"
+    Copy-Item -LiteralPath $Binary -Destination $tmp -Force
+    if (Test-Path -LiteralPath $bin) {
+        $old = "$bin.old.$PID"
+        Move-Item -LiteralPath $bin -Destination $old -Force
+        Remove-Item -LiteralPath $old -Force -ErrorAction SilentlyContinue
+    }
+    Move-Item -LiteralPath $tmp -Destination $bin -Force
+    Write-Output "installed $bin (from $Binary)"
+    $run = $bin
+}
+elseif ($mode -eq "path") {
+    Write-Output "using $bin (the leanctx.exe on your PATH; not rebuilt)"
+    $run = $bin
+}
+else {
+    # --force: a path install is rebuilt and replaced every time.
+    & cargo install --path $repo --locked --force --root $Prefix
+    if ($LASTEXITCODE -ne 0) { Stop-Install "cargo install failed" }
+    $run = $bin
+}
+
+if (-not $DryRun) {
+    # The hooks run the binary by its full path, so PATH only matters to you.
+    $binDir = Split-Path $bin
+    $pathDirs = ($env:PATH -split ";") | ForEach-Object { $_.TrimEnd("\") }
+    if ($pathDirs -notcontains $binDir.TrimEnd("\")) {
+        Write-Output "note: $binDir is not on your PATH; the hooks work anyway (they use the full path)"
+    }
+    if ($onPath -and ($onPath -ne $bin)) {
+        Write-Output "note: leanctx.exe on your PATH is $onPath, not $bin (the one the hooks run)"
+    }
+}
+
+Write-Output ""
+$doneHosts = @()
+$skipped = @()
+$failedHosts = @()
+if ($Hosts.Count -gt 0) {
+    foreach ($h in $Hosts) {
+        $extra = @()
+        if ($Create) { $extra += "--create" }
+        & $run hooks install @common @extra $h
+        if ($LASTEXITCODE -eq 0) { $doneHosts += $h } else { $failed = 1; $failedHosts += $h }
+    }
+}
+else {
+    foreach ($h in $allHosts) {
+        $out = (& $run hooks install @common --if-present $h | Out-String)
+        $code = $LASTEXITCODE
+        Write-Output $out.TrimEnd()
+        if ($code -ne 0) { $failed = 1; $failedHosts += $h }
+        elseif ($out -like "*does not look installed, skipped*") { $skipped += $h }
+        else { $doneHosts += $h }
+    }
+}
+
+Write-Output ""
+Write-Output "Summary"
+if ($DryRun) { Write-Output "  dry run: nothing was changed" }
+Write-Output "  binary:    $bin"
+$list = if ($doneHosts.Count -gt 0) { $doneHosts -join " " } else { "none" }
+Write-Output "  hooks for: $list"
+if ($skipped.Count -gt 0) {
+    Write-Output "  not found: $($skipped -join ' ') (no config dir; name a host with -Create to install it anyway)"
+}
+if ($failedHosts.Count -gt 0) { Write-Output "  failed:    $($failedHosts -join ' ') (see the messages above)" }
+if ($doneHosts.Count -eq 0 -and $failedHosts.Count -eq 0) {
+    Write-Output "  No host was found on this machine. Install Cursor, Claude Code, Codex CLI or CodeBuddy Code"
+    Write-Output "  first, or name one: installers\install.ps1 -Create claude-code"
+}
+if ($doneHosts.Count -gt 0 -and -not $DryRun) {
+    Write-Output "Next: use the host once (a new chat), then check with: & `"$bin`" status"
+}
+exit $failed
