@@ -722,6 +722,9 @@ fn an_unrecorded_delivery_says_why() {
     assert!(why(&bare, &[]).contains("several chats"));
     // Scoping switched off.
     assert!(why(&bare, &[("LEAN_CTX_CONVERSATION_SCOPE", "0")]).contains("scoping is disabled"));
+    // A call no hook recorded and no id names.
+    let unseen = write("unseen.json", json!({"name": "ctx_read", "arguments": {"path": "never.rs"}}));
+    assert!(why(&unseen, &[]).contains("does not name its caller"));
     // State that cannot be read: the journal is a directory.
     std::fs::remove_file(sb.data.join("journal")).unwrap();
     std::fs::create_dir(sb.data.join("journal")).unwrap();
