@@ -1,6 +1,7 @@
 //! `leanctx stub` and `leanctx deliver`: the delivery ledger from the CLI.
 
 use super::args::CallArg;
+use super::error::CliError;
 use super::fast::LedgerCmd;
 use super::input::{read_call, read_json_arg};
 use super::{print_out, to_json};
@@ -8,13 +9,13 @@ use crate::identity::readpath::ReadPath;
 use crate::state::ledger;
 
 /// `stub` and `deliver`.
-pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
+pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
     let LedgerCmd { deliver, args, result, .. } = cmd;
     if args.call.as_os_str() == "-" && result.as_ref().is_some_and(|r| r.as_os_str() == "-") {
         return Err("--call and --result cannot both be read from stdin".into());
     }
-    ledger::check_name("--key", &args.key).map_err(|e| e.to_string())?;
-    ledger::check_name("--version", &args.version).map_err(|e| e.to_string())?;
+    ledger::check_name("--key", &args.key)?;
+    ledger::check_name("--version", &args.version)?;
     let call = read_call(&CallArg { call: Some(args.call.clone()) })?.expect("--call given");
     // An error result is a result, but delivers no content: nothing to record.
     let content = match &result {
@@ -23,7 +24,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
             match ledger::sent_content(&v) {
                 Ok(c) => Some(Ok(c)),
                 Err(e @ ledger::InputError::ErrorResult) => Some(Err(e.to_string())),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
         None => None,
@@ -33,7 +34,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
     let rp = ReadPath::from_process_for_cli();
     if deliver {
         let rec = match content.expect("deliver takes --result") {
-            Ok(content) => rp.deliver(&call, &args.key, &args.version, &content).map_err(|e| e.to_string())?,
+            Ok(content) => rp.deliver(&call, &args.key, &args.version, &content)?,
             Err(why) => not_recorded(why),
         };
         if args.json {
@@ -47,7 +48,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, String> {
         return Ok(if rec.recorded { 0 } else { 1 });
     }
     let sent = content.as_ref().and_then(|c| c.as_ref().ok());
-    let mut ans = rp.stub(&call, &args.key, &args.version, sent).map_err(|e| e.to_string())?;
+    let mut ans = rp.stub(&call, &args.key, &args.version, sent)?;
     if let Some(Err(why)) = content
         && !ans.decision.allow
     {

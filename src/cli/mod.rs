@@ -8,6 +8,7 @@
 //! Everything else: 0 success, 1 failure, 2 usage error.
 
 mod args;
+mod error;
 mod fast;
 mod gate;
 mod hook;
@@ -97,7 +98,7 @@ pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
-pub(crate) fn exit(r: Result<u8, String>) -> ExitCode {
+pub(crate) fn exit(r: Result<u8, error::CliError>) -> ExitCode {
     match r {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -5,7 +5,7 @@ use super::input::read_call;
 use super::{print_out, to_json};
 use crate::identity::readpath::{ReadPath, StubQuery};
 
-pub(crate) fn scope(cmd: ScopeCmd) -> Result<u8, String> {
+pub(crate) fn scope(cmd: ScopeCmd) -> Result<u8, super::error::CliError> {
     let rp = ReadPath::from_process_for_cli();
     match cmd {
         ScopeCmd::Current { fresh: _, json, call } => {
@@ -26,7 +26,8 @@ pub(crate) fn scope(cmd: ScopeCmd) -> Result<u8, String> {
             if let Some(at) = at.filter(|t| *t >= 100_000_000_000_000) {
                 return Err(format!(
                     "--at {at}: expected unix milliseconds; this looks like microseconds or nanoseconds"
-                ));
+                )
+                .into());
             }
             let call = read_call(&call)?;
             let delivered = delivered.filter(|d| !d.is_empty());

@@ -229,23 +229,22 @@ impl Rule {
     /// worst: non-ASCII runs in either name may stand for any text. Used for
     /// deny and ask rules only.
     pub fn matches_lenient(&self, server: Option<&str>, tool: &str) -> bool {
-        let server_ok = match (&self.server, server) {
-            (None, _) => true,
-            (Some(p), Some(s)) => glob_match_lenient(p, s),
-            (Some(p), None) => p.chars().all(|c| c == '*'),
-        };
-        server_ok && self.tool.as_deref().is_none_or(|p| glob_match_lenient(p, tool))
+        self.matches_by(server, tool, glob_match_lenient)
     }
 
     pub fn matches(&self, server: Option<&str>, tool: &str) -> bool {
+        self.matches_by(server, tool, glob_match)
+    }
+
+    fn matches_by(&self, server: Option<&str>, tool: &str, glob: fn(&str, &str) -> bool) -> bool {
         let server_ok = match (&self.server, server) {
             (None, _) => true,
-            (Some(p), Some(s)) => glob_match(p, s),
+            (Some(p), Some(s)) => glob(p, s),
             // A rule about a specific server cannot match a call whose server
             // is unknown — unless it is the catch-all `*`.
             (Some(p), None) => p.chars().all(|c| c == '*'),
         };
-        server_ok && self.tool.as_deref().is_none_or(|p| glob_match(p, tool))
+        server_ok && self.tool.as_deref().is_none_or(|p| glob(p, tool))
     }
 }
 

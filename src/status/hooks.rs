@@ -10,7 +10,7 @@ use crate::hosts::overlap;
 use crate::install::InstallError;
 use crate::install::inspect::{FileReport, FileState, codex_hooks_disabled, file_report, program_exists, user_entries};
 use crate::install::target::{self, Target};
-use crate::state::journal::{Journal, View};
+use crate::state::journal::View;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,16 +58,10 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
         }
     };
     let journal = match &data_dir {
-        Some(d) if d.is_dir() => match paths::check_data_dir(d) {
-            Ok(()) => Journal::new(d).read().unwrap_or_else(|e| {
-                problems.push(format!("cannot read the journal: {e}"));
-                String::new()
-            }),
-            Err(e) => {
-                problems.push(e.to_string());
-                String::new()
-            }
-        },
+        Some(d) if d.is_dir() => super::read_journal(d).unwrap_or_else(|e| {
+            problems.push(e.to_string());
+            String::new()
+        }),
         _ => String::new(),
     };
     // Hooks that cannot record may have fired all the same.

@@ -79,6 +79,31 @@ fn dir_fix(p: &paths::DirProblem) -> String {
     }
 }
 
+/// Why a report has no journal to read.
+#[derive(Debug)]
+pub(crate) enum JournalProblem {
+    /// The data dir cannot be used.
+    Dir(paths::DirProblem),
+    /// The dir is fine; reading the journal failed.
+    Read(std::io::Error),
+}
+
+impl std::fmt::Display for JournalProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalProblem::Dir(e) => write!(f, "{e}"),
+            JournalProblem::Read(e) => write!(f, "cannot read the journal: {e}"),
+        }
+    }
+}
+
+/// What both reports do first: check the data dir, then read its journal
+/// (a missing journal reads as empty).
+pub(crate) fn read_journal(dir: &std::path::Path) -> Result<String, JournalProblem> {
+    paths::check_data_dir(dir).map_err(JournalProblem::Dir)?;
+    Journal::new(dir).read().map_err(JournalProblem::Read)
+}
+
 /// No such path (or a parent is a file).
 fn is_missing(e: &std::io::Error) -> bool {
     matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
@@ -269,16 +294,17 @@ pub fn gather(rp: &ReadPath) -> Status {
         }
     }
     let usable = dir.as_deref().filter(|d| paths::check_data_dir(d).is_ok());
-    let text = match usable.map(|d| Journal::new(d).read()) {
+    let text = match dir.as_deref().map(read_journal) {
         Some(Ok(t)) => t,
-        Some(Err(e)) => {
+        Some(Err(e @ JournalProblem::Read(_))) => {
             issues.push(Issue::new(
-                format!("cannot read the journal: {e}"),
+                e.to_string(),
                 "see the problems above; a journal lock held by a hung process clears when it exits",
             ));
             String::new()
         }
-        None => String::new(),
+        // A data dir that cannot be used is one of the problems above.
+        Some(Err(JournalProblem::Dir(_))) | None => String::new(),
     };
     let view = View::parse(&text);
     let slot = usable.and_then(|d| match slot::read_slot(d, now) {

@@ -2,6 +2,7 @@
 //! project policy, strictest wins, broken policy, `gate check`.
 
 use crate::support::{Sandbox, payload};
+use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 
 fn user_policy(sb: &Sandbox, rules: Value) {
@@ -68,7 +69,7 @@ fn deny_in_every_dialect_and_the_call_is_still_recorded() {
         j(&answer(&sb, "cursor").0),
         json!({"permission":"deny","user_message":"no reads today","agent_message":"no reads today"})
     );
-    let calls = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+    let calls = Sandbox::count(&sb.journal(), |r| matches!(r, Record::Call(_)));
     assert_eq!(calls, 4, "a denied call is recorded before the answer");
 }
 

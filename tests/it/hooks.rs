@@ -4,6 +4,7 @@
 
 use crate::support::{Sandbox, payload, payloads};
 use leanctx::Host;
+use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 use std::io::Write;
 #[cfg(unix)]
@@ -106,15 +107,15 @@ fn claude_baseline_records_sightings_call_and_end() {
     }
     let j = sb.journal();
     let sid = "68bfdc56-c5ac-4f7e-b000-18c5bbb6c9d7";
-    assert!(j.lines().any(|l| l.starts_with("S\t") && l.contains(sid)));
+    assert!(Sandbox::sightings(&j).iter().any(|s| s.1 == sid));
     let calls = Sandbox::calls(&j);
     let c = calls.first().expect("call record");
     assert_eq!((c.host, c.conv, c.agent, c.server, c.tool), (Host::ClaudeCode, sid, None, Some("ctx"), "ctx_read"));
     assert_eq!(c.fp.len(), 64, "sha256 fingerprint");
     assert_eq!(c.call_id, Some("toolu_mock_3ea9fac1ab1948ea"));
-    assert!(j.lines().any(|l| l.starts_with("E\t") && l.contains(sid)));
+    assert!(Sandbox::count(&j, |r| matches!(r, Record::End { conv, .. } if *conv == sid)) > 0);
     // ToolSearch is not an MCP tool: one call record only.
-    assert_eq!(j.lines().filter(|l| l.starts_with("C\t")).count(), 1);
+    assert_eq!(Sandbox::count(&j, |r| matches!(r, Record::Call(_))), 1);
     let st = sb.cmd(["status", "--json"]).report().json();
     assert_eq!(st["live"].as_array().unwrap().len(), 0, "ended session is not live");
     assert_eq!(st["hosts"][0]["host"], "claude-code");
@@ -148,7 +149,10 @@ fn cursor_events_normalise() {
     assert_eq!(calls[1].fp, calls[2].fp);
     assert!(calls.iter().all(|c| c.tool == "ctx_read" && c.conv == conv));
     assert_eq!(calls[2].call_id, Some("5c0f3a9e-2b1d-4c7e-9a8f-6d5e4c3b2a19"), "preToolUse tool_use_id kept");
-    assert!(j.lines().any(|l| l.starts_with("P\t") && l.contains(conv)), "preCompact is a compaction");
+    assert!(
+        Sandbox::count(&j, |r| matches!(r, Record::Compaction { conv: c, .. } if *c == conv)) > 0,
+        "preCompact is a compaction"
+    );
     // The subagent id (the parent's Task call id, with a newline) is kept hashed.
     let starts = Sandbox::subagent_starts(&j);
     assert_eq!(starts.len(), 1, "{j}");
@@ -554,7 +558,7 @@ fn real_cursor_events_are_recorded_once_by_both_entries() {
     // may be inherited), is still recorded by its own entry.
     let sb = Sandbox::new();
     sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).env("CURSOR_VERSION", "3.18.25").ok();
-    assert_eq!(sb.journal().lines().filter(|l| l.starts_with("S\t")).count(), 1);
+    assert_eq!(Sandbox::count(&sb.journal(), |r| matches!(r, Record::Sighting { .. })), 1);
 }
 
 /// `sessionStart` may never come (3.14.7, resume, `/new`, the CLI): the

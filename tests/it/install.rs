@@ -3,6 +3,7 @@
 //! of item 4 and installers/install.sh (item 5).
 
 use crate::support::{BIN, Out, Sandbox, payload};
+use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 use std::fs;
 #[cfg(unix)]
@@ -606,7 +607,7 @@ fn cursor_running_claude_hooks_counts_one_conversation_not_two() {
     // The claude-code entry stood aside: the event is Cursor's, recorded once.
     let hosts: Vec<&str> = st["hosts"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
     assert_eq!(hosts, ["cursor"], "{st:#}");
-    assert_eq!(sb.journal().lines().filter(|l| l.starts_with("S\t")).count(), 1, "one sighting, not three");
+    assert_eq!(Sandbox::count(&sb.journal(), |r| matches!(r, Record::Sighting { .. })), 1, "one sighting, not three");
     let hs = sb.cmd(["hooks", "status", "--json"]).ok().json();
     let claude = hs["hosts"].as_array().unwrap().iter().find(|h| h["host"] == "claude-code").unwrap().clone();
     assert!(claude["notes"].to_string().contains("third-party"), "{claude:#}");

@@ -2,6 +2,7 @@
 //! cannot reach a path, and a gate that name tricks cannot get past.
 
 use crate::support::{Sandbox, payloads};
+use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -627,7 +628,7 @@ fn cursor_server_names_never_keep_a_credential() {
         }
         sb.hook("cursor", p.to_string()).ok();
     }
-    let calls = sb.journal().lines().filter(|l| l.starts_with("C\t")).count();
+    let calls = Sandbox::count(&sb.journal(), |r| matches!(r, Record::Call(_)));
     assert_eq!(calls, sample.len(), "every call recorded");
     for f in walk(&sb.data).iter().filter(|p| p.is_file()) {
         let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();

@@ -123,6 +123,12 @@ impl Sandbox {
         std::fs::read_to_string(self.data.join("journal")).unwrap_or_default()
     }
 
+    /// How many of the journal's records `which` picks, read with the
+    /// library's own parser.
+    pub fn count(journal: &str, which: impl Fn(&leanctx::state::journal::Record<'_>) -> bool) -> usize {
+        leanctx::state::journal::parse(journal).iter().filter(|r| which(r)).count()
+    }
+
     /// The journal's call records, read with the library's own parser.
     pub fn calls(journal: &str) -> Vec<leanctx::state::journal::Call<'_>> {
         use leanctx::state::journal::{Record, parse};
