@@ -3,7 +3,7 @@
 //! of item 4 and installers/install.sh (item 5).
 
 use crate::support::{BIN, Out, Sandbox, payload};
-#[cfg(unix)]
+#[cfg(unix)] // used by Unix-only tests
 use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 use std::fs;
