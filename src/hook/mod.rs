@@ -195,7 +195,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         }
         EventKind::SubagentStop => {
             // Cursor names the subagent it stops (`subagent_id`); a stop
-            // without one (older versions) closes the oldest open subagent.
+            // without one (older versions) closes none.
             let agent = ev.started_agent.as_deref().or(if host == Host::Cursor { None } else { ev.agent.as_deref() });
             recs.push(Record::SubagentStop { t: now, host, conv, agent });
         }

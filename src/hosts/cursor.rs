@@ -49,7 +49,7 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
     if matches!(ev.kind, EventKind::SubagentStart | EventKind::SubagentStop) {
         // Both fire in the parent conversation and name it; the subagent is
         // opened and closed by its own id (a stop without one, from an older
-        // Cursor, closes the oldest open subagent).
+        // Cursor, closes none: see `View::active_subagents`).
         if let Some(parent) = f.safe_id("parent_conversation_id") {
             ev.conversation = Some(parent);
         }

@@ -971,11 +971,19 @@ impl World {
                 self.chats[c].subs.push(Sub { raw, window: Window::new(), fresh });
             }
             82..=86 if nsubs > 0 => {
-                // Cursor's stop names no subagent: the journal closes the oldest.
-                let i = if cursor { 0 } else { self.rng.below(nsubs as u64) as usize };
+                // Subagents stop in any order. Cursor 3.x names the one it
+                // stops (`subagent_id`, as in the 3.18.25 capture); an older
+                // Cursor names none, and the journal then closes none.
+                let i = self.rng.below(nsubs as u64) as usize;
                 let s = self.chats[c].subs.remove(i);
                 if cursor {
-                    self.hook_op(c, "subagentStop", json!({"status": "completed"}), Kind::Other);
+                    let id = self.chats[c].id.clone();
+                    let extra = if self.rng.chance(0.8) {
+                        json!({"subagent_id": s.raw, "parent_conversation_id": id, "status": "completed"})
+                    } else {
+                        json!({"status": "completed"})
+                    };
+                    self.hook_op(c, "subagentStop", extra, Kind::Other);
                 } else {
                     self.hook_op(c, "SubagentStop", json!({"agent_id": s.raw}), Kind::Other);
                 }
@@ -1250,12 +1258,12 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
             // The CI run's figures (RELIABILITY.md), deterministic: floors
             // a little under what they measure.
-            for (h, floor) in [(H::Claude, 93.0), (H::Codex, 95.0), (H::Cursor, 89.0), (H::CodeBuddy, 90.0)] {
+            for (h, floor) in [(H::Claude, 93.0), (H::Codex, 95.0), (H::Cursor, 84.0), (H::CodeBuddy, 90.0)] {
                 let hs = &f.hosts[&h];
                 let share = pct(hs.safe_allowed, hs.safe);
                 assert!(share >= floor && hs.questions >= 200, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
             }
-            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 90 && f.ends >= 50, "{f:?}");
+            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 90 && f.ends >= 40, "{f:?}");
             assert!(f.disabled >= 50 && f.faults >= 5, "{f:?}");
         }
     }

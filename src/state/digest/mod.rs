@@ -431,13 +431,23 @@ impl Digest {
             return false;
         }
         self.index_calls();
-        let tasks = self.task_calls.borrow();
-        open.iter().any(|&(a, t0)| {
-            tasks.contains(&hash_of(&[conv, a]))
-                || !self.convs.iter().any(|(c, hosts)| {
-                    c != conv && hosts[h].first.is_some_and(|t| t >= t0 && !journal::is_future(t, now))
-                })
-        })
+        if open.iter().any(|&(a, _)| self.task_calls.borrow().contains(&hash_of(&[conv, a]))) {
+            return true;
+        }
+        let starts: Vec<u64> = self
+            .subagents
+            .iter()
+            .filter(|(_, subs)| subs.iter().any(|s| s.host == host))
+            .flat_map(|(c, _)| self.open_subagents(c, now))
+            .map(|x| x.1)
+            .collect();
+        let firsts: Vec<u64> = self
+            .convs
+            .iter()
+            .filter(|(c, _)| *c != conv)
+            .filter_map(|(_, hosts)| hosts[h].first.filter(|&t| !journal::is_future(t, now)))
+            .collect();
+        !journal::each_has_its_own(starts, firsts)
     }
 
     /// [`View::lineage_for`].

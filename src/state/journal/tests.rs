@@ -130,7 +130,8 @@ mod lines_and_views {
             ],
         };
         assert_eq!(v.active_subagents("a", now), vec!["agent:2"]);
-        assert_eq!(v.active_subagents("c", now), vec!["task:2"]);
+        // A stop that names none (an older Cursor) closes none.
+        assert_eq!(v.active_subagents("c", now), vec!["task:1", "task:2"]);
         assert!(v.active_subagents("zzz", now).is_empty());
         // A subagent runs until its stop, however long; its session's end closes it.
         assert_eq!(v.active_subagents("a", now + STATE_TTL_MS + 10), vec!["agent:2"]);
