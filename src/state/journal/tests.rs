@@ -264,9 +264,29 @@ mod subagent_trim_tests {
         assert!(View { records: vec![s(5, "P"), start.clone(), other] }.subagent_unwitnessed("P", Host::Cursor, now));
         // A trim keeps each kept conversation's first sighting: an old chat
         // does not look new after it.
-        let recs: Vec<Record> = vec![s(1, "Q"), s(5, "P"), start, s(50, "Q")];
+        let recs: Vec<Record> = vec![s(1, "Q"), s(5, "P"), start.clone(), s(50, "Q")];
         let kept = trim(&recs, now);
         assert!(View { records: kept }.subagent_unwitnessed("P", Host::Cursor, now));
+        // One new conversation witnesses one subagent: with two running (of
+        // this chat or of another), one new conversation leaves one of them
+        // unwitnessed; a second one witnesses both.
+        let second = Record::SubagentStart { t: 11, host: Host::Cursor, conv: "P", agent: "task:h:2" };
+        let v = View { records: vec![s(5, "P"), start.clone(), second, s(12, "F")] };
+        assert!(v.subagent_unwitnessed("P", Host::Cursor, now));
+        let v = View { records: vec![s(4, "Q"), s(5, "P"), start.clone(), other_sub(), s(12, "F")] };
+        assert!(v.subagent_unwitnessed("P", Host::Cursor, now), "Q's subagent needs one too");
+        let v = View { records: vec![s(4, "Q"), s(5, "P"), start.clone(), other_sub(), s(12, "F"), s(13, "G")] };
+        assert!(!v.subagent_unwitnessed("P", Host::Cursor, now));
+        fn other_sub() -> Record<'static> {
+            Record::SubagentStart { t: 11, host: Host::Cursor, conv: "Q", agent: "task:h:9" }
+        }
+        // The counting rule itself: each start (latest first) needs one more
+        // conversation first seen at or after it.
+        assert!(each_has_its_own(vec![10, 11], vec![12, 13]));
+        assert!(!each_has_its_own(vec![10, 11], vec![12, 9]));
+        assert!(!each_has_its_own(vec![10, 11], vec![10, 10]));
+        assert!(each_has_its_own(vec![10, 10], vec![10, 10]));
+        assert!(each_has_its_own(vec![], vec![]));
     }
 
     #[test]
