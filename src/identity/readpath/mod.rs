@@ -274,6 +274,8 @@ impl ReadPath {
             _ => {}
         }
         let mut state_problem = None;
+        #[cfg(test)]
+        tests::BEFORE_SLOT.with_borrow(|f| f.as_ref().map(|f| f()));
         let caller = match self.usable_dir().map(|d| slot::read_slot(d, now)) {
             Some(Ok(SlotRead::Live(s))) => caller::from_slot(&s),
             // A slot that is there but cannot be read is not "no caller":
@@ -503,6 +505,40 @@ fn slot_dependent(res: &Resolution) -> bool {
 mod tests {
     use super::*;
     use crate::state::journal::{Journal, Record};
+
+    thread_local! {
+        /// Runs between the decision's first journal read and its slot read:
+        /// where a hook of another process can land.
+        pub(super) static BEFORE_SLOT: std::cell::RefCell<Option<Box<dyn Fn()>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// A hook that lands between the journal read and the slot read (it
+    /// appends, then writes the slot naming its chat): the slot then names
+    /// a conversation the first read never saw. The decision's facts come
+    /// from a journal read after the slot, which sees both chats live:
+    /// withheld, not handed to the newcomer as "the only chat".
+    #[test]
+    fn a_hook_between_the_journal_and_the_slot_reads_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let now = clock::now_ms();
+        let sighting =
+            |conv: &'static str, t: u64| Record::Sighting { t, host: Host::Codex, conv, event: "PreToolUse" };
+        Journal::new(&dir).append(&[sighting("A", now - 10)], now - 10).unwrap();
+        slot::write_slot(&dir, &slot::Slot::new(Host::Codex, "A", None, "PreToolUse", None, now - 10)).unwrap();
+        let hook_dir = dir.clone();
+        BEFORE_SLOT.set(Some(Box::new(move || {
+            Journal::new(&hook_dir).append(&[sighting("B", now - 5)], now - 5).unwrap();
+            slot::write_slot(&hook_dir, &slot::Slot::new(Host::Codex, "B", None, "PreToolUse", None, now - 5)).unwrap();
+        })));
+        let rp = ReadPath::new(&dir, ScopeEnv::default()).at(now);
+        let q = StubQuery { delivered: Some("B"), delivered_at_ms: Some(now - 20), cold: false, call: None };
+        let ans = rp.decide(&q);
+        BEFORE_SLOT.set(None);
+        assert_eq!(ans.caller.scope.as_deref(), Some("B"), "{ans:?}");
+        assert!(ans.concurrent && !ans.decision.allow, "{ans:?}");
+    }
 
     /// The `/clear` lineage through the CLI's parent lookup, for real (this
     /// test process stands in for the MCP server, its parent for the host):
