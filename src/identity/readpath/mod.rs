@@ -616,6 +616,13 @@ mod tests {
         let file = tmp.path().join("file");
         std::fs::write(&file, "x").unwrap();
         assert_eq!(reason(&file), "state-unavailable");
+        // A data dir that is a dangling symlink: not "no hook ran yet".
+        #[cfg(unix)]
+        {
+            let link = tmp.path().join("link");
+            std::os::unix::fs::symlink(tmp.path().join("gone"), &link).unwrap();
+            assert_eq!(reason(&link), "state-unavailable");
+        }
         let dir = tmp.path().join("d");
         std::fs::create_dir(&dir).unwrap();
         slot_naming(&dir, "A", now - 5);
@@ -653,6 +660,13 @@ mod tests {
         let off = ScopeEnv { scoping_disabled: true, ..ScopeEnv::default() };
         let d = ReadPath::new(tmp.path(), off).at(now).decide_given(Some("B"), Some("A"), false);
         assert_eq!((d.allow, d.reason.as_str()), (true, "scope-disabled"), "{d:?}");
+        // A `current` the state does not name is taken like a slot's answer
+        // (not the chain's): here another chat is the one live.
+        slot_naming(tmp.path(), "A", now - 5);
+        let d = ReadPath::new(tmp.path(), ScopeEnv::default()).at(now).decide_given(Some("B"), Some("B"), false);
+        assert_eq!((d.allow, d.reason.as_str()), (false, "concurrent"), "{d:?}");
+        let d = ReadPath::new(tmp.path(), ScopeEnv::default()).at(now).decide_given(Some("A"), Some("A"), false);
+        assert_eq!((d.allow, d.reason.as_str()), (true, "same-conversation"), "{d:?}");
     }
 
     /// Every question of the read path waits (boundedly) for a journal lock
@@ -689,6 +703,34 @@ mod tests {
         let d = rp().decide_given(Some("A"), Some("A"), false);
         c.wait().unwrap();
         assert!(d.allow, "decide_given: {d:?}");
+        let mut c = held();
+        let a = rp().decide(&q);
+        c.wait().unwrap();
+        assert!(a.decision.allow, "decide: {a:?}");
+        let mut c = held();
+        let busy = rp().concurrent();
+        c.wait().unwrap();
+        assert!(!busy, "concurrent");
+        // A Claude call named by its tool-use id needs the journal's record.
+        let rec = Record::Call(crate::state::journal::Call {
+            t: now - 4,
+            host: Host::ClaudeCode,
+            conv: "S",
+            agent: None,
+            server: Some("ctx"),
+            tool: "ctx_read",
+            fp: "fp",
+            call_id: Some("toolu_1"),
+            key: "k1",
+        });
+        Journal::new(tmp.path()).append(&[rec], now).unwrap();
+        let call = McpCall::from_json(&serde_json::json!({"name": "ctx_read", "arguments": {},
+            "_meta": {"claudecode/toolUseId": "toolu_1"}}))
+        .unwrap();
+        let mut c = held();
+        let r = rp().resolve(Some(&call), now);
+        c.wait().unwrap();
+        assert_eq!((r.caller.scope.as_deref(), r.caller.exact), (Some("S"), true), "resolve: {r:?}");
     }
 
     /// The `/clear` lineage through the CLI's parent lookup, for real (this
