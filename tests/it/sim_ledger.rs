@@ -1258,7 +1258,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
             // The CI run's figures (RELIABILITY.md), deterministic: floors
             // a little under what they measure.
-            for (h, floor) in [(H::Claude, 93.0), (H::Codex, 95.0), (H::Cursor, 84.0), (H::CodeBuddy, 90.0)] {
+            for (h, floor) in [(H::Claude, 94.0), (H::Codex, 95.0), (H::Cursor, 84.0), (H::CodeBuddy, 90.0)] {
                 let hs = &f.hosts[&h];
                 let share = pct(hs.safe_allowed, hs.safe);
                 assert!(share >= floor && hs.questions >= 200, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
@@ -1276,12 +1276,12 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         && s.seeds == 200
         && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
     if published {
-        for (h, floor) in [(H::Claude, 94.5), (H::Codex, 93.2), (H::Cursor, 79.0), (H::CodeBuddy, 80.8)] {
+        for (h, floor) in [(H::Claude, 94.5), (H::Codex, 93.8), (H::Cursor, 78.7), (H::CodeBuddy, 81.7)] {
             let hs = &s.hosts[&h];
             assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
         }
         let questions: u64 = s.hosts.values().map(|h| h.questions).sum();
-        assert!(questions >= 24_328 && s.hooks >= 79_192 && s.compactions >= 2_162, "{}", report("seeds 1-200", &s));
+        assert!(questions >= 24_343 && s.hooks >= 79_194 && s.compactions >= 2_147, "{}", report("seeds 1-200", &s));
     }
     let Some(s) = fixed else { return };
     let reasons = s.reasons();
