@@ -933,3 +933,26 @@ fn the_servers_environment_is_not_the_caller() {
     sb2.hook("cursor", json!({"hook_event_name":"preCompact","conversation_id":c1}).to_string()).ok();
     assert_eq!(check(), "withhold compacted");
 }
+
+/// One MCP request asked about by several CLI processes (a server that
+/// runs `scope current`, then `stub`, one process each) is one claim: the
+/// claimant is the server (the CLI's parent) and the request id, not the
+/// CLI process, so the second process finds the first one's claim.
+#[test]
+fn one_request_asked_by_two_cli_processes_is_one_claim() {
+    let sb = Sandbox::new();
+    let hook = json!({"hook_event_name": "beforeMCPExecution", "conversation_id": "C1", "tool_name": "ctx_read",
+        "tool_input": json!({"path": "a.rs"}).to_string()});
+    sb.hook("cursor", hook.to_string()).ok();
+    let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}}})
+    .to_string();
+    for round in 0..2 {
+        let o = sb.cmd(["scope", "current", "--call", "-"]).stdin(&request).run();
+        assert_eq!((o.code, o.stdout.trim()), (0, "C1"), "round {round}: {o:?}");
+    }
+    // Another request with the same arguments finds the record claimed.
+    let other = request.replace("\"id\":7", "\"id\":8");
+    let o = sb.cmd(["scope", "current", "--call", "-"]).stdin(&other).run();
+    assert_ne!(o.stdout.trim(), "C1", "{o:?}");
+}
