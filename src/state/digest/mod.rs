@@ -24,6 +24,9 @@
 use crate::base::host::Host;
 use crate::base::scope::ScopeKind;
 use crate::state::journal::{self, Call, Record, View};
+#[cfg(test)]
+use hash::COLLIDE;
+use hash::{ByHash, hash_of};
 use std::collections::HashMap;
 
 const HOSTS: [Host; 4] = Host::ALL;
@@ -113,47 +116,6 @@ struct ClaimIndex {
     claims_done: usize,
     claims_by_key: ByHash<Vec<usize>>,
     claims_by_claimant: ByHash<Vec<usize>>,
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Tests: every key hashes alike, so each index bucket holds every line
-    /// of its kind and only the checks on the parsed lines tell them apart.
-    static COLLIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn hash_of(parts: &[&str]) -> u64 {
-    #[cfg(test)]
-    if COLLIDE.get() {
-        return 7;
-    }
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for &b in p.as_bytes().iter().chain(&[0xff]) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
-/// Maps keyed by [`hash_of`] values: the key is already a hash.
-type ByHash<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyIsHash>>;
-
-#[derive(Default)]
-struct KeyIsHash(u64);
-
-impl std::hash::Hasher for KeyIsHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 /// `line.rsplit('\t').next() == Some(field)`, without searching the line.
@@ -607,6 +569,7 @@ impl Digest {
     }
 }
 
+mod hash;
 mod reader;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,255 @@
+use super::*;
+use crate::state::journal::{Journal, Record};
+
+thread_local! {
+    /// Runs between the decision's first journal read and its slot read:
+    /// where a hook of another process can land.
+    pub(super) static BEFORE_SLOT: std::cell::RefCell<Option<Box<dyn Fn()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A hook that lands between the journal read and the slot read (it
+/// appends, then writes the slot naming its chat): the slot then names
+/// a conversation the first read never saw. The decision's facts come
+/// from a journal read after the slot, which sees both chats live:
+/// withheld, not handed to the newcomer as "the only chat".
+#[test]
+fn a_hook_between_the_journal_and_the_slot_reads_is_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let now = clock::now_ms();
+    let sighting = |conv: &'static str, t: u64| Record::Sighting { t, host: Host::Codex, conv, event: "PreToolUse" };
+    Journal::new(&dir).append(&[sighting("A", now - 10)], now - 10).unwrap();
+    slot::write_slot(&dir, &slot::Slot::new(Host::Codex, "A", None, "PreToolUse", None, now - 10)).unwrap();
+    let hook_dir = dir.clone();
+    BEFORE_SLOT.set(Some(Box::new(move || {
+        Journal::new(&hook_dir).append(&[sighting("B", now - 5)], now - 5).unwrap();
+        slot::write_slot(&hook_dir, &slot::Slot::new(Host::Codex, "B", None, "PreToolUse", None, now - 5)).unwrap();
+    })));
+    let rp = ReadPath::new(&dir, ScopeEnv::default()).at(now);
+    let q = StubQuery { delivered: Some("B"), delivered_at_ms: Some(now - 20), cold: false, call: None };
+    let ans = rp.decide(&q);
+    BEFORE_SLOT.set(None);
+    assert_eq!(ans.caller.scope.as_deref(), Some("B"), "{ans:?}");
+    assert!(ans.concurrent && !ans.decision.allow, "{ans:?}");
+}
+
+fn sighting(host: Host, conv: &'static str, t: u64) -> Record<'static> {
+    Record::Sighting { t, host, conv, event: "PreToolUse" }
+}
+
+fn slot_naming(dir: &std::path::Path, conv: &str, t: u64) {
+    slot::write_slot(dir, &slot::Slot::new(Host::Codex, conv, None, "PreToolUse", None, t)).unwrap();
+}
+
+fn ask(rp: &ReadPath, delivered: &str, at: u64, call: Option<&McpCall>) -> StubAnswer {
+    rp.decide(&StubQuery { delivered: Some(delivered), delivered_at_ms: Some(at), cold: false, call })
+}
+
+/// A Cursor task found by its call record is bound to its
+/// conversation: another chat's compaction is not its own (only a scope
+/// that names no conversation takes every compaction).
+#[test]
+fn a_bound_task_scope_takes_only_its_own_conversations_compactions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    let call = McpCall::from_json(&serde_json::json!({"name": "ctx_read", "arguments": {"path": "a.rs"}})).unwrap();
+    let fp = call.fingerprint();
+    let rec = Record::Call(crate::state::journal::Call {
+        t: now - 50,
+        host: Host::Cursor,
+        conv: "C",
+        agent: Some("task:T"),
+        server: None,
+        tool: "ctx_read",
+        fp: &fp,
+        call_id: None,
+        key: "k1",
+    });
+    let start = Record::SubagentStart { t: now - 90, host: Host::Cursor, conv: "C", agent: "task:T" };
+    let other = Record::Compaction { t: now - 20, host: Host::Codex, conv: "Z" };
+    Journal::new(tmp.path()).append(&[sighting(Host::Cursor, "C", now - 100), start, rec, other], now).unwrap();
+    let ans = ask(&ReadPath::new(tmp.path(), ScopeEnv::default()).at(now), "task:T", now - 60, Some(&call));
+    assert_eq!(ans.caller.scope.as_deref(), Some("task:T"), "{ans:?}");
+    assert!(ans.decision.allow, "{ans:?}");
+}
+
+/// Another chat's running subagent is not this chat's: a slot caller
+/// alone is not withheld for it (a `custom:` scope would be).
+#[test]
+fn another_chats_subagent_does_not_withhold_a_slot_caller() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    let recs = [
+        sighting(Host::ClaudeCode, "B", now - 600_000),
+        Record::SubagentStart { t: now - 590_000, host: Host::ClaudeCode, conv: "B", agent: "agent:x" },
+        sighting(Host::Codex, "A", now - 5),
+    ];
+    Journal::new(tmp.path()).append(&recs, now).unwrap();
+    slot_naming(tmp.path(), "A", now - 5);
+    let ans = ask(&ReadPath::new(tmp.path(), ScopeEnv::default()).at(now), "A", now - 20, None);
+    assert_eq!((ans.decision.allow, ans.decision.reason.as_str()), (true, "same-conversation"), "{ans:?}");
+    let custom = ScopeEnv { custom: Some("x".into()), ..ScopeEnv::default() };
+    let ans = ask(&ReadPath::new(tmp.path(), custom).at(now), "custom:x", now - 20, None);
+    assert_eq!(ans.decision.reason.as_str(), "subagent-active", "{ans:?}");
+}
+
+/// The state as the read path finds it: a data dir that does not exist
+/// yet is empty (no hook ran), one that is not a directory cannot be
+/// read, and a live slot without its journal means the journal was
+/// deleted: what it said is lost.
+#[test]
+fn missing_unreadable_and_deleted_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    let reason = |dir: &std::path::Path| {
+        let rp = ReadPath::new(dir, ScopeEnv::default()).at(now);
+        ask(&rp, "A", now - 20, None).decision.reason.as_str().to_string()
+    };
+    assert_ne!(reason(&tmp.path().join("nope")), "state-unavailable");
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    assert_eq!(reason(&file), "state-unavailable");
+    // A data dir that is a dangling symlink: not "no hook ran yet".
+    #[cfg(unix)]
+    {
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(tmp.path().join("gone"), &link).unwrap();
+        assert_eq!(reason(&link), "state-unavailable");
+    }
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    slot_naming(&dir, "A", now - 5);
+    assert_eq!(reason(&dir), "state-unavailable");
+    let rp = ReadPath::new(&dir, ScopeEnv::default()).at(now);
+    let res = rp.resolve(None, now);
+    assert_eq!(rp.delivery_scope(&res), None, "{res:?}");
+}
+
+/// A sighting from the future (a skewed clock) makes the long-lived
+/// reader's digest inexact; the decision then reads the whole file,
+/// which still sees the other chat live.
+#[test]
+fn an_inexact_digest_defers_to_the_whole_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    let recs = [
+        sighting(Host::Codex, "A", now - 5),
+        sighting(Host::ClaudeCode, "B", now - 3),
+        sighting(Host::ClaudeCode, "B", now + 3_600_000),
+    ];
+    Journal::new(tmp.path()).append(&recs, now).unwrap();
+    slot_naming(tmp.path(), "A", now - 5);
+    let ans = ask(&ReadPath::new(tmp.path(), ScopeEnv::default()).at(now), "A", now - 20, None);
+    assert!(ans.concurrent && !ans.decision.allow, "{ans:?}");
+}
+
+/// lean-ctx's `conversation_allows_stub(current, delivered)`: scoping
+/// switched off allows (legacy), whatever `current` says.
+#[test]
+fn decide_given_with_scoping_disabled_allows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    Journal::new(tmp.path()).append(&[sighting(Host::Codex, "A", now - 5)], now).unwrap();
+    let off = ScopeEnv { scoping_disabled: true, ..ScopeEnv::default() };
+    let d = ReadPath::new(tmp.path(), off).at(now).decide_given(Some("B"), Some("A"), false);
+    assert_eq!((d.allow, d.reason.as_str()), (true, "scope-disabled"), "{d:?}");
+    // A `current` the state does not name is taken like a slot's answer
+    // (not the chain's): here another chat is the one live.
+    slot_naming(tmp.path(), "A", now - 5);
+    let d = ReadPath::new(tmp.path(), ScopeEnv::default()).at(now).decide_given(Some("B"), Some("B"), false);
+    assert_eq!((d.allow, d.reason.as_str()), (false, "concurrent"), "{d:?}");
+    let d = ReadPath::new(tmp.path(), ScopeEnv::default()).at(now).decide_given(Some("A"), Some("A"), false);
+    assert_eq!((d.allow, d.reason.as_str()), (true, "same-conversation"), "{d:?}");
+}
+
+/// Every question of the read path waits (boundedly) for a journal lock
+/// another process holds for a moment: a busy lock is not bad state.
+/// (util-linux flock(1) is the other process.)
+#[cfg(unix)]
+#[test]
+fn every_question_waits_out_a_briefly_held_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    Journal::new(tmp.path()).append(&[sighting(Host::Codex, "A", now - 5)], now).unwrap();
+    slot_naming(tmp.path(), "A", now - 5);
+    let lock = tmp.path().join("journal.lock");
+    let held = || {
+        let child = std::process::Command::new("flock")
+            .args(["-x", lock.to_str().unwrap(), "sleep", "0.3"])
+            .spawn()
+            .expect("flock(1)");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        child
+    };
+    let rp = || ReadPath::new(tmp.path(), ScopeEnv::default()).at(now);
+    let res = rp().resolve(None, now);
+    let q = StubQuery { delivered: Some("A"), delivered_at_ms: Some(now - 20), cold: false, call: None };
+    let mut c = held();
+    let a = rp().decide_resolved(&res, &q);
+    c.wait().unwrap();
+    assert!(a.decision.allow, "decide_resolved: {a:?}");
+    let mut c = held();
+    let s = rp().delivery_scope(&res);
+    c.wait().unwrap();
+    assert_eq!(s.as_deref(), Some("A"), "delivery_scope");
+    let mut c = held();
+    let d = rp().decide_given(Some("A"), Some("A"), false);
+    c.wait().unwrap();
+    assert!(d.allow, "decide_given: {d:?}");
+    let mut c = held();
+    let a = rp().decide(&q);
+    c.wait().unwrap();
+    assert!(a.decision.allow, "decide: {a:?}");
+    let mut c = held();
+    let busy = rp().concurrent();
+    c.wait().unwrap();
+    assert!(!busy, "concurrent");
+    // A Claude call named by its tool-use id needs the journal's record.
+    let rec = Record::Call(crate::state::journal::Call {
+        t: now - 4,
+        host: Host::ClaudeCode,
+        conv: "S",
+        agent: None,
+        server: Some("ctx"),
+        tool: "ctx_read",
+        fp: "fp",
+        call_id: Some("toolu_1"),
+        key: "k1",
+    });
+    Journal::new(tmp.path()).append(&[rec], now).unwrap();
+    let call = McpCall::from_json(&serde_json::json!({"name": "ctx_read", "arguments": {},
+        "_meta": {"claudecode/toolUseId": "toolu_1"}}))
+    .unwrap();
+    let mut c = held();
+    let r = rp().resolve(Some(&call), now);
+    c.wait().unwrap();
+    assert_eq!((r.caller.scope.as_deref(), r.caller.exact), (Some("S"), true), "resolve: {r:?}");
+}
+
+/// The `/clear` lineage through the CLI's parent lookup, for real (this
+/// test process stands in for the MCP server, its parent for the host):
+/// `/proc` on Linux, Toolhelp on Windows. Then the same with the lookup
+/// every other system has (none, as on macOS), forced here: the lineage
+/// is not found, and the env's session id alone names nobody (unknown
+/// withholds); never a wrong conversation.
+#[test]
+fn lineage_with_the_parent_lookup_and_with_the_fallback_without_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host_pid = crate::fsx::parent_of(std::process::id()).expect("this process has a parent");
+    assert_eq!(host_pid, crate::fsx::parent_pid());
+    let now = clock::now_ms();
+    let lineage = Record::Lineage { t: now, host: Host::ClaudeCode, pid: host_pid, conv: "s2" };
+    Journal::new(tmp.path()).append(&[lineage], now).unwrap();
+    let env =
+        ScopeEnv { claude_session_id: Some("s1".into()), parent_pid: Some(std::process::id()), ..ScopeEnv::default() };
+    let rp = ReadPath::new(tmp.path(), env.clone()).for_cli(crate::fsx::parent_of);
+    assert_eq!(rp.env.parent_pid, Some(host_pid));
+    let c = rp.resolve(None, now).caller;
+    assert_eq!((c.scope.as_deref(), c.exact), (Some("s2"), true), "the lineage of the real parent");
+
+    let rp = ReadPath::new(tmp.path(), env).for_cli(|_| None);
+    assert_eq!(rp.env.parent_pid, None);
+    let c = rp.resolve(None, now).caller;
+    assert_eq!((c.scope.as_deref(), c.exact), (None, false), "no lookup: the env id alone proves nothing");
+}
