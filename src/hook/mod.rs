@@ -188,8 +188,8 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             // A start that names no subagent still starts one: left out, the
             // parent looked alone and sources blind to subagents (slot,
             // fingerprint, process env) gave the subagent's calls the
-            // parent's stubs. An id of its own, closed by the next stop
-            // without an id (the oldest open).
+            // parent's stubs. An id of its own, which no stop names: the
+            // session's end closes it.
             let a = ev.started_agent.as_deref().or(ev.agent.as_deref()).unwrap_or(&anonymous);
             recs.push(Record::SubagentStart { t: now, host, conv, agent: a });
         }

@@ -649,21 +649,28 @@ fn a_long_subagent_runs_until_its_stop() {
 }
 
 /// A Cursor `subagentStart` that names no subagent still starts one: the
-/// parent's stubs are withheld from sources that cannot tell them apart,
-/// until a stop.
+/// parent's stubs are withheld from sources that cannot tell them apart.
+/// A stop that names none (an older Cursor) cannot say which one stopped,
+/// nor whether a start went unrecorded, so it closes none: the parent stays
+/// withheld until its session ends (a new session then starts clean).
 #[test]
 fn a_subagent_start_without_an_id_still_starts_one() {
     let sb = Sandbox::new();
     let conv = "0e1f4ed8-d858-4557-9fc5-6cbf5298eb8b";
     let at = (leanctx::base::clock::now_ms() - 5_000).to_string();
-    let hook = |ev: &str| sb.hook("cursor", json!({"hook_event_name": ev, "conversation_id": conv}).to_string()).ok();
-    hook("beforeSubmitPrompt");
-    let check = || sb.cmd(["scope", "check", "--delivered", conv, "--at", &at]).run();
-    assert_eq!(check().stdout.trim(), "allow same-conversation");
-    hook("subagentStart");
-    assert_eq!(check().stdout.trim(), "withhold subagent-active");
-    hook("subagentStop");
-    assert_eq!(check().stdout.trim(), "allow same-conversation");
+    let hook =
+        |ev: &str, c: &str| sb.hook("cursor", json!({"hook_event_name": ev, "conversation_id": c}).to_string()).ok();
+    hook("beforeSubmitPrompt", conv);
+    let check = |c: &str| sb.cmd(["scope", "check", "--delivered", c, "--at", &at]).run();
+    assert_eq!(check(conv).stdout.trim(), "allow same-conversation");
+    hook("subagentStart", conv);
+    assert_eq!(check(conv).stdout.trim(), "withhold subagent-active");
+    hook("subagentStop", conv);
+    assert_eq!(check(conv).stdout.trim(), "withhold subagent-active");
+    hook("sessionEnd", conv);
+    let next = "1f2e3d4c-0000-4557-9fc5-6cbf5298eb8b";
+    hook("beforeSubmitPrompt", next);
+    assert_eq!(check(next).stdout.trim(), "allow same-conversation");
 }
 
 /// A Cursor task's own compaction (`CURSOR_TASK_ID`) ends its window: its

@@ -739,7 +739,8 @@ fn step(ctx: &Ctx, rng: &mut Rng, chat: &mut Chat, t: u64) -> Stats {
         }
         80..=86 if !chat.subs.is_empty() => {
             // A Cursor 3.x stop names its subagent (any may stop); an older
-            // one names none, and the journal closes the oldest.
+            // one names none, and the journal closes none (the oracle still
+            // counts the oldest as stopped: the product only withholds more).
             let real: Vec<usize> = (0..chat.subs.len()).filter(|&i| chat.subs[i].conv.is_some()).collect();
             let i = match cursor {
                 true if !real.is_empty() && rng.chance(0.5) => *rng.pick(&real),
