@@ -1,6 +1,6 @@
 //! CodeBuddy Code answers: Claude's `hookSpecificOutput` plus a top-level
 //! `continue: true`, which CodeBuddy requires alongside a decision
-//! (docs/HOSTS.md §4). "No opinion" prints nothing, as for Claude.
+//! (docs/HOST-FACTS.md §4). "No opinion" prints nothing, as for Claude.
 
 use super::claude::pre_tool_use_output;
 use crate::gate::Verdict;

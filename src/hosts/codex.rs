@@ -1,5 +1,5 @@
 //! Codex CLI answers. Codex treats a bare `allow` or `ask` from PreToolUse as
-//! a failed hook (docs/HOSTS.md §4), so only a deny is ever printed: "no
+//! a failed hook (docs/HOST-FACTS.md §4), so only a deny is ever printed: "no
 //! opinion" and allow print nothing, and ask becomes a deny that says why.
 
 use super::claude::pre_tool_use_output;

@@ -3,7 +3,7 @@
 //! By default ("Include third-party Plugins, Skills, and other configs"),
 //! Cursor — the desktop app and the CLI — loads `~/.claude/settings.json`
 //! and `.claude/settings*.json` and runs their hooks on its own events
-//! (docs/HOSTS.md §2, docs/DELIVERY.md §5), with its own payload (`cursor_version`,
+//! (docs/HOST-FACTS.md §2, docs/DELIVERY.md §5), with its own payload (`cursor_version`,
 //! lowerCamel event names) and `CURSOR_VERSION` in the environment. With
 //! both `leanctx hooks install cursor` and `… claude-code` in place, one
 //! Cursor event then runs `leanctx hook cursor` *and* `leanctx hook

@@ -1,7 +1,7 @@
 //! Every fact about a host that leanctx relies on outside its payload
 //! parser, in one table: where its config lives, which files hold hooks and
 //! in which shape, the event a gated MCP call arrives on, and what to tell a
-//! user about it. Sources: docs/HOSTS.md.
+//! user about it. Sources: docs/HOST-FACTS.md.
 
 use crate::base::host::Host;
 

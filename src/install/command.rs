@@ -76,7 +76,7 @@ pub fn program_word(bin: &str) -> Result<String, String> {
 /// The binary as the first word of a hook command on Windows, where one
 /// string meets several shells: Git Bash (Claude Code, CodeBuddy),
 /// PowerShell or `cmd /C` (Codex: the session's shell, else `%COMSPEC%`),
-/// and whatever Cursor uses (docs/HOSTS.md §6). No quoting means the same
+/// and whatever Cursor uses (docs/HOST-FACTS.md §6). No quoting means the same
 /// in all of them (`'…'` is a string in PowerShell and nothing in cmd;
 /// `"…"` followed by arguments is a PowerShell parse error), so the path
 /// is written unquoted, with forward slashes (Git Bash eats unquoted

@@ -1,4 +1,4 @@
-//! Where each host keeps its hook config (docs/HOSTS.md §2).
+//! Where each host keeps its hook config (docs/HOST-FACTS.md §2).
 
 use crate::base::host::Host;
 use crate::hosts::profile::profile;

@@ -382,7 +382,7 @@ struct Ctx<'a> {
 struct Knobs {
     /// A Claude MCP call without `_meta["claudecode/toolUseId"]` (older host).
     claude_no_meta: f64,
-    /// A Cursor subagent hook without `CURSOR_TASK_ID` (unreliable: docs/HOSTS.md §3).
+    /// A Cursor subagent hook without `CURSOR_TASK_ID` (unreliable: docs/HOST-FACTS.md §3).
     cursor_no_task_env: f64,
     /// Stub questions asked as cold (entry from a persisted index).
     cold: f64,

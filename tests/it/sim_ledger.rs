@@ -191,7 +191,7 @@ struct Knobs {
     codex_no_compaction_hooks: f64,
     /// Share of runs whose Codex config sets `tool_output_token_limit = 10000`.
     codex_big_budget: f64,
-    /// A Cursor subagent hook without `CURSOR_TASK_ID` (unreliable: docs/HOSTS.md §3).
+    /// A Cursor subagent hook without `CURSOR_TASK_ID` (unreliable: docs/HOST-FACTS.md §3).
     cursor_no_task_env: f64,
     /// A chat whose MCP server runs with `LEAN_CTX_CONVERSATION_SCOPE=0`
     /// (its own server; every stub allowed `scope-disabled`, counted apart:
@@ -1471,7 +1471,7 @@ fn cursor_chat_with_task(sb: &Sandbox, t: u64, path: &str) -> impl Fn(&str) -> V
     }
 }
 
-/// Cursor: a task's hook without `CURSOR_TASK_ID` (docs/HOSTS.md §3: the env is
+/// Cursor: a task's hook without `CURSOR_TASK_ID` (docs/HOST-FACTS.md §3: the env is
 /// not reliable) records the call under the parent conversation, so the
 /// task's delivery is labelled with the parent's scope, and the parent's
 /// next read of that file is stubbed though the parent never got it. The
