@@ -322,6 +322,34 @@ fn huge_stdin_is_drained_and_fails_open() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("larger than"));
 }
 
+/// The payload buffer starts at 16 KiB and grows only when full: payloads
+/// of every size around its growth points, and at the 4 MiB bound itself,
+/// arrive whole; one byte over the bound is "too large".
+#[test]
+fn payloads_at_the_buffers_growth_points_and_the_bound_arrive_whole() {
+    let sb = Sandbox::new();
+    let payload = |len: usize, session: &str| {
+        let head = format!(r#"{{"hook_event_name":"SessionStart","session_id":"{session}","pad":""#);
+        let mut p = head.into_bytes();
+        let pad = len - p.len() - 2;
+        p.extend(std::iter::repeat_n(b'a', pad));
+        p.extend_from_slice(b"\"}");
+        assert_eq!(p.len(), len);
+        p
+    };
+    let bound = leanctx::hook::payload::MAX_PAYLOAD_BYTES;
+    for (i, len) in [16_383, 16_384, 16_385, 32_768, 65_535, 65_536, 65_537, 131_073, bound].into_iter().enumerate() {
+        let session = format!("s{i}");
+        let o = sb.hook("claude-code", payload(len, &session)).run();
+        assert_eq!((o.code, o.stderr.as_str()), (0, ""), "{len} bytes: {o:?}");
+        assert_eq!(sb.slot().unwrap()["session_id"], session.as_str(), "{len} bytes");
+    }
+    let o = sb.hook("claude-code", payload(bound + 1, "over")).run();
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("larger than"), "{o:?}");
+    assert_ne!(sb.slot().unwrap()["session_id"], "over");
+}
+
 #[test]
 fn nothing_secret_reaches_the_disk() {
     let sb = Sandbox::new();
