@@ -34,6 +34,7 @@ pub mod identity;
 #[doc(hidden)]
 pub mod install;
 pub mod state;
+pub mod stats;
 #[doc(hidden)]
 pub mod status;
 

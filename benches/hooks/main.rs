@@ -16,6 +16,7 @@
 mod micro;
 mod scale;
 mod spawn;
+mod stats;
 
 use spawn::{Spec, Stats, Tools, fmt_dur};
 use std::ffi::OsString;
@@ -760,6 +761,12 @@ fn main() {
         eprintln!("leanctx bench: read path in process…");
         let _ = writeln!(report, "## Read path in process\n");
         missed.extend(micro::run(&cfg, &sb.root, &mut report));
+        report.push('\n');
+    }
+    if want("stats") {
+        eprintln!("leanctx bench: stats…");
+        let _ = writeln!(report, "## Stats (in process)\n");
+        missed.extend(stats::run(&cfg, &sb.root, &mut report));
         report.push('\n');
     }
     if want("scale") {

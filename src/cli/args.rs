@@ -55,6 +55,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What leanctx saved: bytes and estimated tokens, reads, stubs, diffs,
+    /// and why stubs were withheld (each with what you can do).
+    Stats(StatsArgs),
     /// Explain what the MCP gate decides for a tool.
     #[command(subcommand)]
     Gate(GateCmd),
@@ -66,6 +69,25 @@ pub(crate) enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Args)]
+pub(crate) struct StatsArgs {
+    /// The last N UTC days, today included (7d, 30d, any Nd up to 400d), or all.
+    #[arg(long, default_value = "7d", value_name = "Nd|all", value_parser = crate::stats::report::Since::parse)]
+    pub(crate) since: crate::stats::report::Since,
+    /// Group the figures by day, host, session, file, reason or tool.
+    #[arg(long, default_value = "day", value_name = "GROUP", value_parser = crate::stats::report::By::parse)]
+    pub(crate) by: crate::stats::report::By,
+    /// Price of a million input tokens (any currency): adds what the saved tokens would have cost.
+    #[arg(long, value_name = "PRICE")]
+    pub(crate) input_price: Option<f64>,
+    /// Price of a million cache-read tokens: what re-sending them on each later turn would have cost.
+    #[arg(long, value_name = "PRICE")]
+    pub(crate) cache_read_price: Option<f64>,
+    /// Print the report as JSON (stable; README, "leanctx stats").
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Subcommand)]

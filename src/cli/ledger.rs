@@ -45,6 +45,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
                 Some(why) => print_out(&format!("not-recorded: {why}")),
             }
         }
+        crate::stats::flush();
         return Ok(if rec.recorded { 0 } else { 1 });
     }
     let sent = content.as_ref().and_then(|c| c.as_ref().ok());
@@ -60,5 +61,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
         let verb = if ans.decision.allow { "allow" } else { "withhold" };
         print_out(&format!("{verb} {}", ans.decision.reason.as_str()));
     }
+    // After the answer: the server need not wait for the stats.
+    crate::stats::flush();
     Ok(if ans.decision.allow { 0 } else { 1 })
 }

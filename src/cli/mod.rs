@@ -16,6 +16,7 @@ mod hooks;
 mod input;
 mod ledger;
 mod scope;
+mod stats;
 
 use crate::identity::readpath::ReadPath;
 use args::{Cli, Command, GateCmd, HooksCmd};
@@ -67,6 +68,7 @@ pub fn run() -> ExitCode {
             print_out(&text);
             if s.healthy { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
+        Command::Stats(a) => exit(stats::stats(a)),
         Command::Completions { shell } => {
             let mut out = io::stdout().lock();
             clap_complete::generate(shell, &mut Cli::command(), "leanctx", &mut out);

@@ -23,6 +23,7 @@ use crate::identity::mcp_call::{McpCall, PerCall};
 use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
 use crate::state::journal::{Journal, Record};
 use crate::state::ledger::{self, Confirmation, Content, InputError};
+use crate::stats::{Kind, Outcome, Via};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -77,6 +78,36 @@ struct LedgerCaller {
     /// its running subagent (a fingerprint), and one is running: neither a
     /// stub nor a label can be trusted.
     blind: bool,
+}
+
+impl LedgerAnswer {
+    /// This answer as the stats count it, for `key` (the server's name),
+    /// with `result_len` the length of the content the server would send
+    /// instead of a stub (if it gave it). A stub replaces the delivery the
+    /// ledger confirmed (its length, never more); a "no" for a first read or
+    /// a changed version is a whole delivery; any other "no" is withheld,
+    /// with its reason (`ambiguous-call` when two chats made the same call).
+    pub fn outcome<'a>(&'a self, via: Via, key: &'a str, result_len: Option<u64>, now: u64) -> Outcome<'a> {
+        let held = self.delivery.as_ref().filter(|d| d.same_version).map(|d| d.len);
+        let (kind, whole) = match self.decision.reason {
+            _ if self.decision.allow => (Kind::Stub, held.or(result_len).unwrap_or(0)),
+            Reason::NotDelivered | Reason::VersionChanged => (Kind::Whole, result_len.unwrap_or(0)),
+            _ if self.per_call == PerCall::Ambiguous => {
+                (Kind::Withheld("ambiguous-call"), result_len.or(held).unwrap_or(0))
+            }
+            r => (Kind::Withheld(r.as_str()), result_len.or(held).unwrap_or(0)),
+        };
+        Outcome {
+            via,
+            host: self.caller.host,
+            conversation: self.caller.conversation.as_deref().or(self.caller.scope.as_deref()),
+            file: key,
+            kind,
+            sent: if kind == Kind::Stub { None } else { Some(whole) },
+            whole,
+            t_ms: Some(now),
+        }
+    }
 }
 
 impl ReadPath {
@@ -165,6 +196,9 @@ impl ReadPath {
         {
             ans.recorded = Some(self.record_delivery(&lc, call, &keyh, &verh, content, now));
         }
+        if let Some((via, dir)) = self.stats_sink() {
+            crate::stats::record_in(Some(dir), &ans.outcome(via, key, result.map(|c| c.len), now));
+        }
         Ok(ans)
     }
 
@@ -181,6 +215,19 @@ impl ReadPath {
         let lc = self.with_journal(now, deadline, |view, unavailable| {
             self.ledger_caller(call, view, unavailable, now, deadline)
         });
+        if let Some((via, dir)) = self.stats_sink() {
+            let o = Outcome {
+                via,
+                host: lc.caller.host,
+                conversation: lc.caller.conversation.as_deref().or(lc.caller.scope.as_deref()),
+                file: key,
+                kind: Kind::Whole,
+                sent: Some(result.len),
+                whole: result.len,
+                t_ms: Some(now),
+            };
+            crate::stats::record_in(Some(dir), &o);
+        }
         Ok(self.record_delivery(&lc, call, &keyh, &verh, result, now))
     }
 

@@ -2,6 +2,7 @@
 
 pub mod gate;
 pub mod hooks;
+pub mod stats;
 
 use crate::base::host::Host;
 use crate::base::paths;
@@ -40,6 +41,8 @@ pub struct Status {
     /// Open subagents of every conversation (started inside the TTL, not
     /// yet stopped), oldest first.
     pub subagents: Vec<SubagentStatus>,
+    /// Bytes the read path saved today and in the last 7 days (`leanctx stats`).
+    pub saved: Option<stats::Saved>,
 }
 
 /// One problem and what fixes it.
@@ -411,8 +414,9 @@ pub fn gather(rp: &ReadPath) -> Status {
         live,
         hosts,
         journal_bytes: usable.map(|d| Journal::new(d).size()).unwrap_or(0),
-        state_available,
+        saved: usable.map(|d| stats::saved(d, now)),
         data_dir: dir,
+        state_available,
         now_ms: now,
         healthy: issues.is_empty(),
         problems,
@@ -577,6 +581,9 @@ impl Status {
             if !i.fix.is_empty() {
                 let _ = writeln!(o, "{:<W$}{}", "  fix", i.fix);
             }
+        }
+        if let Some(sv) = &self.saved {
+            let _ = writeln!(o, "{:<W$}{}", "saved", sv.line());
         }
         if self.healthy {
             let _ = writeln!(o, "{:<W$}no problem found", "ok");

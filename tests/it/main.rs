@@ -28,3 +28,4 @@ mod sim;
 // Unix-only too: it shares the scope-check simulation's fault episodes.
 #[cfg(unix)]
 mod sim_ledger;
+mod stats;

@@ -59,6 +59,9 @@ pub struct ReadPath {
     /// The MCP server process: this one for the library, the parent for
     /// the CLI (the server that spawned `leanctx scope …`).
     server_pid: u32,
+    /// Who records the ledger answers in the stats (`None`: the caller
+    /// records its own final answer, as `leanctx serve` does).
+    stats: Option<crate::stats::Via>,
 }
 
 /// A stub question.
@@ -116,13 +119,14 @@ impl ReadPath {
             env: ScopeEnv::from_process(),
             now_override: None,
             server_pid: std::process::id(),
+            stats: Some(crate::stats::Via::Lib),
         }
     }
 
     /// For the CLI: the MCP server is the parent process, and the host that
     /// started the server (whose `/clear` lineage applies) its parent.
     pub fn from_process_for_cli() -> ReadPath {
-        ReadPath::from_process().for_cli(crate::fsx::parent_of)
+        ReadPath { stats: Some(crate::stats::Via::Cli), ..ReadPath::from_process().for_cli(crate::fsx::parent_of) }
     }
 
     /// [`ReadPath::from_process_for_cli`] from a given read path, with the
@@ -138,7 +142,27 @@ impl ReadPath {
     }
 
     pub fn new(dir: &Path, env: ScopeEnv) -> ReadPath {
-        ReadPath { dir: Some(dir.to_path_buf()), env, now_override: None, server_pid: std::process::id() }
+        ReadPath {
+            dir: Some(dir.to_path_buf()),
+            env,
+            now_override: None,
+            server_pid: std::process::id(),
+            stats: Some(crate::stats::Via::Lib),
+        }
+    }
+
+    /// Record ledger answers ([`ReadPath::stub`], [`ReadPath::deliver`]) in
+    /// the stats as answered by `via`; `None`: record nothing (a server that
+    /// answers with something else, a diff, records its final answer itself
+    /// with [`crate::stats::record`]).
+    pub fn with_stats(mut self, via: Option<crate::stats::Via>) -> ReadPath {
+        self.stats = via;
+        self
+    }
+
+    /// Where and as whom this read path records its answers.
+    pub(crate) fn stats_sink(&self) -> Option<(crate::stats::Via, &Path)> {
+        Some((self.stats?, self.dir.as_deref()?))
     }
 
     /// Set the MCP server process whose requests claim Cursor call records.
