@@ -4,7 +4,6 @@ use super::args::CallArg;
 use super::error::CliError;
 use crate::hook::payload as stdin;
 use crate::identity::mcp_call::McpCall;
-use std::io::Read;
 use std::time::Instant;
 
 /// Read a JSON argument from a file or stdin (`-`), at most `max` bytes.
@@ -18,17 +17,15 @@ pub(crate) fn read_json_arg(flag: &str, path: &std::path::Path, max: usize) -> R
             stdin::Input::Error(e) => return Err(CliError::caused(format!("{flag} -: {e}"), e)),
         }
     } else {
-        let mut f =
-            std::fs::File::open(path).map_err(|e| CliError::caused(format!("{flag} {}: {e}", path.display()), e))?;
-        let mut b = Vec::new();
-        (&mut f)
-            .take(max as u64 + 1)
-            .read_to_end(&mut b)
-            .map_err(|e| CliError::caused(format!("{flag} {}: {e}", path.display()), e))?;
-        if b.len() > max {
-            return Err(format!("{flag} {}: larger than {max} bytes", path.display()).into());
+        // A file: the bounded read (a FIFO, a device or a file over `max` is
+        // refused at once; `-` is the way to pipe). Read under the same
+        // deadline as stdin.
+        let rule = crate::fsx::ReadRule { deadline: stdin::STDIN_DEADLINE, ..crate::fsx::ReadRule::any(max as u64) };
+        match crate::fsx::read_file(path, &rule) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Err(format!("{flag} {}: no such file", path.display()).into()),
+            Err(e) => return Err(CliError::caused(format!("{flag}: {e}"), e)),
         }
-        b
     };
     serde_json::from_slice(&bytes).map_err(|e| CliError::caused(format!("{flag}: not JSON: {e}"), e))
 }

@@ -1,8 +1,10 @@
 //! File primitives: every reader and writer of leanctx's files goes
 //! through these. Atomic replacement ([`write_atomic`], [`replace_durable`]),
 //! a lock with a bounded wait ([`lock()`]), mode and owner checks
-//! ([`state_problem`]), reads that never block or run unbounded
-//! ([`read_state`], [`read_stdin`]).
+//! ([`state_problem`]), reads that never block or run unbounded: every
+//! file leanctx reads goes through [`read_file`] / [`open_file`] (state
+//! files through [`read_state`], which uses them), stdin through
+//! [`read_stdin`].
 //!
 //! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`;
 //! Win32) is in one file per platform, `unix.rs` and `windows.rs`, with the
@@ -13,6 +15,7 @@
 //! `read_stdin`, which the portable files here call as `sys::…`.
 
 mod atomic;
+mod bounded;
 mod lock;
 mod state;
 #[cfg(unix)]
@@ -25,6 +28,9 @@ mod windows;
 use windows as sys;
 
 pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic};
+pub use bounded::{
+    MAX_CONFIG_BYTES, READ_DEADLINE, ReadRule, file_problem, is_absent, open_file, read_file, read_text,
+};
 pub use lock::{Lock, LockError, LockKind, lock};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{

@@ -6,7 +6,7 @@
 
 use super::{SpecialFile, current_uid, mode_of, owner, sys};
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 /// Why a state file that exists is not what leanctx writes there, from its
@@ -61,24 +61,20 @@ pub fn open_state(path: &Path, write: bool, max: u64) -> io::Result<Option<fs::F
     Ok(open_state_md(path, write, max)?.map(|(f, _)| f))
 }
 
-/// Read a whole state file ([`open_state`], read-only): `None` if missing;
-/// an error if it is not state or grew past `max` while being read.
+/// Read a whole state file ([`open_state`], read-only, under
+/// [`super::READ_DEADLINE`]): `None` if missing; an error if it is not state
+/// or grew past `max` while being read.
 pub fn read_state(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
-    let Some((f, md)) = open_state_md(path, false, max)? else { return Ok(None) };
-    // Room for all of it and the byte that says it grew: two reads.
-    let mut bytes = Vec::with_capacity(md.len().min(max) as usize + 1);
-    f.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(untrusted(path, &format!("is larger than {max} bytes")));
-    }
-    Ok(Some(bytes))
+    super::read_file(path, &super::ReadRule::state(max))
 }
 
 /// [`open_state`], with the metadata it checked.
 pub fn open_state_md(path: &Path, write: bool, max: u64) -> io::Result<Option<(fs::File, fs::Metadata)>> {
-    let f = match sys::open(&sys::state_options(write), path) {
+    if !write {
+        return super::open_file(path, &super::ReadRule::state(max));
+    }
+    let f = match sys::open(&sys::state_options(true), path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !write => return Ok(None),
         Err(e) if sys::is_symlink_refusal(&e) => {
             return Err(untrusted(path, "is a symbolic link, not a regular file"));
         }

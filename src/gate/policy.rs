@@ -95,25 +95,26 @@ pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
 /// Load a policy file. `Ok(None)` if it does not exist (the fast path: one
 /// failed open, no parsing).
 pub fn load(path: &Path) -> Result<Option<Policy>, PolicyError> {
-    use std::io::Read;
     let err = |message: String| PolicyError { path: path.to_path_buf(), line: 0, column: 0, message };
-    // Without blocking: a FIFO planted as a workspace's policy must not
-    // hang the hook (and with it the host). Not a regular file: broken.
-    let file = match crate::fsx::open_nonblocking(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(None),
-        Err(e) => return Err(err(format!("cannot read: {e}"))),
+    // The bounded read: a FIFO or device planted as a workspace's policy
+    // must not hang the hook (and with it the host); not a regular file, too
+    // large, not UTF-8: broken.
+    let text = match crate::fsx::read_file(path, &crate::fsx::ReadRule::any(MAX_POLICY_BYTES)) {
+        Ok(None) => return Ok(None),
+        Ok(Some(b)) => String::from_utf8(b).map_err(|e| err(format!("not UTF-8: {e}")))?,
+        Err(e) => return Err(err(problem_of(path, &e))),
     };
-    if !file.metadata().map_err(|e| err(format!("cannot read: {e}")))?.is_file() {
-        return Err(err("not a regular file".into()));
-    }
-    let mut text = String::new();
-    file.take(MAX_POLICY_BYTES + 1).read_to_string(&mut text).map_err(|e| err(format!("cannot read: {e}")))?;
-    if text.len() as u64 > MAX_POLICY_BYTES {
-        return Err(err(format!("larger than {MAX_POLICY_BYTES} bytes")));
-    }
     parse(&text, path).map(Some)
+}
+
+/// An unreadable policy's problem without its path (the error carries it).
+fn problem_of(path: &Path, e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let shown = path.display().to_string();
+    match text.strip_prefix(&shown) {
+        Some(rest) => rest.trim_start().to_string(),
+        None => format!("cannot read: {text}"),
+    }
 }
 
 /// Glob match, ASCII case-insensitive: `*` any run, `?` one character.

@@ -32,15 +32,12 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// At most this many profile files are read.
 const MAX_PROFILE_FILES: usize = 32;
 
+/// A config file's text, or `None` when it is missing or cannot be read
+/// (a FIFO planted at `<cwd>/.codex/config.toml`, a device, a huge file: the
+/// bounded read refuses it at once; it then sets nothing, as one that does
+/// not parse).
 fn read_config(path: &std::path::Path) -> Option<String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut s = String::new();
-    f.take(MAX_CONFIG_BYTES).read_to_string(&mut s).ok()?;
-    Some(s)
+    crate::fsx::read_text(path, &crate::fsx::ReadRule::any(MAX_CONFIG_BYTES)).ok().flatten()
 }
 
 /// The output budget (tokens) Codex applies to tool results, read from every

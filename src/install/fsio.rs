@@ -34,6 +34,19 @@ pub fn real_path(path: &Path) -> io::Result<PathBuf> {
     Err(io::Error::other(format!("{}: too many levels of symbolic links", path.display())))
 }
 
+/// A host config's text through the bounded read
+/// ([`fsx::read_text`]): `Ok(None)` when absent; a FIFO, a device, a
+/// directory, a file over [`fsx::MAX_CONFIG_BYTES`] or one that is not
+/// UTF-8 is an error naming the path, at once.
+pub fn read_config(path: &Path) -> io::Result<Option<String>> {
+    fsx::read_text(path, &fsx::ReadRule::any(fsx::MAX_CONFIG_BYTES))
+}
+
+/// [`read_config`] as bytes (the editor reports where UTF-8 breaks).
+pub fn read_config_bytes(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    fsx::read_file(path, &fsx::ReadRule::any(fsx::MAX_CONFIG_BYTES))
+}
+
 /// An exclusive lock on the directory holding the real file. The dir is
 /// never replaced (the file is, by rename), so every installer locks the
 /// same inode, and no lock file is left beside the user's config.

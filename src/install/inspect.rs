@@ -51,7 +51,7 @@ pub struct FileReport {
 /// Number of our entries in the host's user config (`None`: unreadable or absent).
 pub fn user_entries(host: Host) -> Option<usize> {
     let t = target::resolve(host, None, false).ok()?;
-    let text = std::fs::read_to_string(&t.file).ok()?;
+    let text = super::fsio::read_config(&t.file).ok()??;
     let doc = jsonfile::parse(&text, target::accepts_comments(host)).ok()?;
     Some(entries::find(host, &doc.root.to_value()).len())
 }
@@ -68,9 +68,9 @@ pub fn file_report(t: &Target) -> FileReport {
         error: None,
         modified_ms: None,
     };
-    let text = match std::fs::read_to_string(&t.file) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return r,
+    let text = match super::fsio::read_config(&t.file) {
+        Ok(Some(s)) => s,
+        Ok(None) => return r,
         Err(e) => {
             r.state = FileState::Unreadable;
             r.error = Some(e.to_string());
@@ -119,7 +119,7 @@ pub fn file_report(t: &Target) -> FileReport {
 /// Is `[features] hooks = false` (or `codex_hooks`) set in Codex's
 /// config.toml, in any TOML spelling ([`tomlfile`])?
 pub fn codex_hooks_disabled(codex_dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(codex_dir.join("config.toml")) else { return false };
+    let Ok(Some(text)) = super::fsio::read_config(&codex_dir.join("config.toml")) else { return false };
     tomlfile::parse(&text).is_ok_and(|d| d.hooks_disabled())
 }
 

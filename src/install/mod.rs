@@ -329,8 +329,8 @@ fn edit_config(
     let (old, keep) = match fs::metadata(&real) {
         Ok(md) if !md.is_file() => return Err(InstallError::from(format!("{} is not a regular file", real.display()))),
         Ok(md) => {
-            let bytes = fs::read(&real).map_err(|e| io_err("cannot read", &real, e))?;
-            (Some(bytes), Some(crate::fsx::Keep::of(&md)))
+            let bytes = fsio::read_config_bytes(&real).map_err(|e| io_err("cannot read", &real, e))?;
+            (bytes, Some(crate::fsx::Keep::of(&md)))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
         Err(e) => return Err(io_err("cannot read", &real, e)),
@@ -431,12 +431,19 @@ fn toml_target(t: &Target) -> Target {
 /// both: Codex runs the hooks of both files.
 fn codex_file(t: Target) -> Result<Target, InstallError> {
     let c = toml_target(&t);
-    let Ok(text) = fs::read_to_string(&c.file) else { return Ok(t) };
+    let text = match fsio::read_config(&c.file) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(t),
+        // Codex cannot read it either; editing hooks.json beside it is safe,
+        // but say what is wrong rather than guess what it holds.
+        Err(e) => return Err(InstallError::io("cannot read", &c.file, e)),
+    };
     let doc = tomlfile::parse(&text)
         .map_err(|e| fail_at(&c, e.pos, &format!("{} (Codex reads its hooks here too)", e.msg)))?;
     let in_toml = !nested::find(&doc.tree().to_value(), Host::Codex).is_empty();
-    let in_json = fs::read_to_string(&t.file)
+    let in_json = fsio::read_config(&t.file)
         .ok()
+        .flatten()
         .and_then(|s| jsonfile::parse(&s, false).ok())
         .is_some_and(|d| !nested::find(&d.root.to_value(), Host::Codex).is_empty());
     if in_toml && in_json {

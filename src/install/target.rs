@@ -113,8 +113,10 @@ pub fn status_targets(host: Host, cwd: Option<&Path>) -> Result<Vec<Target>, Str
             .iter()
             .map(|t| Target { file: t.dir.join("config.toml"), ..t.clone() })
             .filter(|t| {
-                std::fs::read_to_string(&t.file)
-                    .is_ok_and(|s| super::tomlfile::parse(&s).map_or(true, |d| d.has_hooks()))
+                super::fsio::read_config(&t.file)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|s| super::tomlfile::parse(&s).map_or(true, |d| d.has_hooks()))
             })
             .collect();
         for t in tomls {

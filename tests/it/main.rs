@@ -11,6 +11,9 @@ mod clock;
 mod crash;
 #[cfg(unix)]
 mod faults;
+// Unix-only: FIFOs, device links and other users' files everywhere leanctx reads.
+#[cfg(unix)]
+mod files;
 mod fuzz;
 mod gate;
 mod hooks;

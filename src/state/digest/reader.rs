@@ -45,8 +45,7 @@ impl Reader {
     /// journal lock, so the file cannot be replaced meanwhile.
     pub fn for_claims_from(&self, journal: &Journal) -> Option<Reader> {
         let id = self.id?;
-        let f = File::open(journal.path()).ok()?;
-        let md = f.metadata().ok()?;
+        let (f, md) = fsx::open_state_md(journal.path().as_path(), false, u64::MAX).ok()??;
         if fsx::handle_id(&f, &md).ok()? != id {
             return None;
         }

@@ -309,12 +309,10 @@ pub fn clean_stray_temps(dir: &Path, now_ms: u64) {
     }
 }
 
-/// Read a file's head (used by tests to inspect the header).
+/// Read a file's head (used by tests to inspect the header), as state.
 pub fn read_head(path: &Path, n: usize) -> io::Result<String> {
-    let mut f = File::open(path)?;
-    f.seek(SeekFrom::Start(0))?;
-    let mut buf = vec![0; n];
-    let got = f.read(&mut buf)?;
-    buf.truncate(got);
+    let Some((f, _)) = fsx::open_state_md(path, false, u64::MAX)? else { return Err(missing(path)) };
+    let mut buf = Vec::with_capacity(n);
+    f.take(n as u64).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }

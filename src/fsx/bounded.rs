@@ -1,0 +1,242 @@
+//! The one way leanctx reads a file: opened without blocking (a FIFO opens
+//! at once and is then refused), checked on the open handle (`fstat`) to be
+//! a regular file of bounded size, read in chunks under a deadline. State
+//! files add: no symlink followed, owned by this user, 0600-like
+//! ([`super::state_problem`]). Host configs, policies and argument files
+//! follow symlinks (dotfile managers link them), but a link to a device is
+//! refused before it is opened (opening some devices acts).
+
+use super::{SpecialFile, state_problem, sys, untrusted};
+use std::fs;
+use std::io::{self, Read};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Time a whole file read may take from its open, whatever the file: the
+/// same bound as a hook's stdin.
+pub const READ_DEADLINE: Duration = Duration::from_millis(1000);
+/// Largest host config (settings.json, hooks.json, config.toml) read.
+pub const MAX_CONFIG_BYTES: u64 = 8 << 20;
+
+/// What a file must be to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadRule {
+    /// Largest size read; a larger file is refused, never cut.
+    pub max: u64,
+    /// A state file: no symlink followed, this user's, 0600-like.
+    pub state: bool,
+    /// Time allowed from the open to the end of the read.
+    pub deadline: Duration,
+}
+
+impl ReadRule {
+    /// A state file in the data dir.
+    pub const fn state(max: u64) -> ReadRule {
+        ReadRule { max, state: true, deadline: READ_DEADLINE }
+    }
+
+    /// Any other file: a host config, a policy, an argument file.
+    pub const fn any(max: u64) -> ReadRule {
+        ReadRule { max, state: false, deadline: READ_DEADLINE }
+    }
+}
+
+/// Why a file that exists is not read, from its metadata: `None` if it is
+/// a regular file within `rule` (owner and mode only for state files).
+pub fn file_problem(md: &fs::Metadata, rule: &ReadRule) -> Option<String> {
+    if rule.state {
+        return state_problem(md, rule.max);
+    }
+    let ft = md.file_type();
+    if !ft.is_file() {
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_symlink() {
+            "a symbolic link"
+        } else {
+            match sys::special_kind(&ft) {
+                SpecialFile::Fifo => "a FIFO",
+                SpecialFile::Socket => "a socket",
+                SpecialFile::Device => "a device",
+                SpecialFile::Other => "not a regular file",
+            }
+        };
+        return Some(format!("is {what}, not a regular file"));
+    }
+    if md.len() > rule.max {
+        return Some(format!("is {} bytes, larger than the {} bytes read", md.len(), rule.max));
+    }
+    None
+}
+
+/// No file there: the path or a parent is missing (a parent that is a file
+/// counts as missing too).
+pub fn is_absent(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+}
+
+/// Open `path` under `rule` and check what was opened: `Ok(None)` when
+/// nothing is there; an error naming the path when something is there that
+/// is not a file `rule` reads.
+pub fn open_file(path: &Path, rule: &ReadRule) -> io::Result<Option<(fs::File, fs::Metadata)>> {
+    if !rule.state {
+        // `stat` first: a symlink to /dev/st0 or a serial port must not even
+        // be opened. The check on the handle below is the one that counts
+        // (the path may change between the two).
+        match fs::metadata(path) {
+            Ok(md) => {
+                if let Some(p) = file_problem(&md, rule) {
+                    return Err(untrusted(path, &p));
+                }
+            }
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    let opened = if rule.state { sys::open(&sys::state_options(false), path) } else { sys::open_nonblocking(path) };
+    let f = match opened {
+        Ok(f) => f,
+        // A state file's parent is the data dir, checked on its own.
+        Err(e) if e.kind() == io::ErrorKind::NotFound || (!rule.state && is_absent(&e)) => return Ok(None),
+        Err(e) if rule.state && sys::is_symlink_refusal(&e) => {
+            return Err(untrusted(path, "is a symbolic link, not a regular file"));
+        }
+        Err(e) => return Err(e),
+    };
+    let md = f.metadata()?;
+    match file_problem(&md, rule) {
+        Some(p) => Err(untrusted(path, &p)),
+        None => Ok(Some((f, md))),
+    }
+}
+
+/// Read a whole file under `rule` ([`open_file`]): `Ok(None)` when nothing
+/// is there; an error if it is not a file `rule` reads, grew past
+/// `rule.max` while being read, or took longer than `rule.deadline`.
+pub fn read_file(path: &Path, rule: &ReadRule) -> io::Result<Option<Vec<u8>>> {
+    let deadline = Instant::now() + rule.deadline;
+    let Some((f, md)) = open_file(path, rule)? else { return Ok(None) };
+    read_open(path, f, &md, rule, deadline).map(Some)
+}
+
+/// [`read_file`] as UTF-8 text; bytes that are not UTF-8 are an error
+/// (`InvalidData`) naming the path.
+pub fn read_text(path: &Path, rule: &ReadRule) -> io::Result<Option<String>> {
+    match read_file(path, rule)? {
+        None => Ok(None),
+        Some(b) => String::from_utf8(b)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: not UTF-8: {e}", path.display()))),
+    }
+}
+
+/// Chunk of one read: a deadline is looked at between chunks.
+const CHUNK: usize = 64 << 10;
+
+fn read_open(path: &Path, f: fs::File, md: &fs::Metadata, rule: &ReadRule, deadline: Instant) -> io::Result<Vec<u8>> {
+    // Room for all of it and the byte that says it grew.
+    let mut bytes = Vec::with_capacity(md.len().min(rule.max) as usize + 1);
+    let mut f = f.take(rule.max + 1);
+    loop {
+        let start = bytes.len();
+        bytes.resize(start + CHUNK, 0);
+        let n = match f.read(&mut bytes[start..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(e) => return Err(e),
+        };
+        bytes.truncate(start + n);
+        if n == 0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{} took longer than {} ms to read", path.display(), rule.deadline.as_millis()),
+            ));
+        }
+    }
+    if bytes.len() as u64 > rule.max {
+        return Err(untrusted(path, &format!("is larger than {} bytes", rule.max)));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_reads_whole_and_a_missing_one_is_none() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f");
+        assert!(read_file(&p, &ReadRule::any(10)).unwrap().is_none());
+        assert!(read_file(&p.join("under-a-missing"), &ReadRule::any(10)).unwrap().is_none());
+        fs::write(&p, vec![b'x'; 200_000]).unwrap();
+        assert_eq!(read_file(&p, &ReadRule::any(200_000)).unwrap().unwrap().len(), 200_000);
+        let e = read_file(&p, &ReadRule::any(199_999)).unwrap_err().to_string();
+        assert!(e.contains("larger than the 199999"), "{e}");
+        // A file under a file: absent, not an error.
+        assert!(read_file(&p.join("x"), &ReadRule::any(10)).unwrap().is_none());
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_an_error_naming_the_path() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f");
+        fs::write(&p, b"\xff\xfe").unwrap();
+        let e = read_text(&p, &ReadRule::any(10)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn a_directory_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let e = read_file(t.path(), &ReadRule::any(10)).unwrap_err().to_string();
+        assert!(e.contains("is a directory, not a regular file"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_and_a_device_are_refused_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let dev = t.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &dev).unwrap();
+        for (p, what) in [(&fifo, "a FIFO"), (&dev, "a device")] {
+            for rule in [ReadRule::any(1 << 20), ReadRule::state(1 << 20)] {
+                let started = Instant::now();
+                let e = read_file(p, &rule).unwrap_err().to_string();
+                assert!(started.elapsed() < Duration::from_millis(500), "{p:?} {rule:?}");
+                let want = if rule.state && p == &dev { "a symbolic link" } else { what };
+                assert!(e.contains(want), "{p:?} {rule:?}: {e}");
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_followed_except_for_state() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("real");
+        fs::write(&real, "x").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(read_file(&link, &ReadRule::any(10)).unwrap().unwrap(), b"x");
+        let e = read_file(&link, &ReadRule::state(10)).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+    }
+
+    #[test]
+    fn a_deadline_already_spent_stops_the_read() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f");
+        fs::write(&p, vec![0u8; 3 * CHUNK]).unwrap();
+        let rule = ReadRule { deadline: Duration::ZERO, ..ReadRule::any(1 << 20) };
+        let e = read_file(&p, &rule).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(read_file(&p, &ReadRule::any(1 << 20)).unwrap().is_some());
+    }
+}
