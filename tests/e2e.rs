@@ -41,6 +41,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-interrupt", BOTH),
     ("ledger-parallel", BOTH),
     ("ledger-budget-elsewhere", &["codex"]),
+    ("ledger-structured", BOTH),
 ];
 
 /// How the test ended, when it did not panic.

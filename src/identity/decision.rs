@@ -48,6 +48,10 @@ pub enum Reason {
     /// Ledger: the host has not confirmed the delivery whole (a preview, a
     /// truncation, an interrupt, a hook that did not fire, not yet).
     Unconfirmed,
+    /// Ledger: the result the server would send now (`--result`) is not the
+    /// one confirmed for this key and version (an outline then, the full
+    /// text now): the model has the other one.
+    ResultChanged,
 }
 
 impl Reason {
@@ -69,6 +73,7 @@ impl Reason {
             Reason::VersionChanged => "version-changed",
             Reason::WindowChanged => "window-changed",
             Reason::Unconfirmed => "unconfirmed",
+            Reason::ResultChanged => "result-changed",
         }
     }
 }
@@ -308,7 +313,7 @@ mod tests {
         #[rustfmt::skip]
         let all = [ScopeDisabled, SameConversation, SingleConversation, OtherConversation, Concurrent, Compacted,
             UnknownCaller, UnknownDelivery, SubagentActive, StateUnavailable, UnrecordedCall, ConfirmedDelivery,
-            NotDelivered, VersionChanged, WindowChanged, Unconfirmed];
+            NotDelivered, VersionChanged, WindowChanged, Unconfirmed, ResultChanged];
         let mut seen = std::collections::HashSet::new();
         for r in all {
             assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));

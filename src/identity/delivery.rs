@@ -3,7 +3,7 @@
 //! mean: [`crate::state::ledger`].
 
 use crate::identity::decision::{Decision, Reason};
-use crate::state::ledger::{Ack, Confirmation, Delivery, confirmation};
+use crate::state::ledger::{Ack, Confirmation, Content, Delivery, confirmation};
 
 /// The stub question, after the caller was resolved per call.
 #[derive(Clone, Debug)]
@@ -13,6 +13,9 @@ pub struct Question<'a> {
     pub key: &'a str,
     pub version: &'a str,
     pub window: Option<&'a str>,
+    /// The result the server would send now (`--result`), when given: a
+    /// stub stands in for it only if it is the very content confirmed.
+    pub sent: Option<&'a Content>,
 }
 
 /// What the journal says about the newest delivery of the key to the scope.
@@ -49,6 +52,11 @@ pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
     if confirmation(d, &f.acks_after) != Confirmation::Whole {
         return deny(Reason::Unconfirmed);
     }
+    // One key and version may be served as different results (an outline,
+    // the full text): the confirmed one says nothing about another.
+    if q.sent.is_some_and(|s| s.digest != d.digest || s.len != d.len) {
+        return deny(Reason::ResultChanged);
+    }
     Decision { allow: true, reason: Reason::ConfirmedDelivery }
 }
 
@@ -60,7 +68,13 @@ mod tests {
     #[test]
     fn decision_table() {
         use Reason::*;
-        let q = Question { scope: "S", key: "K", version: "v1", window: None };
+        let q = Question { scope: "S", key: "K", version: "v1", window: None, sent: None };
+        let same = Content { digest: "dg".into(), len: 10 };
+        let outline = Content { digest: "ol".into(), len: 10 };
+        let shorter = Content { digest: "dg".into(), len: 9 };
+        let qs = Question { sent: Some(&same), ..q.clone() };
+        let qo = Question { sent: Some(&outline), ..q.clone() };
+        let ql = Question { sent: Some(&shorter), ..q.clone() };
         let qw = Question { window: Some("S:1"), ..q.clone() };
         let good = ack("id:c1", "S", "dg", 10, true);
         #[rustfmt::skip]
@@ -82,6 +96,11 @@ mod tests {
             (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "T", "dg", 10, true)], ..Facts::default() }, true, ConfirmedDelivery),
             (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "x", 10, true), good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
             (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
+            // `--result`: only the very result confirmed is stood in for.
+            (&qs, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
+            (&qo, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, ResultChanged),
+            (&ql, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, ResultChanged),
+            (&qo, Facts { latest: Some(d("v1", None, "dg")), ..Facts::default() }, false, Unconfirmed),
         ];
         for (i, (q, f, allow, reason)) in rows.into_iter().enumerate() {
             assert_eq!(decide(q, &f), Decision { allow, reason }, "row {i}");

@@ -6,7 +6,7 @@ use crate::base::host::Host;
 use crate::base::ids;
 use crate::base::scope::ScopeKind;
 use crate::identity::caller::{Caller, Source};
-use crate::state::journal::View;
+use crate::state::journal::{CLAIM_WINDOW_MS, View, in_window};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -129,11 +129,21 @@ pub fn choose_claim<'a>(
     let caller_of = |c: &crate::state::journal::Call<'_>| {
         Caller::new(Source::Fingerprint, Some(scope_of(c)), Some(c.conv.to_string()), Some(c.host))
     };
-    if let Some(held) = claimant.and_then(|t| view.claimed_by(t)) {
-        return Ok((caller_of(held), None));
-    }
     let fp = call.fingerprint();
     let candidates = view.claim_candidates(&call.name, &fp, now);
+    // The same request asked again (a check, then the delivery) holds its
+    // claim, but only inside the claim window, and only while no other
+    // scope's hook recorded this same call: two chats behind one shared
+    // server send requests with the same JSON-RPC id and arguments, and the
+    // token cannot tell them apart (the second was resolved as the first and
+    // got its stub).
+    let held = claimant.and_then(|t| view.claimed_by(t)).filter(|c| in_window(c.t, now, CLAIM_WINDOW_MS));
+    if let Some(held) = held {
+        if candidates.iter().any(|c| scope_of(c) != scope_of(held)) {
+            return Err(PerCall::Ambiguous);
+        }
+        return Ok((caller_of(held), None));
+    }
     let Some(first) = candidates.first() else {
         return Err(PerCall::NoMatch);
     };
@@ -154,12 +164,16 @@ pub fn choose_claim<'a>(
     Ok((caller_of(first), Some(first.key)))
 }
 
-/// The claimant token of one MCP request: the server process and the
-/// request's JSON-RPC id (hashed; `None` without an id).
+/// The claimant token of one MCP request: the server process, the
+/// request's JSON-RPC id, its progress token (Cursor numbers them per chat)
+/// and the call (hashed; `None` without an id). Two chats of one shared
+/// server can still send the same of all of these: [`choose_claim`] does not
+/// let a token's claim stand for another scope's recorded call.
 pub fn claimant_token(server_pid: u32, call: &McpCall) -> Option<String> {
     let id = call.request_id.as_deref()?;
+    let progress = call.meta.get("progressToken").map(Value::to_string).unwrap_or_default();
     let h = crate::base::fingerprint::sha256_hex(
-        format!("{server_pid}\0{id}\0{}\0{}", call.name, call.fingerprint()).as_bytes(),
+        format!("{server_pid}\0{id}\0{progress}\0{}\0{}", call.name, call.fingerprint()).as_bytes(),
     );
     Some(h[..32].to_string())
 }
@@ -196,6 +210,13 @@ mod tests {
         assert_ne!(t(1, &whole), t(2, &whole));
         assert_ne!(t(1, &whole), t(1, &sid));
         assert_eq!(t(1, &whole).unwrap().len(), 32);
+        let progress = |n: u64| {
+            McpCall::from_json(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+                "name":"ctx_read","arguments":{"path":"a"},"_meta":{"progressToken": n}}}))
+            .unwrap()
+        };
+        assert_ne!(t(1, &progress(1)), t(1, &progress(2)));
+        assert_eq!(t(1, &progress(1)), t(1, &progress(1)));
     }
 
     #[test]
@@ -225,6 +246,22 @@ mod tests {
         assert_eq!(choose_claim(&sub, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
         let claude = View { records: vec![call("A", None, Host::ClaudeCode, "k1", fp)] };
         assert_eq!(choose_claim(&claude, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        // A held claim: the same request asked again, unless another scope
+        // recorded the same call since (two chats, one server, one request id).
+        let claim = |key: &'static str| Record::Claim { t: 1_500, key, claimant: Some("tok") };
+        let held = View { records: vec![call("A", None, Host::Cursor, "k1", fp), claim("k1")] };
+        let got = choose_claim(&held, &c, Some("tok"), 2_000).unwrap();
+        assert_eq!((got.0.scope.as_deref(), got.1), (Some("A"), None));
+        let mut again = held.records.clone();
+        again.push(call("A", None, Host::Cursor, "k2", fp));
+        assert_eq!(choose_claim(&View { records: again }, &c, Some("tok"), 2_000).unwrap().1, None);
+        let mut other = held.records.clone();
+        other.push(call("B", None, Host::Cursor, "k2", fp));
+        assert_eq!(choose_claim(&View { records: other }, &c, Some("tok"), 2_000).unwrap_err(), PerCall::Ambiguous);
+        // Another token, or the held record past the claim window: no claim is held.
+        let other_token = choose_claim(&held, &c, Some("tik"), 2_000).unwrap_err();
+        assert_eq!(other_token, PerCall::NoMatch);
+        assert_eq!(choose_claim(&held, &c, Some("tok"), 1_000 + CLAIM_WINDOW_MS + 1).unwrap_err(), PerCall::NoMatch);
         let other_args = View { records: vec![call("A", None, Host::Cursor, "k1", "00")] };
         assert_eq!(choose_claim(&other_args, &c, None, 2_000).unwrap_err(), PerCall::NoMatch);
         let rec = View {

@@ -169,10 +169,11 @@ impl ReadPath {
 
     /// May the caller of `call` be served a stub for `version` of `key`?
     /// Allowed only for a delivery the host confirmed whole in the caller's
-    /// current context window (see [`ledger`]). When the answer is no and
-    /// `result` is given (what the server returns instead), that delivery
-    /// is recorded, for the host to confirm. Errors: an empty or overlong
-    /// key or version.
+    /// current context window (see [`ledger`]), and, when `result` is given
+    /// (what the server returns instead), only if it is that very result
+    /// (else `result-changed`). When the answer is no and `result` is given,
+    /// that delivery is recorded, for the host to confirm. Errors: an empty
+    /// or overlong key or version.
     pub fn stub(
         &self,
         call: &McpCall,
@@ -188,7 +189,7 @@ impl ReadPath {
         let deadline = Instant::now() + READ_WAIT;
         let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
             let lc = self.ledger_caller(call, view, unavailable, now, deadline);
-            let ans = self.ledger_decide(&lc, view, unavailable, &keyh, &verh, window.clone());
+            let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, result), window.clone());
             (ans, lc)
         });
         if let Some(content) = result
@@ -236,8 +237,7 @@ impl ReadPath {
         lc: &LedgerCaller,
         view: &dyn Ask,
         unavailable: bool,
-        keyh: &str,
-        verh: &str,
+        (keyh, verh, sent): (&str, &str, Option<&Content>),
         window: Option<String>,
     ) -> LedgerAnswer {
         let answer = |decision, delivery| LedgerAnswer {
@@ -261,7 +261,7 @@ impl ReadPath {
         if lc.blind {
             return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
         }
-        let q = Question { scope, key: keyh, version: verh, window: window.as_deref() };
+        let q = Question { scope, key: keyh, version: verh, window: window.as_deref(), sent };
         let mut facts = delivery::Facts::default();
         let mut seen = None;
         if let Some((at, d)) = view.latest_delivery(scope, keyh) {

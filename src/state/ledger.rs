@@ -145,6 +145,24 @@ fn blocks_content(blocks: &[Value]) -> Content {
     Content { digest: hex32(h.finalize().as_bytes()), len }
 }
 
+/// A result's `structuredContent`, when it has one (`null` is none).
+fn structured(obj: &serde_json::Map<String, Value>) -> Option<&Value> {
+    obj.get("structuredContent").filter(|v| !v.is_null())
+}
+
+/// The content blocks are one text block holding exactly the JSON value
+/// `sc` (any spacing or key order): what the model gets of either is the same.
+fn same_json(blocks: &[Value], sc: &Value) -> bool {
+    match blocks {
+        [b] if b.get("type").and_then(Value::as_str) == Some("text") => b
+            .get("text")
+            .and_then(Value::as_str)
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .is_some_and(|v| canonical_json(&v) == canonical_json(sc)),
+        _ => false,
+    }
+}
+
 /// The first 16 bytes of a digest as 32 lower-case hex digits.
 fn hex32(d: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -159,7 +177,10 @@ fn hex32(d: &[u8]) -> String {
 /// The server's side: a `tools/call` result as the server returns it — the
 /// `result` object (`{"content": [...]}`) or the whole JSON-RPC response
 /// (`{"jsonrpc", "id", "result": {...}}`). Anything else is refused: a
-/// delivery is recorded only for what is certainly a result.
+/// delivery is recorded only for what is certainly a result. The digest is
+/// of the content (what a stub stands in for); with `structuredContent`
+/// beside it, which is all the model gets, it can be confirmed only when the
+/// content is that same JSON.
 pub fn sent_content(v: &Value) -> Result<Content, InputError> {
     let result = match v.get("result") {
         Some(r) if v.get("jsonrpc").is_some() || v.get("id").is_some() => r,
@@ -172,7 +193,16 @@ pub fn sent_content(v: &Value) -> Result<Content, InputError> {
         return Err(InputError::ErrorResult);
     }
     match obj.get("content") {
-        Some(Value::Array(blocks)) => Ok(blocks_content(blocks)),
+        Some(Value::Array(blocks)) => Ok(match structured(obj) {
+            // The model gets only the serialised `structuredContent`
+            // (docs/DELIVERY.md §7). It got this result's content only when
+            // that content *is* the same JSON (MCP asks servers to send it
+            // as a text block too): then both sides digest its canonical
+            // form. Otherwise the content's own digest, which no host's
+            // acknowledgement (of the structured part) will match.
+            Some(sc) if same_json(blocks, sc) => Content::of_text(&canonical_json(sc)),
+            _ => blocks_content(blocks),
+        }),
         Some(_) => Err(InputError::NotAResult("\"content\" is not a list of blocks".into())),
         None if v.get("error").is_some() => Err(InputError::NotAResult("a JSON-RPC error response".into())),
         None => Err(InputError::NotAResult("no \"content\"".into())),
@@ -180,11 +210,13 @@ pub fn sent_content(v: &Value) -> Result<Content, InputError> {
 }
 
 /// The host's side: what a hook payload says a tool returned, in any of the
-/// shapes hosts use — a string (Claude's `<persisted-output>` preview), a
-/// list of blocks (Claude), `{"content": [...]}` (Codex, Cursor's
-/// `result_json`), or a JSON string holding one of those (Cursor). `None`
-/// for an error result; an unknown shape hashes its canonical JSON, which
-/// matches no delivery.
+/// shapes hosts use — a string (Claude's `<persisted-output>` preview, or
+/// the serialised `structuredContent`), a list of blocks (Claude),
+/// `{"content": [...]}` (Codex, Cursor's `result_json`), or a JSON string
+/// holding one of those (Cursor). A result with `structuredContent` counts as
+/// that, canonical: what Codex and Claude Code give the model (unverified
+/// elsewhere, where it can only withhold more). `None` for an error result;
+/// an unknown shape hashes its canonical JSON, which matches no delivery.
 pub fn received_content(v: &Value) -> Option<Content> {
     match v {
         Value::String(s) => {
@@ -200,6 +232,11 @@ pub fn received_content(v: &Value) -> Option<Content> {
         Value::Object(o) => {
             if o.get("isError").and_then(Value::as_bool) == Some(true) {
                 return None;
+            }
+            // Codex's `PostToolUse` shows the server's copy, but the model got
+            // only the serialised `structuredContent` (docs/DELIVERY.md §7).
+            if let Some(sc) = structured(o) {
+                return Some(Content::of_text(&canonical_json(sc)));
             }
             match o.get("content") {
                 Some(Value::Array(blocks)) => Some(blocks_content(blocks)),
@@ -390,6 +427,46 @@ pub(crate) mod tests {
         let one = sent_content(&json!({"content": [{"type": "text", "text": "abc"}]})).unwrap();
         assert_eq!(one, Content::of_text("abc"));
         assert_eq!(received_content(&json!("abc")).unwrap(), one);
+    }
+
+    /// docs/DELIVERY.md §7: with `structuredContent`, Codex and Claude Code
+    /// give the model only its serialisation, whatever `content` holds.
+    #[test]
+    fn structured_content_is_what_the_model_gets() {
+        let file = json!([{"type": "text", "text": "MARK-START the file's text"}]);
+        let sc = json!({"path": "a", "bytes": 3000});
+        let server = json!({"content": file, "isError": false, "structuredContent": sc});
+        let sent = sent_content(&server).unwrap();
+        // Codex PostToolUse shows the server's copy; Claude PostToolBatch the string the model got.
+        let codex = received_content(&server).unwrap();
+        let claude = received_content(&json!("{\"path\":\"a\",\"bytes\":3000}")).unwrap();
+        assert_eq!(codex, claude);
+        assert_eq!(codex, Content::of_text(r#"{"bytes":3000,"path":"a"}"#));
+        // The file's text never reached the model: the delivery is not confirmed.
+        assert_eq!(sent, sent_content(&json!({ "content": file })).unwrap());
+        assert_ne!(sent, codex);
+        // Content that is the same JSON (any spacing, any key order) is what the model got.
+        let echo = json!([{"type": "text", "text": "{\"path\": \"a\", \"bytes\": 3000}"}]);
+        let both = sent_content(&json!({"content": echo, "structuredContent": sc})).unwrap();
+        assert_eq!((&both, &both), (&codex, &claude));
+        // Other JSON, two blocks, or a non-text block: not the same.
+        for content in [
+            json!([{"type": "text", "text": "{\"path\": \"a\", \"bytes\": 3001}"}]),
+            json!([{"type": "text", "text": "{\"path\":\"a\",\"bytes\":3000}"}, {"type": "text", "text": ""}]),
+            json!([{"type": "image", "text": "{\"path\":\"a\",\"bytes\":3000}"}]),
+            json!([{"type": "text", "text": "not json"}]),
+        ] {
+            assert_ne!(
+                sent_content(&json!({"content": content, "structuredContent": sc})).unwrap(),
+                codex,
+                "{content}"
+            );
+        }
+        // `null` is no structured content.
+        let null = json!({"content": file, "structuredContent": null});
+        assert_eq!(sent_content(&null).unwrap(), sent);
+        assert_eq!(received_content(&null).unwrap(), sent);
+        assert!(received_content(&json!({"isError": true, "structuredContent": sc})).is_none());
     }
 
     #[test]

@@ -176,7 +176,10 @@ pub fn what_to_do(reason: &str) -> &'static str {
             "two chats made the same call at once (Cursor chats overlapping): nothing to fix; it passes when one chat works at a time"
         }
         "unconfirmed" => {
-            "the host did not confirm the model got the content whole: its post-tool hook did not fire (`leanctx status`; Codex: trust hooks in /hooks), or the result was cut (Claude Code over 50,000 chars without `anthropic/maxResultSizeChars`; Codex over tool_output_token_limit)"
+            "the host did not confirm the model got the content whole: its post-tool hook did not fire (`leanctx status`; Codex: trust hooks in /hooks), or the result was cut (Claude Code over 50,000 chars without `anthropic/maxResultSizeChars`; Codex over tool_output_token_limit), or it carried `structuredContent`, which is all the model gets (send the content alone)"
+        }
+        "result-changed" => {
+            "the server answered the same file and version with another result (an outline, then the full text): the model holds the other one; nothing to fix"
         }
         "compacted" => "the chat was compacted after the delivery: the model no longer has the file; nothing to fix",
         "window-changed" => "Codex started a new context window: the model no longer has the file; nothing to fix",

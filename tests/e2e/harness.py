@@ -678,7 +678,7 @@ def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, res
 
 
 def run_codex(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume_last=False,
-              resume=None, config=(), interrupt_when=None):
+              resume=None, config=(), interrupt_when=None, cwd=None):
     """codex exec --skip-git-repo-check --dangerously-bypass-hook-trust [-c K=V ...]
     [resume --last | resume ID] EXTRA_ARGS PROMPT"""
     sb._write_codex_config()
@@ -688,7 +688,7 @@ def run_codex(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resu
     if resume_last or resume:
         argv += ["resume"] + (["--last"] if resume_last else [resume])
     argv += list(extra_args) + [prompt]
-    return run_process(sb, "codex", argv, sb.env("codex", env), timeout, interrupt_when=interrupt_when)
+    return run_process(sb, "codex", argv, sb.env("codex", env), timeout, cwd=cwd, interrupt_when=interrupt_when)
 
 
 def run_concurrently(calls, timeout=DEFAULT_TIMEOUT + 30):

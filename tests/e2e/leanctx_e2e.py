@@ -757,16 +757,24 @@ def sc_ledger_interrupt(host):
 
 
 def sc_ledger_budget_elsewhere(host):
-    """Codex: the output budget lowered where leanctx does not look (it reads only
-    $CODEX_HOME/config.toml and its [profiles.*] tables): on the command line (`-c`), in the
-    project's .codex/config.toml, in a profile file `$CODEX_HOME/<name>.config.toml` chosen with
-    `--profile` (Codex 0.169 refuses the legacy [profiles.x] table with --profile). With 1,000
-    tokens the model gets 4.8 KB of a 10 KB file: a re-read must not be a stub."""
+    """Codex: the output budget lowered outside $CODEX_HOME/config.toml: on the command line (`-c`,
+    `--config=`, in hex, under `profiles.<p>` with `--profile p`), in the project's
+    .codex/config.toml (also at the repository root when Codex runs in a subdirectory), in a
+    profile file `$CODEX_HOME/<name>.config.toml` chosen with `--profile` (Codex 0.169 refuses the
+    legacy [profiles.x] table with --profile). With 1,000 tokens the model gets 4.8 KB of a 10 KB
+    file: a re-read must not be a stub."""
     path = "big-10240"
     cases = [
         ("-c", {"config": ["tool_output_token_limit=1000"]}, None),
         ("project .codex/config.toml", {}, "project"),
         ("--profile small", {"extra_args": ["--profile", "small"]}, "profile"),
+        # issue 22: spellings leanctx missed.
+        ("-c hex", {"config": ["tool_output_token_limit=0x3e8"]}, None),
+        ("--config=", {"extra_args": ["--config=tool_output_token_limit=1000"]}, None),
+        ("-c profiles.small.tool_output_token_limit --profile small",
+         {"config": ["profiles.small.tool_output_token_limit=1000"], "extra_args": ["--profile", "small"]},
+         "empty-profile"),
+        ("repository root .codex/config.toml, Codex run in a subdirectory", {}, "repo-root"),
     ]
     for label, run_kw, where in cases:
         tag = "%s/ledger-budget-elsewhere (%s)" % (host, label)
@@ -779,16 +787,78 @@ def sc_ledger_budget_elsewhere(host):
             elif where == "profile":
                 with open(os.path.join(w.sb.codex_home, "small.config.toml"), "w") as f:
                     f.write("tool_output_token_limit = 1000\n")
+            elif where == "empty-profile":
+                with open(os.path.join(w.sb.codex_home, "small.config.toml"), "w") as f:
+                    f.write("# the budget comes from -c\n")
+            elif where == "repo-root":
+                # Codex reads .codex/config.toml from the project root (the nearest .git above)
+                # down to its cwd; the hooks' cwd is the subdirectory. A real repository: Codex
+                # trusts the subdirectory through its git root (an empty .git is not enough).
+                subprocess.run(["git", "init", "-q", w.sb.project], check=True, capture_output=True)
+                os.makedirs(os.path.join(w.sb.project, ".codex"), exist_ok=True)
+                with open(os.path.join(w.sb.project, ".codex", "config.toml"), "w") as f:
+                    f.write("tool_output_token_limit = 0x3e8\n")
+                sub = os.path.join(w.sb.project, "src", "deep")
+                os.makedirs(sub, exist_ok=True)
+                run_kw = dict(run_kw, cwd=sub)
             r = H.run_codex(w.sb, "[reads=%s,%s]" % (path, path), **run_kw)
             ok_run(tag, r)
             res = model_results(w)
             mcp = w.mcp()
-            check("%s: oracle: the budget applied: the model got a cut copy the first time" % tag,
-                  len(res) == 2 and not res[0].get("whole") and "MARK-END" in res[0].get("markers", []),
-                  desc(res))
+            if where == "empty-profile":
+                # Measured: with --profile layering small.config.toml, Codex 0.169 does not apply a
+                # `-c profiles.small.…` override; leanctx counts it anyway (a hook cannot tell).
+                check("%s: oracle: Codex did not apply it (the model got the file whole); leanctx "
+                      "still withholds, the conservative side" % tag,
+                      len(res) == 2 and path in res[0].get("whole", []), desc(res))
+            else:
+                check("%s: oracle: the budget applied: the model got a cut copy the first time" % tag,
+                      len(res) == 2 and not res[0].get("whole") and "MARK-END" in res[0].get("markers", []),
+                      desc(res))
             check("%s: the re-read is not a stub (leanctx takes the smallest budget set anywhere Codex reads one)"
                   % tag, len(res) == 2 and not res[1].get("unchanged") and len(mcp) == 2
                   and lc(mcp[1]).get("exit") == 1, summary(mcp) + " " + desc(res))
+        finally:
+            w.close()
+
+
+def sc_ledger_structured(host):
+    """A result with both `content` (the file) and `structuredContent`: Codex and Claude Code give
+    the model only the serialised structuredContent (docs/DELIVERY.md §7), so the file was never
+    delivered and the re-read must not be a stub. A result whose content is that same JSON reached
+    the model: its re-read is a stub."""
+    # The echo's content is the JSON, not a file: no big-<N> name, which the oracle would take for one.
+    for path, stubbed in (("structured/big-3000", False), ("structured-echo/notes", True)):
+        tag = "%s/ledger-structured (%s)" % (host, path)
+        w = World("%s-ledger-structured" % host, mode="ledger")
+        try:
+            r = w.run(host, "[reads=%s,%s]" % (path, path))
+            ok_run(tag, r)
+            check_each_read_asked(tag, w, 2)
+            mcp = w.mcp()
+            if len(mcp) == 2:
+                check_first_delivery(tag, mcp[0])
+                if stubbed:
+                    check("%s: second read: leanctx says stub (confirmed-delivery)" % tag,
+                          lc(mcp[1]).get("exit") == 0 and reason(mcp[1]) == "confirmed-delivery", summary(mcp))
+                else:
+                    check("%s: second read: leanctx withholds (unconfirmed, different-content)" % tag,
+                          lc(mcp[1]).get("exit") == 1 and reason(mcp[1]) == "unconfirmed"
+                          and confirmation(mcp[1]) == "different-content", summary(mcp))
+            res = model_results(w, r.session_id)
+            texts = [t.get("text", "") for t in res]
+            check("%s: oracle: the model's first result is the structured content only" % tag,
+                  len(res) == 2 and '{"path":"%s","bytes":' % path in texts[0].replace(" ", "")
+                  and "MARK-START" not in texts[0] and "fixture content" not in texts[0],
+                  desc(res))
+            if stubbed:
+                check("%s: oracle: the model's second result is `[unchanged] %s`" % (tag, path),
+                      len(res) == 2 and "[unchanged] %s" % path in texts[1], desc(res))
+            else:
+                check("%s: oracle: the second result is not a stub, and the model never had the file" % tag,
+                      len(res) == 2 and not res[1].get("unchanged") and "[unchanged]" not in texts[1]
+                      and not any("MARK-START" in t for t in texts), desc(res))
+            check_stubs_truthful(tag, w)
         finally:
             w.close()
 
@@ -889,7 +959,8 @@ SCENARIOS = [("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurr
              ("ledger-autocompact", sc_ledger_autocompact, ("claude",)),
              ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH),
              ("ledger-interrupt", sc_ledger_interrupt, BOTH), ("ledger-parallel", sc_ledger_parallel, BOTH),
-             ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",))]
+             ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",)),
+             ("ledger-structured", sc_ledger_structured, BOTH)]
 
 
 def main():

@@ -42,6 +42,9 @@ inputs are logged under "leanctx" in the tools/call line.
 Fixture switches (by argument value, for tests that need them):
   path containing "E2E-TOOL-ERROR"  -> result with isError: true ("ctx_read fixture error: no such file")
   path containing "E2E-SLOW-<n>"    -> sleeps n seconds (max 60) before answering
+  path starting "structured"        -> the result also carries structuredContent {"path", "bytes"}
+                                       (the content stays the text, e.g. structured/big-3000)
+  path starting "structured-echo"   -> the same, with the content being that JSON as text
 """
 import json
 import os
@@ -261,6 +264,11 @@ def handle(msg):
         failing = "E2E-TOOL-ERROR" in path
         text = content_of(path)
         content = {"content": [{"type": "text", "text": text}], "isError": False}
+        if path.startswith("structured"):  # docs/DELIVERY.md §7: the model gets only structuredContent
+            sc = {"path": path, "bytes": len(text.encode())}
+            if path.startswith("structured-echo"):  # the content is that same JSON (spaced), as MCP advises
+                content["content"] = [{"type": "text", "text": json.dumps(sc)}]
+            content["structuredContent"] = sc
         stub, extra = False, None
         if LEANCTX and name == "ctx_read" and MODE == "ledger" and not failing:
             stub, lc = ask_ledger(mid, params, path, content, text)

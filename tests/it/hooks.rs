@@ -36,10 +36,18 @@ fn scenarios() -> Vec<(String, String, Vec<std::path::PathBuf>)> {
                 .map(|e| e.path())
                 .filter(|p| {
                     let n = p.file_name().unwrap().to_string_lossy().into_owned();
-                    n.ends_with(".json") && !n.starts_with("mcp-tools-call") && n != "model-received.json"
+                    // Hook payloads only: not the server's calls, nor what the model or server got.
+                    n.ends_with(".json")
+                        && !n.starts_with("mcp-tools-call")
+                        && n != "model-received.json"
+                        && n != "server-result.json"
                 })
                 .collect();
             files.sort();
+            // A run captured without its hooks (codex/structured-ledger) has none to feed.
+            if files.is_empty() {
+                continue;
+            }
             out.push((host.to_string(), s.file_name().unwrap().to_string_lossy().into_owned(), files));
         }
     }

@@ -19,6 +19,7 @@ mod gate;
 mod hooks;
 mod install;
 mod ledger;
+mod model;
 mod newuser;
 mod readpath;
 mod rng;

@@ -185,7 +185,10 @@ fn no_secret_reaches_the_disk_on_any_host_or_event() {
         for s in scen {
             let mut files: Vec<_> = std::fs::read_dir(&s).unwrap().flatten().map(|e| e.path()).collect();
             files.sort();
-            for f in files.iter().filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("mcp-")) {
+            for f in files.iter().filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                !n.starts_with("mcp-") && n.ends_with(".json")
+            }) {
                 let mut v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
                 inject(&mut v, &mut n, true);
                 if host == "cursor" && v.get("command").is_none() {

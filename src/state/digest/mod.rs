@@ -516,9 +516,9 @@ impl Digest {
     /// in file order: every claim by the claimant and the calls it names,
     /// and unless that already answers, the unclaimed calls with that tool
     /// and fingerprint inside the claim window.
-    /// [`View::claimed_by`] gives the same answer on this as on the whole
-    /// file, and when it is `None` so does [`View::claim_candidates`] (the
-    /// order in which `mcp_call::choose_claim` asks). Call
+    /// [`View::claimed_by`] and [`View::claim_candidates`] give the same
+    /// answers on this as on the whole file (`mcp_call::choose_claim` asks
+    /// both). Call
     /// [`Digest::index_claims`] first.
     pub fn claim_view(&self, tool: &str, fp: &str, claimant: Option<&str>, now: u64) -> View<'_> {
         let ix = &self.claim_index;
@@ -528,9 +528,9 @@ impl Digest {
             spans.dedup();
             View { records: spans.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect() }
         };
-        // The claimant's own claims and the calls they name. If it already
-        // holds one, that is the answer (choose_claim asks claimed_by
-        // first): the candidates need not be looked at.
+        // The claimant's own claims and the calls they name, and the
+        // candidates beside them (choose_claim weighs a held claim against
+        // other scopes' unclaimed records of the same call).
         let mut spans: Vec<Span> = Vec::new();
         if let Some(c) = claimant {
             for &k in ix.claims_by_claimant.get(&hash_of(&[c])).unwrap_or(&none) {
@@ -540,10 +540,6 @@ impl Digest {
                     let named = self.calls.iter().filter(|(c, _)| last_field_is(self.at(*c), key));
                     spans.extend(named.map(|(c, _)| *c));
                 }
-            }
-            let held = view(&mut spans);
-            if held.claimed_by(c).is_some() {
-                return held;
             }
         }
         for &(s, t) in &self.calls {

@@ -154,11 +154,12 @@ fn assert_claims_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
     for tool in ["ctx_read", "ctx_write", "nope"] {
         for fp in ["fp0", "fp1", "fp2"] {
             for claimant in [None, Some("t0"), Some("t1"), Some("-")] {
-                // What choose_claim asks, in its order: the call the
-                // claimant holds, else the candidates.
-                let choice = |v: &View<'_>| match claimant.and_then(|c| v.claimed_by(c)) {
-                    Some(held) => vec![format!("held {}", held.key)],
-                    None => v.claim_candidates(tool, fp, now).iter().map(|c| c.key.to_string()).collect(),
+                // What choose_claim asks: the call the claimant holds, and
+                // the candidates.
+                let choice = |v: &View<'_>| {
+                    let held = claimant.and_then(|c| v.claimed_by(c)).map(|h| format!("held {} {}", h.key, h.t));
+                    let cands = v.claim_candidates(tool, fp, now).into_iter().map(|c| c.key.to_string());
+                    held.into_iter().chain(cands).collect::<Vec<_>>()
                 };
                 let small = d.claim_view(tool, fp, claimant, now);
                 assert_eq!(choice(&small), choice(v), "claim {tool} {fp} {claimant:?} {ctx}");
