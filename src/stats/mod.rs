@@ -77,7 +77,7 @@ pub struct Outcome<'a> {
     /// the delivery, or the result's length); 0 when unknown (then nothing
     /// is counted as saved).
     pub whole: u64,
-    /// When; `None`: now.
+    /// When; `None`: the wall clock now.
     pub t_ms: Option<u64>,
 }
 
@@ -118,7 +118,9 @@ impl Sink {
 
     /// Buffer one record (no I/O); flush when the buffer is full or old.
     pub fn record(&mut self, o: &Outcome<'_>) {
-        let t = o.t_ms.unwrap_or_else(crate::base::clock::now_ms_env);
+        // The read path passes its own "now" (which honours the tests'
+        // clock override); the wall clock otherwise, without an env lookup.
+        let t = o.t_ms.unwrap_or_else(crate::base::clock::now_ms);
         line::write(&mut self.buf, t, o);
         let since = *self.since.get_or_insert_with(Instant::now);
         if self.buf.len() >= FLUSH_BYTES || since.elapsed() >= FLUSH_AFTER {
@@ -143,10 +145,10 @@ impl Sink {
         self.dir.as_deref()
     }
 
-    pub fn set_dir(&mut self, dir: Option<PathBuf>) {
-        if self.dir != dir {
+    pub fn set_dir(&mut self, dir: Option<&Path>) {
+        if self.dir.as_deref() != dir {
             self.flush();
-            self.dir = dir;
+            self.dir = dir.map(Path::to_path_buf);
         }
     }
 }
@@ -160,9 +162,10 @@ impl Drop for Sink {
 /// The process's sink (statics are never dropped: call [`flush`]).
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 
-/// `LEANCTX_STATS=0|off|false`: record nothing.
+/// `LEANCTX_STATS=0|off|false`: record nothing (read once a process).
 fn disabled() -> bool {
-    std::env::var("LEANCTX_STATS").is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false"))
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var("LEANCTX_STATS").is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false")))
 }
 
 /// Record `o` in the process's sink for the process's data dir.
@@ -177,7 +180,7 @@ pub fn record_in(dir: Option<&Path>, o: &Outcome<'_>) {
     }
     let mut g = SINK.lock().unwrap_or_else(|e| e.into_inner());
     let sink = g.get_or_insert_with(|| Sink::new(None));
-    sink.set_dir(dir.map(Path::to_path_buf));
+    sink.set_dir(dir);
     sink.record(o);
 }
 
