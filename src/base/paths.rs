@@ -25,16 +25,36 @@ pub const PROJECT_POLICY: &str = ".lean-ctx/gate.json";
 #[derive(Debug)]
 pub enum DirProblem {
     NoHome,
+    /// `LEAN_CTX_DATA_DIR` is not an absolute path: every process would
+    /// resolve it against its own cwd (hooks run in the project, servers
+    /// anywhere) and each would see other state.
+    Relative(PathBuf),
     NotADirectory(PathBuf),
-    WrongOwner { path: PathBuf, owner: u32, me: u32 },
-    TooOpen { path: PathBuf, mode: u32 },
-    Io { path: PathBuf, err: io::Error },
+    WrongOwner {
+        path: PathBuf,
+        owner: u32,
+        me: u32,
+    },
+    TooOpen {
+        path: PathBuf,
+        mode: u32,
+    },
+    Io {
+        path: PathBuf,
+        err: io::Error,
+    },
 }
 
 impl fmt::Display for DirProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DirProblem::NoHome => write!(f, "no home directory and LEAN_CTX_DATA_DIR is not set"),
+            DirProblem::Relative(p) => write!(
+                f,
+                "LEAN_CTX_DATA_DIR={} is a relative path; refusing it (each process would resolve it against its \
+                 own working directory): set an absolute path",
+                p.display()
+            ),
             DirProblem::NotADirectory(p) => write!(f, "data dir {} is not a directory", p.display()),
             DirProblem::WrongOwner { path, owner, me } => write!(
                 f,
@@ -60,7 +80,8 @@ pub fn data_dir_path() -> Result<PathBuf, DirProblem> {
     if let Some(v) = std::env::var_os("LEAN_CTX_DATA_DIR")
         && !v.is_empty()
     {
-        return Ok(PathBuf::from(v));
+        let p = PathBuf::from(v);
+        return if p.is_absolute() { Ok(p) } else { Err(DirProblem::Relative(p)) };
     }
     let base = directories::BaseDirs::new().ok_or(DirProblem::NoHome)?;
     let legacy = base.home_dir().join(".lean-ctx");

@@ -2,9 +2,11 @@
 //! strictest of them decides (deny > ask > allow; no rule = no opinion).
 
 pub mod policy;
+pub mod sources;
 pub mod tool;
 pub mod verdict;
 
+pub use sources::{Source, load_policies, loaded};
 pub use verdict::{Action, Verdict};
 
 use policy::{Policy, PolicyError};
@@ -16,55 +18,6 @@ use tool::ToolRef;
 pub enum Loaded {
     Policy(Policy),
     Broken(PolicyError),
-}
-
-/// The user file in the data dir, then `.lean-ctx/gate.json` in each
-/// workspace root. Missing files are skipped at the cost of one failed open.
-pub fn policy_paths(data_dir: Option<&Path>, roots: &[String]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Some(d) = data_dir {
-        out.push(d.join(crate::base::paths::POLICY_FILE));
-    }
-    for r in roots {
-        let p = Path::new(r).join(crate::base::paths::PROJECT_POLICY);
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// The policy files for one call ([`policy_paths`]), loaded, with the
-/// workspace files the user has not trusted marked so that their allow
-/// rules are ignored.
-///
-/// A workspace file comes with the repository: a cloned repo's
-/// `.lean-ctx/gate.json` answering `allow` would bypass the user's
-/// permission prompt (Claude Code, CodeBuddy, Cursor) for any MCP tool,
-/// `delete_repo` included. So a workspace file may only tighten (deny,
-/// ask) unless the user's own policy file lists its workspace root in
-/// `trusted_workspaces`.
-pub fn load_policies(data_dir: Option<&Path>, roots: &[String]) -> Vec<Loaded> {
-    let mut loaded = load_all(&policy_paths(data_dir, roots));
-    let user = data_dir.map(|d| d.join(crate::base::paths::POLICY_FILE));
-    let trusted = user_trust(&loaded, user.as_deref());
-    for l in &mut loaded {
-        if let Loaded::Policy(p) = l {
-            mark_workspace(p, user.as_deref(), &trusted);
-        }
-    }
-    loaded
-}
-
-/// The user file's `trusted_workspaces` (none if it is missing or broken).
-fn user_trust(loaded: &[Loaded], user: Option<&Path>) -> Vec<PathBuf> {
-    loaded
-        .iter()
-        .find_map(|l| match l {
-            Loaded::Policy(p) if Some(p.path.as_path()) == user => Some(p.trusted_workspaces.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
 
 /// Mark `p` (if it is a workspace file, not the user's) whose workspace
@@ -86,17 +39,6 @@ pub(crate) fn allow_ignored_note(user: Option<&Path>) -> String {
         "ignored: a workspace policy may only deny or ask; to let this workspace allow, list its root in \
          \"trusted_workspaces\" in {file}"
     )
-}
-
-pub fn load_all(paths: &[PathBuf]) -> Vec<Loaded> {
-    paths
-        .iter()
-        .filter_map(|p| match policy::load(p) {
-            Ok(Some(pol)) => Some(Loaded::Policy(pol)),
-            Ok(None) => None,
-            Err(e) => Some(Loaded::Broken(e)),
-        })
-        .collect()
 }
 
 /// One file's say: the first rule that matches any reading of the name; if
@@ -132,8 +74,19 @@ pub fn evaluate_file(policy: &Policy, tool: &ToolRef) -> Option<(Action, usize)>
             }
         }
     }
+    // Readings the host's own server field contradicts (Cursor names the
+    // server `github`, the tool name says `mcp__ok__…`): every deny and ask
+    // rule they meet applies, never an allow.
+    let tighten = tool.tighten_only();
+    for (server, name) in &tighten {
+        for (i, r) in policy.rules.iter().enumerate() {
+            if r.action != Action::Allow && r.matches(server.as_deref(), name) {
+                consider(r.action, i);
+            }
+        }
+    }
     let suspicious = |s: &str| policy::is_suspicious_name(s);
-    for (server, name) in &candidates {
+    for (server, name) in candidates.iter().chain(&tighten) {
         if !suspicious(name) && !server.as_deref().is_some_and(suspicious) {
             continue;
         }

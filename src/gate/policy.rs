@@ -75,7 +75,12 @@ impl fmt::Display for PolicyError {
     }
 }
 
+/// A policy file is one JSON object in UTF-8, optionally after a UTF-8
+/// byte-order mark (editors on Windows write one; serde_json would take it
+/// for a stray character at 1:1 and every call would be asked or denied).
+/// No comments: nothing in it is JSONC.
 pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match serde_json::from_str::<File>(text) {
         Ok(f) => Ok(Policy {
             path: path.to_path_buf(),
@@ -95,7 +100,31 @@ pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
 /// Load a policy file. `Ok(None)` if it does not exist (the fast path: one
 /// failed open, no parsing).
 pub fn load(path: &Path) -> Result<Option<Policy>, PolicyError> {
+    load_checked(path, false)
+}
+
+/// Load the user's own policy file: as [`load`], and the file must also be
+/// owned by this user and writable by nobody else (the rule for the data
+/// dir and its state files): anyone else who can write it could change the
+/// user's rules. Checked on the path before the read: swapping the file
+/// in between needs write access to the (trusted) data dir.
+pub fn load_trusted(path: &Path) -> Result<Option<Policy>, PolicyError> {
+    load_checked(path, true)
+}
+
+fn load_checked(path: &Path, trusted: bool) -> Result<Option<Policy>, PolicyError> {
     let err = |message: String| PolicyError { path: path.to_path_buf(), line: 0, column: 0, message };
+    if trusted && let Some(md) = std::fs::metadata(path).ok().filter(|md| md.is_file()) {
+        let (me, owner, mode) = (crate::fsx::current_uid(), crate::fsx::owner(&md), crate::fsx::mode_of(&md));
+        if owner != me {
+            return Err(err(format!("cannot be trusted: owned by uid {owner}, not by this user (uid {me})")));
+        }
+        if mode & 0o022 != 0 {
+            return Err(err(format!(
+                "cannot be trusted: mode {mode:o}, writable by group or others (chmod go-w the file)"
+            )));
+        }
+    }
     // The bounded read: a FIFO or device planted as a workspace's policy
     // must not hang the hook (and with it the host); not a regular file, too
     // large, not UTF-8: broken.
@@ -319,5 +348,15 @@ mod tests {
         let e = parse("{\"rules\": [ {\"tool\": \"x\", \"acton\": \"deny\"} ]}", Path::new("g")).unwrap_err();
         assert!(e.message.contains("acton"), "{e}");
         assert!(parse("{\"rules\": []}", Path::new("g")).unwrap().rules.is_empty());
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_policy() {
+        let p = parse("\u{feff}{\"rules\": [{\"tool\": \"x\", \"action\": \"deny\"}]}", Path::new("g")).unwrap();
+        assert_eq!(p.rules.len(), 1);
+        // Only one, and only at the start: anything else is still an error.
+        assert!(parse("\u{feff}\u{feff}{}", Path::new("g")).is_err());
+        assert!(parse("{\"rules\": []}\u{feff}", Path::new("g")).is_err());
+        assert!(parse("{} // no comments", Path::new("g")).is_err());
     }
 }

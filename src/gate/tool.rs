@@ -22,12 +22,27 @@ pub struct ToolRef {
     pub tool: String,
     /// Whether this is an MCP tool (as opposed to a host built-in like Bash).
     pub is_mcp: bool,
+    /// The server the name claims when the host's own field names another
+    /// (Cursor: `mcp_server_name: github`, tool `mcp__ok__delete_repo`).
+    /// The host's field decides `server`; this reading may only tighten.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub named_server: Option<String>,
 }
 
 impl ToolRef {
     /// Parse a host tool name. `server_hint` is what the payload says about the
     /// server outside the name (Cursor `mcp_server_name`, `command`/`url`).
     pub fn parse(raw: &str, server_hint: Option<&str>) -> ToolRef {
+        let mut t = Self::parse_name(raw, server_hint);
+        if let (Some(hint), Some(named)) = (server_hint, t.server.as_deref())
+            && !named.eq_ignore_ascii_case(hint)
+        {
+            t.named_server = t.server.replace(hint.to_string());
+        }
+        t
+    }
+
+    fn parse_name(raw: &str, server_hint: Option<&str>) -> ToolRef {
         if let Some(rest) = strip_prefix_ci(raw, "mcp__")
             && let Some((server, tool)) = rest.split_once("__")
             && !server.is_empty()
@@ -38,6 +53,7 @@ impl ToolRef {
                 server: Some(server.to_string()),
                 tool: tool.to_string(),
                 is_mcp: true,
+                named_server: None,
             };
         }
         if let Some(rest) = strip_prefix_ci(raw, "MCP:") {
@@ -45,14 +61,49 @@ impl ToolRef {
                 Some((s, t)) if !s.is_empty() && !t.is_empty() => (Some(s.to_string()), t),
                 _ => (server_hint.map(str::to_string), rest),
             };
-            return ToolRef { raw: raw.to_string(), server, tool: tool.to_string(), is_mcp: true };
+            return ToolRef { raw: raw.to_string(), server, tool: tool.to_string(), is_mcp: true, named_server: None };
         }
-        ToolRef { raw: raw.to_string(), server: server_hint.map(str::to_string), tool: raw.to_string(), is_mcp: false }
+        ToolRef {
+            raw: raw.to_string(),
+            server: server_hint.map(str::to_string),
+            tool: raw.to_string(),
+            is_mcp: false,
+            named_server: None,
+        }
     }
 
-    /// Every (server, tool) reading of the name. For `mcp__a__b__c` that is
-    /// (a, b__c) and (a__b, c); for other shapes just the one.
+    /// Every (server, tool) reading of the call. For `mcp__a__b__c` that is
+    /// (a, b__c) and (a__b, c); for other shapes just the one. When the
+    /// host's field names another server than the name does, every reading
+    /// is on the host's server, and the whole name is a reading of the tool
+    /// too (a server may call a tool anything).
     pub fn candidates(&self) -> Vec<(Option<String>, String)> {
+        let named = self.name_readings();
+        if self.named_server.is_none() {
+            return named;
+        }
+        let mut out: Vec<(Option<String>, String)> = Vec::new();
+        for t in named.into_iter().map(|(_, t)| t).chain([self.raw.clone()]) {
+            let c = (self.server.clone(), t);
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The readings the host's own server field contradicts: on the server
+    /// the name claims. They may only make the gate stricter.
+    pub fn tighten_only(&self) -> Vec<(Option<String>, String)> {
+        if self.named_server.is_none() {
+            return Vec::new();
+        }
+        let mut own = ToolRef::parse_name(&self.raw, None);
+        own.server.clone_from(&self.named_server);
+        own.name_readings()
+    }
+
+    fn name_readings(&self) -> Vec<(Option<String>, String)> {
         let mut out = vec![(self.server.clone(), self.tool.clone())];
         if let Some(rest) = strip_prefix_ci(&self.raw, "mcp__") {
             let mut start = 0;
@@ -212,8 +263,10 @@ mod tests {
     fn name_shapes() {
         let t = ToolRef::parse("mcp__ctx__ctx_read", None);
         assert_eq!((t.server.as_deref(), t.tool.as_str(), t.is_mcp), (Some("ctx"), "ctx_read", true));
+        // The host's own field decides; the name's server may only tighten.
         let t = ToolRef::parse("MCP:lean-ctx:ctx_read", Some("x"));
-        assert_eq!((t.server.as_deref(), t.tool.as_str()), (Some("lean-ctx"), "ctx_read"));
+        assert_eq!((t.server.as_deref(), t.tool.as_str()), (Some("x"), "ctx_read"));
+        assert_eq!(t.named_server.as_deref(), Some("lean-ctx"));
         let t = ToolRef::parse("MCP:ctx_read", Some("lean-ctx"));
         assert_eq!((t.server.as_deref(), t.tool.as_str(), t.is_mcp), (Some("lean-ctx"), "ctx_read", true));
         let t = ToolRef::parse("ctx_read", Some("lean-ctx"));
@@ -222,6 +275,29 @@ mod tests {
         assert!(!t.is_mcp);
         let t = ToolRef::parse("MCP__Srv__T", None);
         assert_eq!((t.server.as_deref(), t.tool.as_str(), t.is_mcp), (Some("Srv"), "T", true));
+    }
+
+    #[test]
+    fn the_hosts_server_field_decides() {
+        for raw in ["mcp__ok__delete_repo", "MCP:ok:delete_repo", "MCP__OK__delete_repo"] {
+            let t = ToolRef::parse(raw, Some("github"));
+            assert_eq!((t.server.as_deref(), t.tool.as_str()), (Some("github"), "delete_repo"), "{raw}");
+            assert!(t.named_server.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("ok")), "{raw}");
+            let c = t.candidates();
+            assert!(c.contains(&(Some("github".into()), "delete_repo".into())), "{raw}: {c:?}");
+            assert!(c.contains(&(Some("github".into()), raw.into())), "{raw}: {c:?}");
+            assert!(c.iter().all(|(s, _)| s.as_deref() == Some("github")), "{raw}: {c:?}");
+            let tight = t.tighten_only();
+            assert_eq!(tight.len(), 1, "{raw}: {tight:?}");
+            assert_eq!(tight[0].1, "delete_repo");
+        }
+        // Agreeing (in any case), or no field: the name alone.
+        let t = ToolRef::parse("mcp__GitHub__x", Some("github"));
+        assert_eq!((t.server.as_deref(), t.named_server.as_deref()), (Some("GitHub"), None));
+        assert!(t.tighten_only().is_empty());
+        let t = ToolRef::parse("mcp__a__b__c", Some("h"));
+        assert_eq!(t.tighten_only().len(), 2, "each reading of the name tightens");
+        assert_eq!(t.candidates().len(), 3, "b__c, c and the whole name, on h");
     }
 
     #[test]

@@ -116,13 +116,15 @@ pub fn run(ctx: &HookContext, input: Input) -> Outcome {
     let gated = event.is_mcp_call();
     let verdict = if gated {
         let tool = event.tool.as_ref().expect("mcp call has a tool");
-        let loaded = gate::load_policies(dir, &event.roots);
-        gate::evaluate(&loaded, tool)
+        // The data dir's path, trusted or not: whether its policy counts is
+        // the gate's decision (`gate::sources`), the same as `gate check`'s.
+        let roots: Vec<PathBuf> = event.roots.iter().map(PathBuf::from).collect();
+        gate::evaluate(&gate::loaded(&gate::load_policies(&ctx.data_dir, &roots)), tool)
     } else {
         Verdict::NoOpinion
     };
-    if let Verdict::Decide { decided_by, broken: true, .. } = &verdict {
-        out.diagnostics.push(format!("gate policy {decided_by} does not parse; asking"));
+    if let Verdict::Decide { message, broken: true, .. } = &verdict {
+        out.diagnostics.push(format!("gate policy cannot be used (it does not parse or cannot be trusted): {message}"));
     }
     out.stdout = hosts::answer(ctx.host, &event.name, gated, &verdict);
     out.event = Some(event);

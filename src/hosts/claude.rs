@@ -47,7 +47,13 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
         ev.roots.push(cwd);
     }
     if let Some(name) = f.tool_name() {
-        let hint = f.get("mcp_server").and_then(|m| m.get("name")).and_then(Value::as_str);
+        // Only a plain name: it is stored in the call record, and now decides
+        // the server over what the tool name says.
+        let hint = f
+            .get("mcp_server")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .filter(|n| crate::base::ids::is_plain_name(n));
         let tool = ToolRef::parse(&name, hint);
         if ev.kind == EventKind::PreTool && tool.is_mcp {
             ev.args_fingerprint = Some(args_fingerprint(f.get("tool_input")));

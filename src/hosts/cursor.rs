@@ -38,6 +38,11 @@ fn is_gating(name: &str) -> bool {
     matches!(name, "beforeMCPExecution" | "preToolUse" | "beforeShellExecution" | "beforeReadFile")
 }
 
+/// The `permission` that leaves the decision to Cursor on a gating event.
+pub fn no_opinion(event_name: &str) -> Action {
+    if event_name == "beforeReadFile" { Action::Allow } else { Action::Ask }
+}
+
 pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Event {
     let f = Fields(payload);
     let name = event_override.or(f.str("hook_event_name")).unwrap_or("");
@@ -107,9 +112,17 @@ pub fn parse(payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Ev
     ev
 }
 
-/// Cursor wants JSON from every hook. Gating events get a `permission`
-/// ("no opinion" is `allow`: Cursor's own approval settings still apply);
+/// Cursor wants JSON from every hook. Gating events get a `permission`;
 /// `beforeSubmitPrompt` gets `continue: true`; the rest `{}`.
+///
+/// "No opinion" is `ask` where Cursor takes one (`beforeMCPExecution`,
+/// `beforeShellExecution`, `preToolUse`): `allow` is what hook projects
+/// answer to *skip* Cursor's own approval prompt, `ask` what they answer to
+/// defer to it, and a missing `permission` has been seen to block
+/// (docs/HOST-FACTS.md §7). So installing leanctx never makes Cursor's
+/// approval weaker; the cost is that it may prompt where Cursor's auto-run
+/// would not, which an explicit allow rule undoes. `beforeReadFile` takes
+/// only allow or deny: there it stays `allow`.
 pub fn answer(event_name: &str, gated: bool, verdict: &Verdict) -> Option<String> {
     let out = match verdict {
         Verdict::Decide { action, message, .. } if gated => {
@@ -120,7 +133,7 @@ pub fn answer(event_name: &str, gated: bool, verdict: &Verdict) -> Option<String
             }
             o
         }
-        _ if is_gating(event_name) => json!({ "permission": "allow" }),
+        _ if is_gating(event_name) => json!({ "permission": no_opinion(event_name).as_str() }),
         _ if event_name == "beforeSubmitPrompt" => json!({ "continue": true }),
         _ => json!({}),
     };

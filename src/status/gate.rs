@@ -2,9 +2,9 @@
 //! verdict, and what the host's hook would print for it.
 
 use crate::base::host::Host;
-use crate::gate::policy;
+use crate::base::paths::DirProblem;
 use crate::gate::tool::ToolRef;
-use crate::gate::{Action, Loaded, Verdict, allow_ignored_note, evaluate, evaluate_file, mark_workspace, policy_paths};
+use crate::gate::{Action, Loaded, Verdict, allow_ignored_note, evaluate, evaluate_file, load_policies, loaded};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -44,65 +44,68 @@ pub struct FileSay {
     pub note: Option<String>,
 }
 
-/// `server`: the server the call is on, when the name does not say it (as
-/// Cursor's `mcp_server_name` does on `beforeMCPExecution`).
-pub fn explain(host: Host, raw_tool: &str, server: Option<&str>, data_dir: Option<&Path>, cwd: &Path) -> Explanation {
+/// `server`: the server the call is on, as the host's own field would say
+/// it (Cursor's `mcp_server_name` on `beforeMCPExecution`). `data_dir` is
+/// where the data dir is, or why it is not known (`paths::data_dir_path`).
+/// The files and their trust are decided by `gate::load_policies`, the
+/// hook's own call: what this shows is what the hook does.
+pub fn explain(
+    host: Host,
+    raw_tool: &str,
+    server: Option<&str>,
+    data_dir: &Result<PathBuf, DirProblem>,
+    cwd: &Path,
+) -> Explanation {
     let mut tool = ToolRef::parse(raw_tool, server);
     // `gate check` is asked about MCP tools even when named bare (Cursor).
     tool.is_mcp = true;
-    let paths = policy_paths(data_dir, &[cwd.display().to_string()]);
-    let user = data_dir.map(|d| d.join(crate::base::paths::POLICY_FILE));
-    let mut trusted = Vec::new();
-    let mut files = Vec::new();
-    let mut loaded = Vec::new();
-    for p in paths {
-        match policy::load(&p) {
-            Ok(None) => files.push(FileSay {
-                path: p,
+    let sources = load_policies(data_dir, &[cwd.to_path_buf()]);
+    let user = sources.iter().find(|s| s.user).map(|s| s.path.clone());
+    let files = sources
+        .iter()
+        .map(|s| match &s.loaded {
+            None => FileSay {
+                path: s.path.clone(),
                 status: FileStatus::Missing,
                 rule: None,
                 action: None,
                 error: None,
                 note: None,
-            }),
-            Ok(Some(mut pol)) => {
-                if Some(p.as_path()) == user.as_deref() {
-                    trusted.clone_from(&pol.trusted_workspaces);
-                }
-                mark_workspace(&mut pol, user.as_deref(), &trusted);
-                let say = evaluate_file(&pol, &tool);
+            },
+            Some(Loaded::Policy(pol)) => {
+                let say = evaluate_file(pol, &tool);
                 let ignored = pol.allow_ignored && matches!(say, Some((Action::Allow, _)));
-                files.push(FileSay {
-                    path: p,
+                FileSay {
+                    path: s.path.clone(),
                     status: if say.is_some() { FileStatus::Rule } else { FileStatus::NoMatch },
                     rule: say.map(|(_, i)| i),
                     action: say.map(|(a, _)| a),
                     error: None,
                     note: ignored.then(|| allow_ignored_note(user.as_deref())),
-                });
-                loaded.push(Loaded::Policy(pol));
+                }
             }
-            Err(e) => {
-                files.push(FileSay {
-                    path: p,
-                    status: FileStatus::Broken,
-                    rule: None,
-                    action: Some(Action::Ask),
-                    error: Some(e.to_string()),
-                    note: None,
-                });
-                loaded.push(Loaded::Broken(e));
-            }
-        }
-    }
+            Some(Loaded::Broken(e)) => FileSay {
+                path: s.path.clone(),
+                status: FileStatus::Broken,
+                rule: None,
+                action: Some(Action::Ask),
+                error: Some(e.to_string()),
+                note: None,
+            },
+        })
+        .collect();
+    let loaded = loaded(&sources);
     let verdict = evaluate(&loaded, &tool);
     let event = crate::hosts::profile::profile(host).gate_event;
     let answer = crate::hosts::answer(host, event, true, &verdict);
     let mut warnings = Vec::new();
-    if let Some(s) = server
-        && tool.server.as_deref() != Some(s)
-    {
-        warnings.push(format!("--server {s} ignored: the name {raw_tool} says the server"));
+    if let Some(named) = &tool.named_server {
+        warnings.push(format!(
+            "the name {raw_tool} says server {named}, --server says {}: the host's field decides (checked on {}), \
+             and deny and ask rules for {named} apply too",
+            server.unwrap_or_default(),
+            server.unwrap_or_default()
+        ));
     }
     if tool.server.is_none() {
         warnings.push(format!(

@@ -68,6 +68,9 @@ fn dir_fix(p: &paths::DirProblem) -> String {
     use paths::DirProblem as D;
     match p {
         D::NoHome => "set HOME, or LEAN_CTX_DATA_DIR to a directory of your own".into(),
+        D::Relative(d) => {
+            format!("set LEAN_CTX_DATA_DIR to an absolute path (the same in every process), not {}", d.display())
+        }
         D::NotADirectory(d) => format!(
             "move {} out of the way (the first hook creates the dir), or set LEAN_CTX_DATA_DIR elsewhere",
             d.display()
@@ -364,13 +367,13 @@ pub fn gather(rp: &ReadPath) -> Status {
     let cwd = std::env::current_dir().ok();
     // The MCP gate's policy files: one that does not parse makes the gate
     // ask (deny on Codex) for every gated MCP call.
-    let policies =
-        crate::gate::policy_paths(dir.as_deref(), &cwd.iter().map(|c| c.display().to_string()).collect::<Vec<_>>());
-    for l in crate::gate::load_all(&policies) {
+    let sources = crate::gate::load_policies(&paths::data_dir_path(), &cwd.iter().cloned().collect::<Vec<_>>());
+    for l in crate::gate::loaded(&sources) {
         if let crate::gate::Loaded::Broken(e) = l {
             issues.push(Issue::new(
                 format!(
-                    "gate policy {e}: the gate answers \"ask\" (deny on Codex) to every gated MCP call until it parses"
+                    "gate policy {e}: the gate answers \"ask\" (deny on Codex) to every gated MCP call until it is \
+                     fixed"
                 ),
                 "fix the JSON at that line and column (README.md, \"The MCP gate\", has an example), or remove the \
                  file; then `leanctx gate check --host <host> --tool <tool>` shows what the gate decides",

@@ -121,9 +121,20 @@ struct Stats {
     max: Duration,
 }
 
-/// Run the battery at once; check each answer. `deny_expected`: the user
-/// policy (deny `danger_*`) is readable, so the gate must still deny.
-fn run_battery(sb: &Sandbox, case: &str, deny_expected: bool, stats: &mut Stats) -> Vec<Out> {
+/// What the gate must say to the battery's gated calls.
+#[derive(Clone, Copy, PartialEq)]
+enum Gate {
+    /// The user policy (deny `danger_*`) is readable: it still denies.
+    Deny,
+    /// No policy it can find: no opinion.
+    Open,
+    /// A user policy in a data dir that cannot be trusted: fail closed,
+    /// ask (Codex: deny) for every gated call.
+    Closed,
+}
+
+/// Run the battery at once; check each answer against `gate`.
+fn run_battery(sb: &Sandbox, case: &str, gate: Gate, stats: &mut Stats) -> Vec<Out> {
     let runs: Vec<_> = battery().into_iter().map(|(h, e, p)| (h, e, sb.hook(h, p))).collect();
     let kids: Vec<_> = runs.into_iter().map(|(h, e, r)| (h, e, std::time::Instant::now(), r.spawn())).collect();
     let mut outs = Vec::new();
@@ -151,11 +162,15 @@ fn run_battery(sb: &Sandbox, case: &str, deny_expected: bool, stats: &mut Stats)
         let decision = said.as_ref().and_then(|v| {
             v.get("permission").or_else(|| v["hookSpecificOutput"].get("permissionDecision")).and_then(Value::as_str)
         });
-        if event == "danger" && deny_expected {
+        let gated = event == "danger" || event.contains("MCP") || event == "PreToolUse";
+        if event == "danger" && gate == Gate::Deny {
             assert_eq!(decision, Some("deny"), "{case}: {host}: the readable policy must still deny");
-        } else if event == "danger" || event.contains("MCP") || event == "PreToolUse" {
-            // Fail open: no opinion (Cursor: allow).
-            let want = if host == "cursor" { Some("allow") } else { None };
+        } else if gated && gate == Gate::Closed {
+            let want = if host == "codex" { Some("deny") } else { Some("ask") };
+            assert_eq!(decision, want, "{case}: {host} {event}: an untrusted policy fails closed: {:?}", out.stdout);
+        } else if gated {
+            // Fail open: no opinion (Cursor: ask, its own approval decides).
+            let want = if host == "cursor" { Some("ask") } else { None };
             assert_eq!(decision, want, "{case}: {host} {event}: {:?}", out.stdout);
         } else if host == "cursor" {
             assert!(said.is_some_and(|v| v.is_object()), "{case}: cursor always gets a JSON object");
@@ -217,6 +232,8 @@ fn prepare(sb: &Sandbox) {
         json!({"rules":[{"tool":"danger_*","action":"deny","message":"no danger"}]}).to_string(),
     )
     .unwrap();
+    // The user policy is trusted only if nobody else may write it.
+    std::fs::set_permissions(sb.data.join("gate.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
     for i in 0..3 {
         let p = json!({"hook_event_name":"PreToolUse","session_id":format!("pre-{i}"),
             "tool_name":"mcp__ctx__ctx_read","tool_input":{"i":i},"tool_use_id":format!("toolu_pre_{i}")});
@@ -238,7 +255,7 @@ fn read_only_data_dir() {
         return skip("read-only data dir", &e);
     }
     let mut st = Stats { hooks: 0, max: Duration::ZERO };
-    let outs = run_battery(&sb, "read-only", true, &mut st);
+    let outs = run_battery(&sb, "read-only", Gate::Deny, &mut st);
     assert!(outs.iter().any(|o| o.stderr.contains("could not record")), "the reason goes to stderr");
     assert_eq!(std::fs::read(sb.data.join("active_transcript.json")).unwrap(), slot_before);
     assert_eq!(std::fs::read(sb.data.join("journal")).unwrap(), journal_before);
@@ -287,7 +304,7 @@ fn full_data_dir_at_several_fill_levels() {
             f.set_len(len.saturating_sub(free_pages * 4096)).unwrap();
         }
         let case = format!("full (+{free_pages} pages)");
-        run_battery(&sb, &case, true, &mut st);
+        run_battery(&sb, &case, Gate::Deny, &mut st);
         records += nothing_half_written(&sb.data, &case);
     }
     fill(&filler);
@@ -319,7 +336,9 @@ fn unusable_data_dirs_fail_open_and_status_names_them() {
     let mut cases = 0;
     let other = tempfile::tempdir().unwrap();
     let check = |sb: &Sandbox, case: &str, words: &[&str], st: &mut Stats| {
-        let outs = run_battery(sb, case, false, st);
+        // A user policy left in a dir that cannot be trusted fails closed.
+        let policy = std::fs::symlink_metadata(sb.data.join("gate.json")).is_ok();
+        let outs = run_battery(sb, case, if policy { Gate::Closed } else { Gate::Open }, st);
         assert!(outs.iter().all(|o| !o.stderr.is_empty()), "{case}: every hook says why on stderr");
         assert_status_names(sb, case, words);
     };
@@ -417,7 +436,7 @@ fn state_files_replaced_by_directories() {
         let _ = std::fs::remove_file(&p);
         std::fs::create_dir(&p).unwrap();
         // The user policy is intact, so the gate still denies.
-        run_battery(&sb, name, true, &mut st);
+        run_battery(&sb, name, Gate::Deny, &mut st);
         assert!(p.is_dir(), "{name}: left as it was");
         assert_status_names(&sb, name, words);
     }
@@ -433,7 +452,7 @@ fn journal_lock_held_by_a_frozen_process() {
     let lock = std::fs::OpenOptions::new().read(true).write(true).open(sb.data.join("journal.lock")).unwrap();
     lock.lock().unwrap();
     let mut st = Stats { hooks: 0, max: Duration::ZERO };
-    let outs = run_battery(&sb, "lock held", true, &mut st);
+    let outs = run_battery(&sb, "lock held", Gate::Deny, &mut st);
     assert!(outs.iter().any(|o| o.stderr.contains("lock busy")), "the reason goes to stderr");
     nothing_half_written(&sb.data, "lock held");
     let t0 = std::time::Instant::now();

@@ -52,7 +52,9 @@ fn no_policy_means_no_opinion_in_every_dialect() {
     for host in ["claude", "codex", "codebuddy"] {
         assert_eq!(answer(&sb, host).0, "", "{host}");
     }
-    assert_eq!(serde_json::from_str::<Value>(&answer(&sb, "cursor").0).unwrap(), json!({"permission":"allow"}));
+    // Cursor: `ask` defers to Cursor's own approval; `allow` would skip it
+    // (docs/HOST-FACTS.md §7).
+    assert_eq!(serde_json::from_str::<Value>(&answer(&sb, "cursor").0).unwrap(), json!({"permission":"ask"}));
 }
 
 #[test]
@@ -210,7 +212,7 @@ fn cursor_rules_match_by_mcp_server_name() {
         before(Some("github"), "delete_repo"),
         json!({"permission":"deny","user_message":"No deletes from agents","agent_message":"No deletes from agents"})
     );
-    assert_eq!(before(Some("github"), "list_issues"), json!({"permission":"allow"}), "no rule: no opinion");
+    assert_eq!(before(Some("github"), "list_issues"), json!({"permission":"ask"}), "no rule: Cursor decides");
     // No name, or one that is not a plain name: the program of `command`.
     assert_eq!(before(None, "list_issues")["permission"], "ask");
     assert_eq!(before(Some("git hub"), "list_issues")["permission"], "ask");
@@ -234,7 +236,7 @@ fn cursor_pre_tool_use_mcp_names_have_no_server() {
     };
     user_policy(&sb, json!([{"server": "github", "tool": "delete_*", "action": "deny", "message": "no"}]));
     assert_eq!(pre("MCP:delete_repo")["permission"], "deny");
-    assert_eq!(pre("MCP:dump"), json!({"permission":"allow"}));
+    assert_eq!(pre("MCP:dump"), json!({"permission":"ask"}), "no rule: Cursor decides");
     user_policy(&sb, json!([{"server": "ctx", "action": "allow"}, {"action": "ask", "message": "confirm"}]));
     assert_eq!(pre("MCP:ctx_read")["permission"], "ask", "the allow for server ctx does not apply");
     assert_eq!(pre("MCP:ctx:ctx_read")["permission"], "allow", "a name with its server");

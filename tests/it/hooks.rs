@@ -144,7 +144,7 @@ fn cursor_events_normalise() {
     ] {
         let o = sb.hook("cursor", payload(&format!("cursor/composed/{f}"))).ok();
         if f.contains("MCP") || f.contains("preToolUse") {
-            assert_eq!(o.json(), json!({"permission": "allow"}));
+            assert_eq!(o.json(), json!({"permission": "ask"}), "no opinion defers to Cursor's approval");
         }
     }
     let j = sb.journal();
@@ -278,7 +278,9 @@ fn gated_call_with_bad_input_on_cursor_still_answers_permission() {
     let sb = Sandbox::new();
     let o = sb.cmd(["hook", "cursor", "--event", "beforeMCPExecution"]).stdin("garbage").run();
     assert_eq!(o.code, 0);
-    assert_eq!(o.json(), json!({"permission": "allow"}));
+    assert_eq!(o.json(), json!({"permission": "ask"}));
+    let o = sb.cmd(["hook", "cursor", "--event", "beforeReadFile"]).stdin("garbage").run();
+    assert_eq!(o.json(), json!({"permission": "allow"}), "beforeReadFile takes no ask");
 }
 
 #[test]
@@ -432,7 +434,7 @@ fn unsafe_data_dir_is_refused_but_the_hook_answers() {
     std::fs::create_dir_all(&sb.data).unwrap();
     std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o777)).unwrap();
     let o = sb.hook("cursor", payload("cursor/composed/03-beforeMCPExecution-string-input.json")).ok();
-    assert_eq!(o.json(), json!({"permission": "allow"}));
+    assert_eq!(o.json(), json!({"permission": "ask"}));
     assert!(o.stderr.contains("refusing"), "{}", o.stderr);
     assert!(sb.slot().is_none());
     let st = sb.cmd(["status", "--json"]).report().json();

@@ -16,6 +16,9 @@ mod faults;
 mod files;
 mod fuzz;
 mod gate;
+// Unix-only: file modes.
+#[cfg(unix)]
+mod gate_agree;
 mod hooks;
 mod install;
 mod ledger;

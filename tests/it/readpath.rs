@@ -774,7 +774,7 @@ fn replay_real_cursor_run_with_a_subagent() {
     assert_eq!(sb.cmd(["scope", "current"]).ok().stdout.trim(), root);
 
     // The root reads through the MCP server: delivered to the root.
-    assert_eq!(hook(root_mcp("11111111-1111-4111-8111-111111111111")).json(), json!({"permission": "allow"}));
+    assert_eq!(hook(root_mcp("11111111-1111-4111-8111-111111111111")).json(), json!({"permission": "ask"}));
     let first = check(root, 1);
     assert_eq!(first["caller"]["scope"], root);
     assert_eq!(first["caller"]["source"], "fingerprint");
@@ -790,7 +790,7 @@ fn replay_real_cursor_run_with_a_subagent() {
     assert_eq!(st["subagents"][0]["host"], "cursor");
 
     // The subagent's own MCP call: a fresh conversation id.
-    assert_eq!(hook(cursor_real("preToolUse-MCP-in-subagent")).json(), json!({"permission": "allow"}));
+    assert_eq!(hook(cursor_real("preToolUse-MCP-in-subagent")).json(), json!({"permission": "ask"}));
     let sub = check(root, 2);
     assert_eq!(sub["caller"]["scope"], child, "the subagent's call resolves to its own conversation");
     assert_eq!(verdict(&sub), (false, "other-conversation".into()), "the root's stub never reaches the subagent");

@@ -144,6 +144,9 @@ fn no_secret_reaches_the_disk_on_any_host_or_event() {
         // The server's key in mcp.json: a name, kept like tool_name (the
         // credentials are in `command` and `url`, injected below).
         "mcp_server_name",
+        // Claude Code's `{name, source}` of the server: the same name, which
+        // decides the server the gate matches (and the record keeps).
+        "mcp_server",
         "tool_use_id",
         "transcript_path",
         "source",
@@ -405,8 +408,9 @@ fn a_workspace_policy_cannot_allow_unless_the_user_trusts_it() {
     let hosts = ["claude", "codebuddy", "cursor", "codex"];
     let told_for = |host: &str, tool: &str| {
         let o = sb.hook(host, gated_call_in(host, "gh", tool, &repo)).ok();
-        // Cursor's "no opinion" is a bare allow; a rule's allow carries a message.
-        if host == "cursor" && told(host, &o.stdout) == "allow" && !o.stdout.contains("user_message") {
+        // Cursor's "no opinion" is a bare ask (Cursor's own approval); a
+        // rule's answer carries a message.
+        if host == "cursor" && told(host, &o.stdout) == "ask" && !o.stdout.contains("user_message") {
             return "none".to_string();
         }
         told(host, &o.stdout)

@@ -62,6 +62,10 @@ pub struct ReadPath {
     /// Who records the ledger answers in the stats (`None`: the caller
     /// records its own final answer, as `leanctx serve` does).
     stats: Option<crate::stats::Via>,
+    /// The data dir was named but refused (a relative `LEAN_CTX_DATA_DIR`):
+    /// there is state somewhere that this process cannot find, so it is
+    /// unavailable, not absent.
+    dir_refused: bool,
 }
 
 /// A stub question.
@@ -114,8 +118,10 @@ pub struct StubAnswer {
 impl ReadPath {
     /// The process's data dir and environment.
     pub fn from_process() -> ReadPath {
+        let dir = paths::data_dir_path();
         ReadPath {
-            dir: paths::data_dir_path().ok(),
+            dir_refused: matches!(dir, Err(paths::DirProblem::Relative(_))),
+            dir: dir.ok(),
             env: ScopeEnv::from_process(),
             now_override: None,
             server_pid: std::process::id(),
@@ -148,6 +154,7 @@ impl ReadPath {
             now_override: None,
             server_pid: std::process::id(),
             stats: Some(crate::stats::Via::Lib),
+            dir_refused: false,
         }
     }
 
@@ -223,7 +230,7 @@ impl ReadPath {
     /// waits end at `deadline`.
     pub(crate) fn with_journal<R>(&self, now: u64, deadline: Instant, f: impl FnOnce(&dyn Ask, bool) -> R) -> R {
         let empty = View { records: Vec::new() };
-        let Some(d) = self.dir.as_deref() else { return f(&empty, false) };
+        let Some(d) = self.dir.as_deref() else { return f(&empty, self.dir_refused) };
         match paths::check_data_dir(d) {
             Ok(()) => {}
             Err(paths::DirProblem::Io { err, .. })
