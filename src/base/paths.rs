@@ -127,6 +127,25 @@ fn check_dir(path: &Path, md: &fs::Metadata) -> Result<(), DirProblem> {
     Ok(())
 }
 
+/// Paths in JSON reports, as lossy UTF-8 (U+FFFD for bytes that are not
+/// UTF-8): serde refuses a `Path` that is not UTF-8, which turned a whole
+/// `--json` report into an error. Only what is shown is lossy; files are
+/// opened by their exact bytes.
+pub mod lossy {
+    use std::path::Path;
+
+    pub fn path<S: serde::Serializer, P: AsRef<Path>>(p: &P, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&p.as_ref().to_string_lossy())
+    }
+
+    pub fn opt<S: serde::Serializer, P: AsRef<Path>>(p: &Option<P>, s: S) -> Result<S::Ok, S::Error> {
+        match p {
+            Some(p) => s.serialize_some(&*p.as_ref().to_string_lossy()),
+            None => s.serialize_none(),
+        }
+    }
+}
+
 /// A reader never reads more of the journal than this: real journals are
 /// trimmed at max(16 KiB, 2 × what the last trim kept), far below it. A
 /// bigger one is not trusted (readers withhold) and the next append trims

@@ -56,7 +56,15 @@ pub(crate) fn install_each(
     }
     let removed = reports.iter().flat_map(|r| &r.files).any(|f| !f.removed.is_empty());
     if a.json {
-        let _ = writeln!(out, "{}", to_json(&reports));
+        match to_json(&reports) {
+            Ok(j) => {
+                let _ = writeln!(out, "{j}");
+            }
+            Err(e) => {
+                eprintln!("leanctx: {e}");
+                return ExitCode::from(2);
+            }
+        }
     } else if uninstalling && removed && !a.dry_run {
         let _ = writeln!(out, "{}", install::BINARY_STAYS);
     }

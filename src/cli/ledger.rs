@@ -38,7 +38,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
             Err(why) => not_recorded(why),
         };
         if args.json {
-            print_out(&to_json(&rec));
+            print_out(&to_json(&rec)?);
         } else {
             match &rec.why {
                 None => print_out("recorded"),
@@ -56,7 +56,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
         ans.recorded = Some(not_recorded(why));
     }
     if args.json {
-        print_out(&to_json(&ans));
+        print_out(&to_json(&ans)?);
     } else {
         let verb = if ans.decision.allow { "allow" } else { "withhold" };
         print_out(&format!("{verb} {}", ans.decision.reason.as_str()));

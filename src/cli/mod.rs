@@ -64,7 +64,14 @@ pub fn run() -> ExitCode {
         }
         Command::Status { json } => {
             let s = crate::status::gather(&ReadPath::from_process());
-            let text = if json { to_json(&s) } else { s.human() };
+            let text = if json {
+                match to_json(&s) {
+                    Ok(t) => t,
+                    Err(e) => return exit(Err(e)),
+                }
+            } else {
+                s.human()
+            };
             print_out(&text);
             if s.healthy { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
@@ -96,8 +103,12 @@ pub(crate) fn print_out(s: &str) {
     let _ = out.flush();
 }
 
-pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+/// A report as JSON. Every path in a report serializes (lossily), so this
+/// failing is a bug; it is an error, never a `{"error": …}` on stdout with
+/// a success exit.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, error::CliError> {
+    serde_json::to_string_pretty(v)
+        .map_err(|e| error::CliError::caused(format!("cannot write the report as JSON: {e}"), e))
 }
 
 pub(crate) fn exit(r: Result<u8, error::CliError>) -> ExitCode {

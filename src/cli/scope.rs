@@ -12,7 +12,7 @@ pub(crate) fn scope(cmd: ScopeCmd) -> Result<u8, super::error::CliError> {
             let call = read_call(&call)?;
             let res = rp.resolve(call.as_ref(), rp.now());
             if json {
-                print_out(&to_json(&res));
+                print_out(&to_json(&res)?);
             } else {
                 print_out(res.caller.scope.as_deref().unwrap_or("unknown"));
             }
@@ -38,7 +38,7 @@ pub(crate) fn scope(cmd: ScopeCmd) -> Result<u8, super::error::CliError> {
                 call: call.as_ref(),
             });
             if json {
-                print_out(&to_json(&ans));
+                print_out(&to_json(&ans)?);
             } else {
                 let verb = if ans.decision.allow { "allow" } else { "withhold" };
                 print_out(&format!("{verb} {}", ans.decision.reason.as_str()));

@@ -36,6 +36,7 @@ impl FileState {
 
 #[derive(Debug, Serialize)]
 pub struct FileReport {
+    #[serde(serialize_with = "crate::base::paths::lossy::path")]
     pub path: PathBuf,
     pub scope: String,
     pub state: FileState,

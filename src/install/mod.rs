@@ -72,6 +72,7 @@ pub struct Report {
 /// One config file's change.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct FileChange {
+    #[serde(serialize_with = "crate::base::paths::lossy::path")]
     pub path: PathBuf,
     /// `user`, `project <dir>`, `project <dir> (local)`.
     pub scope: String,
@@ -84,8 +85,10 @@ pub struct FileChange {
     pub created_dir: bool,
     /// The file held only leanctx's entries and was removed.
     pub deleted: bool,
+    #[serde(serialize_with = "crate::base::paths::lossy::opt")]
     pub backup: Option<PathBuf>,
     /// The real file, when the config is a symlink.
+    #[serde(serialize_with = "crate::base::paths::lossy::opt")]
     pub via_link: Option<PathBuf>,
     /// `--dry-run`: the unified diff of the change.
     pub diff: Option<String>,

@@ -34,6 +34,7 @@ pub enum FileStatus {
 
 #[derive(Debug, Serialize)]
 pub struct FileSay {
+    #[serde(serialize_with = "crate::base::paths::lossy::path")]
     pub path: PathBuf,
     pub status: FileStatus,
     pub rule: Option<usize>,

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Serialize)]
 pub struct HooksStatus {
+    #[serde(serialize_with = "crate::base::paths::lossy::opt")]
     pub data_dir: Option<PathBuf>,
     pub hosts: Vec<HostReport>,
     pub problems: Vec<String>,
@@ -25,6 +26,7 @@ pub struct HooksStatus {
 #[derive(Debug, Serialize)]
 pub struct HostReport {
     pub host: Host,
+    #[serde(serialize_with = "crate::base::paths::lossy::path")]
     pub config_dir: PathBuf,
     pub config_dir_exists: bool,
     pub files: Vec<FileReport>,

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, Serialize)]
 pub struct Status {
+    #[serde(serialize_with = "crate::base::paths::lossy::opt")]
     pub data_dir: Option<PathBuf>,
     pub now_ms: u64,
     pub current: Caller,

@@ -247,3 +247,40 @@ fn a_relative_data_dir_is_refused_by_every_command() {
     assert_eq!(sc.code, 1, "{}", sc.stdout);
     assert_eq!(sc.json()["decision"]["reason"], "state-unavailable", "{}", sc.stdout);
 }
+
+/// Paths that are not UTF-8: every `--json` report is JSON (the path shown
+/// lossily), the exit code is the command's own, and the files are found by
+/// their exact bytes. `gate check` in such a workspace finds its deny
+/// (it once said "no opinion"); `status --json` and `hooks install --json`
+/// once printed `{"error": …}` and exited 0.
+#[test]
+fn paths_that_are_not_utf8_work_in_every_json_report() {
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new();
+    let odd = |base: &Path, name: &[u8]| base.join(std::ffi::OsStr::from_bytes(name));
+    let ws = odd(sb.tmp.path(), b"work-\xff-space");
+    write(&ws.join(".lean-ctx/gate.json"), DENY, 0o644);
+    let check = sb.cmd(["gate", "check", "--host", "claude", "--tool", "mcp__ctx__ctx_read", "--json", "--cwd"]);
+    let v = check.arg(&ws).ok().json();
+    assert_eq!(v["verdict"]["action"], "deny", "{v:#}");
+    assert!(v["files"].to_string().contains("work-\u{fffd}-space"), "{v:#}");
+    // The hook, in the same workspace (a payload's cwd is JSON, so UTF-8:
+    // the lossy name is another dir, and says nothing about this one).
+    let data = odd(sb.tmp.path(), b"data-\xfe");
+    let st = sb.cmd(["status", "--json"]).env("LEAN_CTX_DATA_DIR", &data).report();
+    let sv = st.json();
+    assert!(sv["data_dir"].as_str().unwrap().contains("data-\u{fffd}"), "{}", st.stdout);
+    sb.hook("claude", payload("claude/baseline/01-SessionStart.json")).env("LEAN_CTX_DATA_DIR", &data).ok();
+    assert!(data.join("journal").is_file(), "the hook records in the exact dir");
+    let st = sb.cmd(["status", "--json"]).env("LEAN_CTX_DATA_DIR", &data).report();
+    assert!(st.json()["data_dir_created"].as_bool().unwrap(), "{}", st.stdout);
+    let proj = odd(sb.tmp.path(), b"proj-\xfd");
+    std::fs::create_dir_all(&proj).unwrap();
+    let o = sb.cmd(["hooks", "install", "claude-code", "--json", "--project"]).arg(&proj).run();
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let iv: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert!(iv.to_string().contains("proj-\u{fffd}"), "{iv:#}");
+    assert!(proj.join(".claude/settings.json").is_file());
+    let o = sb.cmd(["hooks", "status", "claude-code", "--json", "--project"]).arg(&proj).ok();
+    assert!(serde_json::from_str::<Value>(&o.stdout).is_ok(), "{}", o.stdout);
+}
