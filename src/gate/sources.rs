@@ -167,4 +167,17 @@ mod tests {
         assert!(workspace_paths(&[PathBuf::from("rel/dir")]).is_empty());
         assert_eq!(workspace_paths(&[app.clone(), app.clone()]).len(), 1);
     }
+
+    #[test]
+    fn the_walk_is_bounded() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(".git")).unwrap();
+        // The marker MAX_WALK - 1 levels up is found; one level further is not.
+        let deep = |n: usize| (0..n).fold(t.path().to_path_buf(), |p, _| p.join("d"));
+        let near = deep(MAX_WALK - 1);
+        std::fs::create_dir_all(deep(MAX_WALK)).unwrap();
+        assert_eq!(workspace_paths(std::slice::from_ref(&near)).len(), MAX_WALK);
+        let far = deep(MAX_WALK);
+        assert_eq!(workspace_paths(std::slice::from_ref(&far)), [far.join(PROJECT_POLICY)]);
+    }
 }
