@@ -326,3 +326,36 @@ fn two_cursor_chats_cannot_share_a_claim() {
     // (One request asked again, with no other chat's record of it, keeps its
     // claim: tests/it/readpath.rs, one request asked by two CLI processes.)
 }
+
+/// The one case the rule above cannot see: chat B's hook did not record its
+/// call, and B sends A's very request inside the claim window. A server that
+/// knows its clients makes the request id unique across them (README, "Who
+/// is calling"): then B is nobody, and withheld.
+#[test]
+fn a_client_qualified_request_id_is_never_anothers_claim() {
+    let sb = Sandbox::new();
+    let path = "/p/b.rs";
+    let result = json!({"content": [{"type": "text", "text": "fn b() {}\n"}]});
+    let input = json!({"path": path}).to_string();
+    let before = |conv: &str| {
+        let p = json!({"hook_event_name": "beforeMCPExecution", "conversation_id": conv, "session_id": conv,
+            "cursor_version": "3.18.25", "workspace_roots": ["/p"], "tool_name": "ctx_read",
+            "tool_input": input, "command": "lean-ctx"});
+        sb.hook("cursor", p.to_string()).ok();
+    };
+    let request = |id: &str| {
+        let r = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ctx_read",
+            "arguments": {"path": path}, "_meta": {"progressToken": 1}}});
+        write(&sb, &format!("rpc-{}.json", id.replace('/', "-")), &r)
+    };
+    let res = write(&sb, "r.json", &result);
+    before("A");
+    let a = stub(&sb, &request("client-a/5"), path, Some(&res));
+    assert_eq!(a["caller"]["scope"].as_str(), Some("A"), "{a}");
+    // A's request asked again: still A.
+    assert_eq!(stub(&sb, &request("client-a/5"), path, None)["caller"]["scope"].as_str(), Some("A"));
+    // B's hook never ran; B's request differs only in its client.
+    let b = stub(&sb, &request("client-b/5"), path, Some(&res));
+    assert_eq!((b["decision"]["allow"].as_bool(), b["caller"]["scope"].as_str()), (Some(false), None), "{b}");
+    assert_eq!(b["recorded"]["recorded"], false, "{b}");
+}
