@@ -209,3 +209,28 @@ fn stats_without_any_state() {
     assert!(!sb.data.exists());
     assert!(sb.cmd(["stats"]).ok().stdout.contains("no read was answered"));
 }
+
+/// The library records too (as `lib`), once per answer, after a flush; a
+/// read path with recording off (a server that records its own final
+/// answer) records nothing.
+#[test]
+fn the_library_records_its_answers() {
+    use leanctx::identity::caller::ScopeEnv;
+    use leanctx::{McpCall, ReadPath};
+    let sb = Sandbox::new();
+    start(&sb);
+    let call = |id: &str| {
+        McpCall::from_json(&json!({"name": "ctx_read", "arguments": {"path": "m.rs"},
+            "_meta": {"sessionId": "S", "callId": id, "windowId": "S:0"}}))
+        .unwrap()
+    };
+    let sent = leanctx::ledger::sent_content(&json!({"content": [{"type": "text", "text": "0123456789"}]})).unwrap();
+    let rp = ReadPath::new(&sb.data, ScopeEnv::default());
+    rp.deliver(&call("c1"), "lib.rs", "v", &sent).unwrap();
+    let quiet = ReadPath::new(&sb.data, ScopeEnv::default()).with_stats(None);
+    quiet.stub(&call("c2"), "lib.rs", "v", Some(&sent)).unwrap();
+    leanctx::stats::flush();
+    let r = sb.cmd(["stats", "--json", "--by", "tool"]).ok().json();
+    assert_eq!((&r["totals"]["reads"], &r["totals"]["bytes_whole"]), (&json!(1), &json!(10)), "{r:#}");
+    assert_eq!(r["rows"][0]["key"], "lib");
+}
