@@ -1,7 +1,8 @@
 # leanctx set-up for Windows (the counterpart of installers/install.sh):
-# build and install the binary, then its hooks for every host found on this
-# machine (or the hosts named). Safe to run again: the binary is replaced,
-# hooks already in place are left as they are.
+# build and install the binary, then its hooks and its MCP server
+# (`leanctx serve`) for every host found on this machine (or the hosts
+# named). Safe to run again: the binary is replaced, entries already in
+# place are left as they are.
 #
 #   powershell -ExecutionPolicy Bypass -File installers\install.ps1 [options] [host...]
 #
@@ -28,6 +29,8 @@ param(
     [switch] $DryRun,
     # Remove leanctx's hook entries (the binary stays).
     [switch] $Uninstall,
+    # Hooks only: do not register (or remove) `leanctx serve` as each host's MCP server.
+    [switch] $NoServer,
     [switch] $Help
 )
 
@@ -36,7 +39,7 @@ $ErrorActionPreference = "Stop"
 function Show-Usage {
     @"
 usage: installers\install.ps1 [-Prefix DIR] [-Binary PATH] [-NoBuild] [-Create]
-                              [-DryRun] [-Uninstall] [host...]
+                              [-DryRun] [-Uninstall] [-NoServer] [host...]
 
   host       cursor, claude-code, codex or codebuddy; default: every host whose
              config dir exists (~\.cursor, ~\.claude or `$env:CLAUDE_CONFIG_DIR,
@@ -47,6 +50,7 @@ usage: installers\install.ps1 [-Prefix DIR] [-Binary PATH] [-NoBuild] [-Create]
   -Create    create a named host's config dir if it does not exist yet
   -DryRun    show what would change, change nothing (no build, no copy)
   -Uninstall remove leanctx's hook entries (the binary stays)
+  -NoServer  hooks only: do not register (or remove) leanctx serve as the MCP server
 "@
 }
 
@@ -82,6 +86,7 @@ $haveCargo = [bool](Get-Command cargo -ErrorAction SilentlyContinue)
 
 $common = @()
 if ($DryRun) { $common += "--dry-run" }
+if ($NoServer) { $common += "--no-server" }
 
 if ($Uninstall) {
     # Any leanctx can remove the entries: they are recognised by program.

@@ -1,7 +1,8 @@
 #!/bin/sh
-# leanctx set-up: build and install the binary, then its hooks for every
-# host found on this machine (or the hosts named). Safe to run again: the
-# binary is replaced, hooks already in place are left as they are.
+# leanctx set-up: build and install the binary, then its hooks and its MCP
+# server (`leanctx serve`) for every host found on this machine (or the
+# hosts named). Safe to run again: the binary is replaced, entries already
+# in place are left as they are.
 set -eu
 
 usage() {
@@ -20,6 +21,8 @@ usage: installers/install.sh [options] [host...]
   --create      create a named host's config dir if it does not exist yet
                 (the host is not installed yet, or keeps its config elsewhere)
   --dry-run     show what would change, change nothing (no build, no copy)
+  --no-server   hooks only: do not register (or, with --uninstall, remove)
+                \`leanctx serve\` as each host's MCP server
   --uninstall   remove leanctx's hook entries (the binary stays; the script
                 says how to remove it)
   -h, --help    this text
@@ -37,6 +40,7 @@ binary=${LEANCTX_BIN:-}
 uninstall=0
 dry_run=
 create=
+no_server=
 no_build=0
 hosts=
 
@@ -49,6 +53,7 @@ while [ $# -gt 0 ]; do
         --uninstall) uninstall=1 ;;
         --dry-run) dry_run=--dry-run ;;
         --create) create=--create ;;
+        --no-server) no_server=--no-server ;;
         --no-build) no_build=1 ;;
         -h | --help) usage; exit 0 ;;
         cursor | claude-code | claude | codex | codebuddy) hosts="$hosts $1" ;;
@@ -84,7 +89,7 @@ if [ "$uninstall" = 1 ]; then
     fi
     # One run for every host: leanctx says once that the binary stays.
     # shellcheck disable=SC2086
-    "$run" hooks uninstall $dry_run ${hosts:-$all_hosts} || failed=1
+    "$run" hooks uninstall $dry_run $no_server ${hosts:-$all_hosts} || failed=1
     if [ -z "$dry_run" ]; then
         echo
         echo "To remove the binary too:"
@@ -157,7 +162,7 @@ failed_hosts=
 if [ -n "$hosts" ]; then
     for h in $hosts; do
         # shellcheck disable=SC2086
-        if "$run" hooks install $dry_run $create "$h"; then
+        if "$run" hooks install $dry_run $create $no_server "$h"; then
             done_hosts="$done_hosts $h"
         else
             failed=1
@@ -167,7 +172,7 @@ if [ -n "$hosts" ]; then
 else
     for h in $all_hosts; do
         # shellcheck disable=SC2086
-        if out=$("$run" hooks install $dry_run --if-present "$h"); then
+        if out=$("$run" hooks install $dry_run $no_server --if-present "$h"); then
             printf '%s\n' "$out"
             case $out in
                 *"does not look installed, skipped"*) skipped="$skipped $h" ;;
@@ -186,6 +191,9 @@ echo "Summary"
 [ -n "$dry_run" ] && echo "  dry run: nothing was changed"
 echo "  binary:    $bin"
 echo "  hooks for:${done_hosts:- none}"
+if [ -n "$done_hosts" ] && [ -z "$no_server" ] && "$run" serve --help >/dev/null 2>&1; then
+    echo "  MCP server: $bin serve, registered for the same hosts (tools mcp__leanctx__*)"
+fi
 [ -n "$skipped" ] && echo "  not found:$skipped (no config dir; name a host with --create to install it anyway)"
 [ -n "$failed_hosts" ] && echo "  failed:   $failed_hosts (see the messages above)"
 if [ -z "$done_hosts" ] && [ -z "$failed_hosts" ]; then
@@ -193,6 +201,6 @@ if [ -z "$done_hosts" ] && [ -z "$failed_hosts" ]; then
     echo "  first, or name one: bash installers/install.sh --create claude-code"
 fi
 if [ -n "$done_hosts" ] && [ -z "$dry_run" ]; then
-    echo "Next: use the host once (a new chat), then check with: $bin status"
+    echo "Next: start a new chat in your assistant and work as usual, then check with: $bin status"
 fi
 exit "$failed"

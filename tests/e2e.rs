@@ -23,6 +23,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_leanctx");
 /// The scenarios and the hosts each runs on (tests/e2e/leanctx_e2e.py).
 const BOTH: &[&str] = &["claude", "codex"];
 const SCENARIOS: &[(&str, &[&str])] = &[
+    ("server-registered", BOTH),
     ("baseline", BOTH),
     ("gate", BOTH),
     ("concurrent", BOTH),

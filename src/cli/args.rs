@@ -218,4 +218,11 @@ pub(crate) struct InstallArgs {
     /// Print what was done, per host, as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Leave the MCP server registration (`leanctx serve`) alone: hooks only.
+    #[arg(long)]
+    pub(crate) no_server: bool,
+    /// Register the MCP server even when this binary has no `serve` command
+    /// (tests).
+    #[arg(long, hide = true, conflicts_with = "no_server")]
+    pub(crate) server: bool,
 }

@@ -28,6 +28,8 @@ pub(crate) fn install_each(
         create,
         if_present,
         overlap_noted: Default::default(),
+        // Uninstalling takes ours out whether or not this binary can serve.
+        server: a.server || (!a.no_server && (uninstalling || serve_exists())),
     };
     let mut seen = Vec::new();
     let mut reports = Vec::new();
@@ -70,6 +72,12 @@ pub(crate) fn install_each(
     }
     let _ = out.flush();
     if reports.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// Whether this binary has `leanctx serve`: registering a server the
+/// binary cannot run would leave every host with a failing MCP server.
+pub(crate) fn serve_exists() -> bool {
+    <super::args::Cli as clap::CommandFactory>::command().find_subcommand("serve").is_some()
 }
 
 /// `hooks status`.

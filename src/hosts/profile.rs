@@ -48,6 +48,43 @@ pub struct HostProfile {
     pub project_note: Option<&'static str>,
     /// How to get hooks that are installed but never fired to run.
     pub never_fired_fix: &'static str,
+    /// Where and how `leanctx serve` is registered as an MCP server.
+    pub server: ServerProfile,
+}
+
+/// Which file holds a host's user-scope MCP servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerFile {
+    /// A file in the host's user config dir (`config_dir_var`, else
+    /// `config_dir` under the home dir).
+    InConfigDir(&'static str),
+    /// A file in the dir `config_dir_var` names when it is set, else in the
+    /// home dir itself (Claude Code's `~/.claude.json`).
+    InVarDirElseHome(&'static str),
+    /// A file in the home dir, whatever `config_dir_var` says.
+    InHome(&'static str),
+}
+
+/// How a host registers an MCP server: the file, the table of servers in
+/// it, and the fields of an entry. The entry always runs `<leanctx> serve`
+/// (the binary as an argv word, never a shell string).
+#[derive(Debug)]
+pub struct ServerProfile {
+    pub file: ServerFile,
+    /// The object/table of servers, by name: `mcpServers`, `mcp_servers`.
+    pub table: &'static str,
+    /// Write `"type": "stdio"` (what the host's own `mcp add` writes).
+    pub stdio_type: bool,
+    /// Codex starts MCP servers with a short list of variables
+    /// (docs/HOST-FACTS.md): these are passed on by name (`env_vars`), so
+    /// the server finds the data dir the hooks write to.
+    pub env_vars: &'static [&'static str],
+    /// How this was established: a real host run here, or its documentation only.
+    pub source: &'static str,
+    /// Whether a real host here read the registration (`source` says how).
+    pub verified: bool,
+    /// What to know after the registration changed.
+    pub note: &'static str,
 }
 
 const CURSOR: HostProfile = HostProfile {
@@ -64,6 +101,15 @@ const CURSOR: HostProfile = HostProfile {
     project_note: Some("project hooks run only in a trusted workspace"),
     never_fired_fix: "check Cursor's Hooks tab (restart Cursor if they are missing); project hooks need a trusted \
                       workspace",
+    server: ServerProfile {
+        file: ServerFile::InConfigDir("mcp.json"),
+        table: "mcpServers",
+        stdio_type: false,
+        env_vars: &[],
+        source: "documentation only (cursor.com/docs/mcp: global servers in ~/.cursor/mcp.json)",
+        verified: false,
+        note: "Cursor starts MCP servers from mcp.json; turn leanctx on in Settings > MCP if it is off",
+    },
 };
 
 const CLAUDE_CODE: HostProfile = HostProfile {
@@ -80,6 +126,16 @@ const CLAUDE_CODE: HostProfile = HostProfile {
                    trust",
     project_note: None,
     never_fired_fix: "start a new Claude Code session; interactive sessions run hooks only in folders you trust",
+    server: ServerProfile {
+        file: ServerFile::InVarDirElseHome(".claude.json"),
+        table: "mcpServers",
+        stdio_type: true,
+        env_vars: &[],
+        source: "Claude Code 2.1.328 here: `claude mcp add -s user` writes this file and entry, \
+                 `claude mcp get` reads it (tests/e2e)",
+        verified: true,
+        note: "Claude Code starts the server in new sessions (`claude mcp list` shows it)",
+    },
 };
 
 const CODEX: HostProfile = HostProfile {
@@ -98,6 +154,15 @@ const CODEX: HostProfile = HostProfile {
     project_note: Some("project hooks load only in a project Codex trusts"),
     never_fired_fix: "Codex runs new or changed hooks only after you trust them: start codex, open /hooks and trust \
                       the leanctx entries (codex exec never asks; untrusted hooks do not run there)",
+    server: ServerProfile {
+        file: ServerFile::InConfigDir("config.toml"),
+        table: "mcp_servers",
+        stdio_type: false,
+        env_vars: &["LEAN_CTX_DATA_DIR", "XDG_DATA_HOME"],
+        source: "Codex 0.169.0 here: `codex mcp add` writes this table, `codex mcp list` reads it (tests/e2e)",
+        verified: true,
+        note: "Codex starts the server in new sessions (`codex mcp list` shows it)",
+    },
 };
 
 const CODEBUDDY: HostProfile = HostProfile {
@@ -113,6 +178,15 @@ const CODEBUDDY: HostProfile = HostProfile {
     install_note: "CodeBuddy reads hooks at startup and asks you to review edited hooks in /hooks",
     project_note: None,
     never_fired_fix: "restart CodeBuddy and review the edited hooks in /hooks",
+    server: ServerProfile {
+        file: ServerFile::InHome(".codebuddy.json"),
+        table: "mcpServers",
+        stdio_type: true,
+        env_vars: &[],
+        source: "documentation only (codebuddy.ai/docs/cli/mcp: user scope ~/.codebuddy.json)",
+        verified: false,
+        note: "CodeBuddy starts MCP servers at startup (`codebuddy mcp list` shows them)",
+    },
 };
 
 /// The facts about `host`.
@@ -135,6 +209,22 @@ impl HostProfile {
         match self.config_dir_var.and_then(std::env::var_os).filter(|v| !v.is_empty()) {
             Some(d) => Ok(d.into()),
             None => Ok(home()?.join(self.config_dir)),
+        }
+    }
+
+    /// The file that holds the host's user-scope MCP servers.
+    pub fn server_file(
+        &self,
+        home: impl Fn() -> Result<std::path::PathBuf, String>,
+    ) -> Result<std::path::PathBuf, String> {
+        let var = self.config_dir_var.and_then(std::env::var_os).filter(|v| !v.is_empty());
+        match self.server.file {
+            ServerFile::InConfigDir(name) => Ok(self.user_dir(home)?.join(name)),
+            ServerFile::InVarDirElseHome(name) => match var {
+                Some(d) => Ok(std::path::PathBuf::from(d).join(name)),
+                None => Ok(home()?.join(name)),
+            },
+            ServerFile::InHome(name) => Ok(home()?.join(name)),
         }
     }
 }

@@ -38,6 +38,13 @@ pub fn hook_binary() -> Result<PathBuf, String> {
     }
 }
 
+/// Whether `program` (a path or a bare name, `/` or `\\` separated) names a
+/// leanctx binary.
+pub fn is_leanctx_program(program: &str) -> bool {
+    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    PROGRAM_NAMES.contains(&name)
+}
+
 /// Our entries are recognised by the program's file name, so a binary
 /// under another name would be installed but never found again.
 fn check_program_name(p: &Path) -> Result<(), String> {

@@ -3,7 +3,7 @@
 
 use super::spec::Spec;
 use super::target::{self, Target};
-use super::{command, entries, jsonfile, tomlfile};
+use super::{command, entries, jsonfile, server, tomlfile};
 use crate::base::host::Host;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -114,6 +114,83 @@ pub fn file_report(t: &Target) -> FileReport {
     let mut copy = doc.clone();
     let unchanged = entries::upsert(&mut copy, &spec).map(|c| c.is_empty()).unwrap_or(false);
     r.state = if unchanged { FileState::Installed } else { FileState::Outdated };
+    r
+}
+
+/// How `leanctx serve` stands in a host's user MCP config.
+#[derive(Debug, Serialize)]
+pub struct ServerReport {
+    #[serde(serialize_with = "crate::base::paths::lossy::path")]
+    pub path: PathBuf,
+    /// `installed`: registered as this binary would write it; `outdated`:
+    /// registered, but not so (an older path, a field missing).
+    pub state: FileState,
+    /// The names our entries have in the host's table.
+    pub names: Vec<String>,
+    pub programs: Vec<String>,
+    pub error: Option<String>,
+    /// A real host here read this registration; else documentation only.
+    pub verified: bool,
+    /// The newest call to it the hooks recorded (set by `status`).
+    pub last_call_ms: Option<u64>,
+}
+
+/// Whether `leanctx serve` is registered for `host` (user scope).
+pub fn server_report(host: Host) -> ServerReport {
+    let p = crate::hosts::profile::profile(host);
+    let mut r = ServerReport {
+        path: PathBuf::new(),
+        state: FileState::Absent,
+        names: vec![],
+        programs: vec![],
+        error: None,
+        verified: p.server.verified,
+        last_call_ms: None,
+    };
+    let path = match p.server_file(target::home) {
+        Ok(f) => f,
+        Err(e) => {
+            r.state = FileState::Unreadable;
+            r.error = Some(e);
+            return r;
+        }
+    };
+    r.path = path.clone();
+    let text = match super::fsio::read_config(&path) {
+        Ok(Some(s)) => s,
+        Ok(None) => return r,
+        Err(e) => {
+            r.state = FileState::Unreadable;
+            r.error = Some(e.to_string());
+            return r;
+        }
+    };
+    let toml = path.extension().is_some_and(|e| e == "toml");
+    let read = if toml {
+        tomlfile::parse(&text).map(|d| d.tree_of(p.server.table))
+    } else {
+        jsonfile::parse(&text, p.accepts_comments).map(|d| d.root)
+    };
+    let doc = match read {
+        Ok(d) => d,
+        Err(e) => {
+            r.state = FileState::Unreadable;
+            r.error = Some(format!("{}:{}:{}: {}", path.display(), e.pos.line, e.pos.col, e.msg));
+            return r;
+        }
+    };
+    let v = doc.to_value();
+    r.names = server::names(&v, host);
+    r.programs = server::find(&v, host).into_iter().map(|f| f.program).collect();
+    r.programs.dedup();
+    r.state = match r.programs.first() {
+        None => FileState::NotInstalled,
+        Some(prog) => {
+            let mut copy = doc.clone();
+            let current = server::upsert(&mut copy, host, prog).is_ok_and(|c| c.is_empty());
+            if current { FileState::Installed } else { FileState::Outdated }
+        }
+    };
     r
 }
 

@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod inspect;
 pub mod jsonfile;
 pub mod nested;
+pub mod server;
 pub mod spec;
 pub mod target;
 pub mod tomlfile;
@@ -52,6 +53,9 @@ pub struct InstallOptions {
     /// Set once the Cursor/Claude Code note has been printed: a run over
     /// several hosts says it once.
     pub overlap_noted: std::cell::Cell<bool>,
+    /// User scope: also register (uninstall: unregister) `leanctx serve`
+    /// as the host's MCP server ([`server`]).
+    pub server: bool,
 }
 
 /// What an install or uninstall did to one host (`--json`).
@@ -179,11 +183,17 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     let bin_str = bin.to_str().ok_or_else(|| format!("the binary path {} is not UTF-8", bin.display()))?;
     let spec = Spec::for_host(host, &command::program_word(bin_str)?);
     let t = if host == Host::Codex { codex_file(t)? } else { t };
+    let server = opts.server && t.scope == Scope::User;
+    if server && !opts.dry_run {
+        // A server config leanctx would refuse is refused before the hooks
+        // are written, so a refusal writes nothing at all.
+        server_edit(host, Some(server_program(bin_str)), true, &mut io::sink(), &mut Report::default())?;
+    }
     let res = if is_toml(&t) {
         edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?
     } else {
         edit_config(&t, opts.dry_run, !dir_exists, false, |text| {
-            json_edit_with(&t, text, |doc| entries::upsert(doc, &spec))
+            json_edit_with(&t, text, &entries::skeleton(host), |doc| entries::upsert(doc, &spec))
         })?
     };
 
@@ -200,6 +210,15 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     }
     report(&res, opts.dry_run, spec.entries.len(), out)?;
     rep.files.push(FileChange { created_dir: !dir_exists, ..FileChange::of(&t, &res, opts.dry_run) });
+    if server {
+        server_edit(host, Some(server_program(bin_str)), opts.dry_run, out, &mut rep)?;
+    } else if opts.server {
+        // Its command is this user's binary path: not for a project's
+        // checked-in config.
+        let note = format!("the MCP server is registered per user: `leanctx hooks install {host}` without --project");
+        writeln!(out, "  note: {note}").map_err(out_err)?;
+        rep.notes.push(note);
+    }
     if res.changes.is_empty() {
         return Ok(rep);
     }
@@ -232,7 +251,7 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
     } else {
         let res = edit_config(&t, opts.dry_run, false, true, |text| {
-            json_edit_with(&t, text, |doc| entries::remove(host, doc))
+            json_edit_with(&t, text, &entries::skeleton(host), |doc| entries::remove(host, doc))
         })?;
         report(&res, opts.dry_run, 0, out)?;
         rep.files.push(FileChange::of(&t, &res, opts.dry_run));
@@ -247,7 +266,70 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
             rep.files.push(FileChange::of(&c, &res, opts.dry_run));
         }
     }
+    if opts.server && t.scope == Scope::User {
+        server_edit(host, None, opts.dry_run, out, &mut rep)?;
+    }
     Ok(rep)
+}
+
+/// The binary as the server entry's `command`: a path hosts start without
+/// a shell, so unquoted; without the `\\?\` prefix `canonicalize` gives on
+/// Windows.
+fn server_program(bin: &str) -> &str {
+    bin.strip_prefix(r"\\?\").unwrap_or(bin)
+}
+
+/// The file that holds `host`'s user-scope MCP servers, as a target.
+pub fn server_target(host: Host) -> Result<Target, InstallError> {
+    let file = crate::hosts::profile::profile(host).server_file(target::home)?;
+    let dir = file.parent().map(PathBuf::from).unwrap_or_default();
+    Ok(Target { host, scope: Scope::User, dir, file })
+}
+
+/// Register `leanctx serve` (`program`: the binary) or, with `None`,
+/// unregister it, in the host's user MCP config ([`server`]); the same
+/// edit as the hooks': bytes kept, strict parse, lock, backup, dry run.
+fn server_edit(
+    host: Host,
+    program: Option<&str>,
+    dry_run: bool,
+    out: &mut dyn Write,
+    rep: &mut Report,
+) -> Result<(), InstallError> {
+    let t = server_target(host)?;
+    if program.is_none() && fs::symlink_metadata(&t.file).is_err() {
+        return Ok(());
+    }
+    let table = crate::hosts::profile::profile(host).server.table;
+    let res = if is_toml(&t) {
+        edit_config(&t, dry_run, false, program.is_none(), |text| {
+            toml_edit_in(&t, table, text, |doc| match program {
+                Some(p) => server::upsert(doc, host, p),
+                None => server::remove(doc, host),
+            })
+        })?
+    } else {
+        edit_config(&t, dry_run, false, program.is_none(), |text| {
+            json_edit_with(&t, text, &serde_json::json!({}), |doc| match program {
+                Some(p) => server::upsert(doc, host, p),
+                None => server::remove(doc, host),
+            })
+        })?
+    };
+    if program.is_some() || !res.changes.is_empty() {
+        writeln!(out, "{host} MCP server (user): {}", t.file.display()).map_err(out_err)?;
+        if let Some(p) = program {
+            writeln!(out, "  the host runs {p} {}", server::SUBCOMMAND).map_err(out_err)?;
+        }
+        report(&res, dry_run, usize::from(program.is_some()), out)?;
+        rep.files.push(FileChange::of(&t, &res, dry_run));
+    }
+    if program.is_some() && !res.changes.is_empty() {
+        let note = crate::hosts::profile::profile(host).server.note.to_string();
+        writeln!(out, "  note: {note}").map_err(out_err)?;
+        rep.notes.push(note);
+    }
+    Ok(())
 }
 
 /// Said once after an uninstall that removed something.
@@ -295,12 +377,6 @@ fn report(res: &EditResult, dry_run: bool, expected: usize, out: &mut dyn Write)
 
 fn fail_at(t: &Target, pos: jsonfile::Pos, msg: &str) -> InstallError {
     InstallError::from(format!("{}:{}:{}: {msg}; nothing written", t.file.display(), pos.line, pos.col))
-}
-
-/// What an uninstall leaves of a file leanctx created: nothing. (A file
-/// leanctx created has no backup, since there was no original to keep.)
-fn only_skeleton(host: Host, doc: &Node) -> bool {
-    doc.to_value() == entries::skeleton(host)
 }
 
 /// Read, change with `f`, write if changed. See the module doc.
@@ -392,15 +468,17 @@ struct Edit {
 }
 
 /// A JSON config edited by `f` ([`jsonfile`]).
+/// `skeleton`: what is left of a file leanctx created once ours is removed.
 fn json_edit_with(
     t: &Target,
     text: &str,
+    skeleton: &serde_json::Value,
     f: impl FnOnce(&mut Node) -> Result<Changes, ShapeError>,
 ) -> Result<Edit, InstallError> {
     let mut doc = jsonfile::parse(text, target::accepts_comments(t.host)).map_err(|e| fail_at(t, e.pos, &e.msg))?;
     let changes = f(&mut doc.root)
         .map_err(|e| fail_at(t, doc.pos(e.at), &format!("{} (leanctx will not guess how to merge into it)", e.msg)))?;
-    Ok(Edit { skeleton: only_skeleton(t.host, &doc.root), text: doc.render(), changes })
+    Ok(Edit { skeleton: doc.root.to_value() == *skeleton, text: doc.render(), changes })
 }
 
 /// Codex's config.toml edited by `f` ([`tomlfile`]): only its hooks.
@@ -409,14 +487,29 @@ fn toml_edit_with(
     text: &str,
     f: impl FnOnce(&mut Node) -> Result<Changes, ShapeError>,
 ) -> Result<Edit, InstallError> {
+    // Hooks go into a config.toml only when it already held some: never
+    // removed as a skeleton.
+    toml_edit_in(t, "hooks", text, f).map(|e| Edit { skeleton: false, ..e })
+}
+
+/// Codex's config.toml edited by `f`: only its top-level `key`. A file that
+/// is left empty counts as a skeleton (an uninstall removes it when
+/// leanctx created it, as for JSON: no backup, not a link).
+fn toml_edit_in(
+    t: &Target,
+    key: &str,
+    text: &str,
+    f: impl FnOnce(&mut Node) -> Result<Changes, ShapeError>,
+) -> Result<Edit, InstallError> {
     let mut doc = tomlfile::parse(text).map_err(|e| fail_at(t, e.pos, &e.msg))?;
-    let mut tree = doc.tree();
+    let mut tree = doc.tree_of(key);
     let changes = f(&mut tree)
         .map_err(|e| fail_at(t, doc.pos(e.at), &format!("{} (leanctx will not guess how to merge into it)", e.msg)))?;
     if !changes.is_empty() {
-        doc.apply(&tree);
+        doc.apply_of(key, &tree);
     }
-    Ok(Edit { changes, text: doc.render(), skeleton: false })
+    let text = doc.render();
+    Ok(Edit { changes, skeleton: text.trim().is_empty(), text })
 }
 
 fn is_toml(t: &Target) -> bool {

@@ -81,9 +81,15 @@ impl TomlDoc {
     /// The config as a tree the merge understands: `{"hooks": …}` (only
     /// the hooks; the rest of the file is never touched).
     pub fn tree(&self) -> Node {
+        self.tree_of("hooks")
+    }
+
+    /// The config as a tree of its top-level `key` only (`{"key": …}`);
+    /// the rest of the file is never touched.
+    pub fn tree_of(&self, key: &str) -> Node {
         let mut ids = Ids { next: self.text.len() + 1 };
-        let props = match self.spanned.get("hooks") {
-            Some(h) => vec![("hooks".to_string(), item_node(h, &mut ids))],
+        let props = match self.spanned.get(key) {
+            Some(h) => vec![(key.to_string(), item_node(h, &mut ids))],
             None => vec![],
         };
         Node::object_at(props, 0)
@@ -92,7 +98,12 @@ impl TomlDoc {
     /// Apply a merged tree (from [`TomlDoc::tree`]) to the document
     /// (once: identities are those of the text as read).
     pub fn apply(&mut self, tree: &Node) {
-        let old = self.tree();
+        self.apply_of("hooks", tree)
+    }
+
+    /// Apply a merged tree from [`TomlDoc::tree_of`] with the same `key`.
+    pub fn apply_of(&mut self, key: &str, tree: &Node) {
+        let old = self.tree_of(key);
         if let (Some(new), Some(old)) = (tree.as_obj(), old.as_obj()) {
             sync_table(self.doc.as_table_mut(), new, old, true);
         }

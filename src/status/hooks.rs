@@ -8,7 +8,9 @@ use crate::base::host::Host;
 use crate::base::paths;
 use crate::hosts::overlap;
 use crate::install::InstallError;
-use crate::install::inspect::{FileReport, FileState, codex_hooks_disabled, file_report, program_exists, user_entries};
+use crate::install::inspect::{
+    FileReport, FileState, ServerReport, codex_hooks_disabled, file_report, program_exists, server_report, user_entries,
+};
 use crate::install::target::{self, Target};
 use crate::state::journal::View;
 use serde::Serialize;
@@ -33,6 +35,9 @@ pub struct HostReport {
     /// Any file has our entries.
     pub installed: bool,
     pub last_event: Option<LastEvent>,
+    /// Whether `leanctx serve` is registered as the host's MCP server (user
+    /// scope) and when the hooks last saw a call to it.
+    pub server: ServerReport,
     /// Each warning as `problem: fix`, as in `issues`.
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
@@ -82,6 +87,7 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
             .map(|l| LastEvent { event: l.last_event.to_string(), at_ms: l.last_seen_ms });
         let codex_off = host == Host::Codex && codex_hooks_disabled(&config_dir);
         let mut warnings: Vec<Issue> = Vec::new();
+        let server = server_status(host, &view, &mut warnings);
         let mut notes = Vec::new();
         for f in &files {
             match f.state {
@@ -163,12 +169,51 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
             files,
             installed,
             last_event,
+            server,
             warnings: warnings.iter().map(Issue::line).collect(),
             notes,
             issues: warnings,
         });
     }
     Ok(HooksStatus { data_dir, hosts: reports, problems })
+}
+
+/// The server's registration, when the hooks last recorded a call to it
+/// (a `C` record on a server of that name: calls are recorded by the hooks'
+/// MCP gate event, so this needs the hooks too), and its problems.
+fn server_status(host: Host, view: &View, warnings: &mut Vec<Issue>) -> ServerReport {
+    let mut s = server_report(host);
+    s.last_call_ms = view
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            crate::state::journal::Record::Call(c)
+                if c.host == host && c.server.is_some_and(|n| s.names.iter().any(|m| m == n)) =>
+            {
+                Some(c.t)
+            }
+            _ => None,
+        })
+        .max();
+    let fix = format!("run `leanctx hooks install {host}`");
+    match s.state {
+        FileState::Outdated => warnings
+            .push(Issue::new(format!("{} has an outdated leanctx MCP server entry", s.path.display()), fix.clone())),
+        FileState::Unreadable => warnings.push(Issue::new(
+            format!("cannot read {}: {}", s.path.display(), s.error.as_deref().unwrap_or("?")),
+            "fix the file (the host cannot read it either), then `leanctx hooks status` again",
+        )),
+        _ => {}
+    }
+    for p in &s.programs {
+        if !program_exists(p) {
+            warnings.push(Issue::new(
+                format!("{} starts {p} as the leanctx MCP server, which does not exist", s.path.display()),
+                fix.clone(),
+            ));
+        }
+    }
+    s
 }
 
 /// `project`: the project whose files are shown (default: the current dir's).
@@ -217,6 +262,25 @@ fn silent_hosts(seen: &[Host], targets: impl Fn(Host) -> Vec<Target>) -> Vec<Str
         .collect()
 }
 
+/// `registered in <file> (as leanctx), last called 3 min ago`.
+pub fn server_line(s: &ServerReport, host: Host, now: u64) -> String {
+    match s.state {
+        FileState::Installed | FileState::Outdated => {
+            let called = match s.last_call_ms {
+                Some(t) => format!("last called {}", ago(now, t)),
+                None => "never called".into(),
+            };
+            let doc = if s.verified { "" } else { "; host's format from its documentation only" };
+            let outdated = if s.state == FileState::Outdated { "outdated, " } else { "" };
+            format!("registered in {} (as {}), {outdated}{called}{doc}", s.path.display(), s.names.join(", "))
+        }
+        FileState::Unreadable => format!("cannot read {}", s.path.display()),
+        FileState::Absent | FileState::NotInstalled => {
+            format!("not registered (`leanctx hooks install {host}` registers it in {})", s.path.display())
+        }
+    }
+}
+
 impl HooksStatus {
     pub fn human(&self) -> String {
         let now = crate::base::clock::now_ms_env();
@@ -243,6 +307,7 @@ impl HooksStatus {
                     let _ = writeln!(o, "  {:<12}runs {p}", "");
                 }
             }
+            let _ = writeln!(o, "  {:<12}{}", "MCP server", server_line(&h.server, h.host, now));
             match &h.last_event {
                 Some(l) => {
                     let _ = writeln!(o, "  {:<12}{}, {}", "last event", l.event, ago(now, l.at_ms));

@@ -23,6 +23,7 @@ See tests/e2e/README.md for the sandbox layout and the scenario markers of the m
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -401,8 +402,17 @@ trust_level = "trusted"
        "mcp_args": ", ".join(_toml_str(x) for x in self.mcp_argv[1:]), "proj": _toml_str(self.project),
        "features": "\n".join("%s = %s" % (k, "true" if v else "false")
                               for k, v in sorted(self.codex_features.items()))}
-        with open(os.path.join(self.codex_home, "config.toml"), "w") as f:
-            f.write(toml + ("\n" + self.codex_config_extra + "\n" if self.codex_config_extra else ""))
+        path = os.path.join(self.codex_home, "config.toml")
+        # What `leanctx hooks install` registered here (its [mcp_servers.leanctx]) outlives the
+        # rewrite, as it would in a user's own config.toml.
+        try:
+            with open(path) as f:
+                kept = re.findall(r"^\[mcp_servers\.leanctx\]\n(?:[^\[\n].*\n|\n)*", f.read(), re.M)
+        except FileNotFoundError:
+            kept = []
+        with open(path, "w") as f:
+            f.write(toml + ("\n" + self.codex_config_extra + "\n" if self.codex_config_extra else "")
+                    + "".join("\n" + k for k in kept))
 
     @property
     def mock(self):

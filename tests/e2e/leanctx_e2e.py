@@ -61,10 +61,12 @@ class World:
     mode "scope": the MCP server asks `scope check`; "ledger": it asks `stub --result`.
     max_result_chars: the MCP tool declares anthropic/maxResultSizeChars. drop_hooks: {host:
     [events]} removed from the installed config. codex_config_top: top-level config.toml keys.
-    serve_files: ctx_read serves the project's real files (else fixture text only)."""
+    serve_files: ctx_read serves the project's real files (else fixture text only). server: let
+    `hooks install` register `leanctx serve` as the hosts' MCP server too (else `--no-server`: the
+    scenarios about the Python ctx server see only that one)."""
 
     def __init__(self, name, mode="scope", max_result_chars=None, drop_hooks=None, codex_config_top="",
-                 serve_files=False):
+                 serve_files=False, server=False, codex_config_first=False):
         root = tempfile.mkdtemp(prefix="leanctx-e2e-%s-" % name, dir=os.environ.get("E2E_SANDBOX_BASE"))
         self.cache = os.path.join(root, "mcp-cache.json")
         mcp_argv = [H.PYTHON, H.MCP_SERVER, "--log", os.path.join(root, "logs", "mcp.jsonl"),
@@ -76,11 +78,13 @@ class World:
             mcp_argv += ["--root", os.path.join(root, "home", "project")]
         self.sb = H.Sandbox(hooks=None, root=root, name=name, keep=KEEP, mcp_argv=mcp_argv,
                             codex_config_top=codex_config_top)
+        if codex_config_first:  # config.toml exists before the install, as in a user's CODEX_HOME
+            self.sb._write_codex_config()
         # Data dir as leanctx resolves it from the sandbox HOME (XDG_DATA_HOME for the hooks,
         # $HOME/.local/share for Codex's MCP server, whose env Codex filters: the same dir).
         self.data = os.path.join(self.sb.home, ".local", "share", "lean-ctx")
         for host in ("claude-code", "codex"):
-            out = self.leanctx(["hooks", "install", host])
+            out = self.leanctx(["hooks", "install", host] + ([] if server else ["--no-server"]))
             check("%s: leanctx hooks install %s" % (name, host), out.returncode == 0,
                   out.stdout + out.stderr)
         if mode == "ledger":
@@ -949,8 +953,66 @@ def context_lost(w, path):
     return any(path not in (q.get("context_whole") or []) for q in qs[idx[-2] + 1:idx[-1] + 1])
 
 
+def host_cli(w, host, args):
+    """The real host's own CLI (`claude mcp …`, `codex mcp …`) in the sandbox's environment."""
+    exe = H.claude_bin() if host == "claude" else H.codex_bin()
+    return subprocess.run([exe] + args, env=w.sb.env(host), capture_output=True, text=True, timeout=60,
+                          cwd=w.sb.project)
+
+
+def sc_server_registered(host):
+    """`leanctx hooks install` registers `leanctx serve` where the real host reads its user MCP
+    servers, `claude mcp get` / `codex mcp list` show it, and `hooks uninstall` takes it out again.
+    When this binary has `serve`, Claude Code must also connect to it."""
+    name = "%s/server-registered" % host
+    w = World("server-%s" % host, server=True, codex_config_first=True)
+    hc = HOST_NAME[host]
+    has_serve = w.leanctx(["serve", "--help"]).returncode == 0
+    if not has_serve:  # not in this binary yet: the installer must be told to register it
+        out = w.leanctx(["hooks", "install", hc, "--server"])
+        check("%s: hooks install --server" % name, out.returncode == 0, out.stdout + out.stderr)
+    if host == "claude":
+        got = host_cli(w, host, ["mcp", "get", "leanctx"])
+        text = got.stdout + got.stderr
+        check("%s: claude mcp get leanctx finds it in the user config" % name,
+              got.returncode == 0 and "Scope: User config" in text and "Command: %s" % LEANCTX in text
+              and "Args: serve" in text, text)
+        if has_serve:
+            check("%s: Claude Code connects to leanctx serve" % name, "Connected" in text, text)
+        # Claude rewrites ~/.claude.json at start-up: the registration survives it.
+        listed = host_cli(w, host, ["mcp", "list"])
+        check("%s: claude mcp list lists it" % name, "leanctx: %s serve" % LEANCTX in listed.stdout,
+              listed.stdout + listed.stderr)
+    else:
+        w.sb._write_codex_config()  # the harness's rewrite (before each codex run) keeps it
+        got = host_cli(w, host, ["mcp", "list", "--json"])
+        try:
+            servers = {s["name"]: s for s in json.loads(got.stdout)}
+        except ValueError:
+            servers = {}
+        t = servers.get("leanctx", {}).get("transport", {})
+        check("%s: codex mcp list shows it, enabled, with the data-dir variables passed on" % name,
+              t.get("command") == LEANCTX and t.get("args") == ["serve"]
+              and "LEAN_CTX_DATA_DIR" in (t.get("env_vars") or []) and servers["leanctx"].get("enabled"),
+              got.stdout + got.stderr)
+        check("%s: the harness's own ctx server is still there" % name, "ctx" in servers, sorted(servers))
+    st = json.loads(w.leanctx(["hooks", "status", hc, "--json"]).stdout)
+    check("%s: hooks status says registered" % name, st["hosts"][0]["server"]["state"] == "installed", st)
+    out = w.leanctx(["hooks", "uninstall", hc])
+    check("%s: hooks uninstall" % name, out.returncode == 0, out.stdout + out.stderr)
+    if host == "claude":
+        got = host_cli(w, host, ["mcp", "get", "leanctx"])
+        check("%s: after uninstall claude mcp get leanctx finds nothing" % name, got.returncode != 0,
+              got.stdout + got.stderr)
+    else:
+        got = host_cli(w, host, ["mcp", "list", "--json"])
+        names = [s["name"] for s in json.loads(got.stdout or "[]")]
+        check("%s: after uninstall codex mcp list has no leanctx, still ctx" % name,
+              "leanctx" not in names and "ctx" in names, names)
+
+
 BOTH = ("claude", "codex")
-SCENARIOS = [("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurrent", sc_concurrent, BOTH),
+SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurrent", sc_concurrent, BOTH),
              ("subagent", sc_subagent, BOTH), ("compact", sc_compact, BOTH),
              ("ledger-reread", sc_ledger_reread, BOTH), ("ledger-large", sc_ledger_large, BOTH),
              ("ledger-huge", sc_ledger_huge, ("claude",)),

@@ -1,7 +1,8 @@
 //! Part of the fault suite: nothing leanctx reads can hang it. For every
 //! command and every file it opens — state in the data dir, the user's and
 //! the workspace's gate policies, every host config it reads (user and
-//! project scope, Codex's `config.toml` and profile files), and argument
+//! project scope, Codex's `config.toml` and profile files, the MCP server
+//! registrations), and argument
 //! files (`--call`, `--result`) — the file is planted as a FIFO, a symlink
 //! to `/dev/zero`, a symlink to a FIFO, a huge (sparse, 1 GiB) file, and
 //! (as root) a file of another user. Every command answers within
@@ -78,6 +79,9 @@ fn files(sb: &Sandbox) -> Vec<(PathBuf, &'static str)> {
         (h.join(".codex/hooks.json"), hooks_json),
         (h.join(".cursor/hooks.json"), r#"{"version": 1, "hooks": {}}"#),
         (h.join(".codebuddy/settings.json"), hooks_json),
+        (h.join(".claude/.claude.json"), r#"{"mcpServers": {}}"#),
+        (h.join(".cursor/mcp.json"), r#"{"mcpServers": {}}"#),
+        (h.join(".codebuddy.json"), r#"{"mcpServers": {}}"#),
         (p.join(".claude/settings.json"), hooks_json),
         (p.join(".claude/settings.local.json"), hooks_json),
         (p.join(".codex/config.toml"), "tool_output_token_limit = 100\n"),
@@ -169,6 +173,12 @@ fn commands(sb: &Sandbox) -> Vec<(&'static str, Vec<String>, Option<String>)> {
             None,
         ),
         ("hooks install", v(&["hooks", "install", "claude-code", "codex", "cursor", "codebuddy"]), None),
+        (
+            "hooks install --server",
+            v(&["hooks", "install", "claude-code", "codex", "cursor", "codebuddy", "--server"]),
+            None,
+        ),
+        ("hooks uninstall", v(&["hooks", "uninstall", "claude-code", "codex", "cursor", "codebuddy"]), None),
         (
             "hooks install --local",
             v(&["hooks", "install", "claude-code", "codebuddy", "--project", cwd, "--local"]),

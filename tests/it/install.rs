@@ -108,8 +108,10 @@ fn write_json(p: &Path, v: &Value) {
     fs::write(p, serde_json::to_string_pretty(v).unwrap() + "\n").unwrap();
 }
 
+/// Hooks only: the MCP server's registration has its own tests
+/// (tests/it/serverinstall.rs).
 fn install(sb: &Sandbox, host: &str) -> Out {
-    sb.cmd(["hooks", "install", host]).ok()
+    sb.cmd(["hooks", "install", host, "--no-server"]).ok()
 }
 
 /// Files in a dir other than the ones named (no temp or lock litter).
@@ -358,7 +360,7 @@ fn concurrent_installs_lose_nothing() {
         let children: Vec<_> = (0..8)
             .map(|i| {
                 let host = if i % 2 == 0 { "claude-code" } else { "codebuddy" };
-                sb.cmd(["hooks", "install", host])
+                sb.cmd(["hooks", "install", host, "--no-server"])
                     .env("CLAUDE_CONFIG_DIR", &shared)
                     .env("CODEBUDDY_CONFIG_DIR", &shared)
                     .spawn()

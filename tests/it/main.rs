@@ -28,6 +28,7 @@ mod readpath;
 mod rng;
 #[cfg(unix)]
 mod security;
+mod serverinstall;
 // Unix-only: the scope-check simulation's fault episodes make FIFOs and
 // change the data dir's modes.
 #[cfg(unix)]
