@@ -59,6 +59,16 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// Two decimals, or four significant digits below 1 (a week of small
+/// savings is a fraction of a cent, and "0.00" says nothing).
+fn money(v: f64) -> String {
+    if v >= 1.0 || v == 0.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{:.*}", (3 - v.log10().floor() as i32).max(2) as usize, v)
+    }
+}
+
 fn count(n: u64) -> String {
     match n {
         n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
@@ -101,10 +111,11 @@ pub fn human(r: &Report, bars: bool, color: bool) -> String {
     }
     if let Some(c) = &r.cost {
         if let (Some(p), Some(v)) = (c.prices.input_per_mtok, c.saved_at_input) {
-            let _ = writeln!(s, "  at {p} per million input tokens, sending them once would have cost {v:.2}");
+            let _ = writeln!(s, "  at {p} per million input tokens, sending them once would have cost {}", money(v));
         }
         if let (Some(p), Some(v)) = (c.prices.cache_read_per_mtok, c.saved_per_later_turn_at_cache_read) {
-            let _ = writeln!(s, "  at {p} per million cache-read tokens, each later turn re-sending them: {v:.2}");
+            let _ =
+                writeln!(s, "  at {p} per million cache-read tokens, each later turn re-sending them: {}", money(v));
         }
     }
     if t.reads > 0 || r.by == By::Day.as_str() {
@@ -218,5 +229,9 @@ mod tests {
         assert_eq!(bytes(25_000), "25 kB");
         assert_eq!(bytes(3_400_000), "3.4 MB");
         assert_eq!(cut("abcdefgh", 5), "…efgh");
+        assert_eq!(
+            (money(12.345), money(0.0021), money(0.5), money(0.0)),
+            ("12.35".into(), "0.002100".into(), "0.5000".into(), "0.00".into())
+        );
     }
 }
