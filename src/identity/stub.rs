@@ -83,14 +83,16 @@ struct LedgerCaller {
 impl LedgerAnswer {
     /// This answer as the stats count it, for `key` (the server's name),
     /// with `result_len` the length of the content the server would send
-    /// instead of a stub (if it gave it). A stub replaces the delivery the
-    /// ledger confirmed (its length, never more); a "no" for a first read or
+    /// instead of a stub (if it gave it; else the length of the delivery
+    /// the ledger confirmed). A "no" for a first read or
     /// a changed version is a whole delivery; any other "no" is withheld,
     /// with its reason (`ambiguous-call` when two chats made the same call).
     pub fn outcome<'a>(&'a self, via: Via, key: &'a str, result_len: Option<u64>, now: u64) -> Outcome<'a> {
         let held = self.delivery.as_ref().filter(|d| d.same_version).map(|d| d.len);
         let (kind, whole) = match self.decision.reason {
-            _ if self.decision.allow => (Kind::Stub, held.or(result_len).unwrap_or(0)),
+            // What this answer would otherwise send: the result given, else
+            // the backing delivery (a diff's, if a diff backs it: less).
+            _ if self.decision.allow => (Kind::Stub, result_len.or(held).unwrap_or(0)),
             Reason::NotDelivered | Reason::VersionChanged => (Kind::Whole, result_len.unwrap_or(0)),
             _ if self.per_call == PerCall::Ambiguous => {
                 (Kind::Withheld("ambiguous-call"), result_len.or(held).unwrap_or(0))
