@@ -10,8 +10,10 @@ usage() {
 usage: installers/install.sh [options] [host...]
 
   host          cursor, claude-code, codex or codebuddy; default: every host
-                whose config dir exists (~/.cursor, ~/.claude or $CLAUDE_CONFIG_DIR,
-                ~/.codex or $CODEX_HOME, ~/.codebuddy or $CODEBUDDY_CONFIG_DIR)
+                found here: its program on PATH (cursor or cursor-agent, claude,
+                codex, codebuddy), or its config dir with something in it
+                (~/.cursor, ~/.claude or $CLAUDE_CONFIG_DIR, ~/.codex or
+                $CODEX_HOME, ~/.codebuddy or $CODEBUDDY_CONFIG_DIR)
   --prefix DIR  install the binary as DIR/bin/leanctx (default: ${CARGO_HOME:-~/.cargo})
   --binary PATH install this already built binary instead of building one
                 (same as LEANCTX_BIN=PATH)
@@ -158,6 +160,9 @@ fi
 echo
 done_hosts=
 skipped=
+skipped_why=
+nl='
+'
 failed_hosts=
 if [ -n "$hosts" ]; then
     for h in $hosts; do
@@ -175,7 +180,12 @@ else
         if out=$("$run" hooks install $dry_run $no_server --if-present "$h"); then
             printf '%s\n' "$out"
             case $out in
-                *"does not look installed, skipped"*) skipped="$skipped $h" ;;
+                *": skipped: "*)
+                    skipped="$skipped $h"
+                    why=${out#*": skipped: "}
+                    why=${why%%"$nl"*}
+                    skipped_why="$skipped_why
+    $h: $why" ;;
                 *) done_hosts="$done_hosts $h" ;;
             esac
         else
@@ -194,7 +204,9 @@ echo "  hooks for:${done_hosts:- none}"
 if [ -n "$done_hosts" ] && [ -z "$no_server" ] && "$run" serve --help >/dev/null 2>&1; then
     echo "  MCP server: $bin serve, registered for the same hosts (tools mcp__leanctx__*)"
 fi
-[ -n "$skipped" ] && echo "  not found:$skipped (no config dir; name a host with --create to install it anyway)"
+if [ -n "$skipped" ]; then
+    echo "  not found:$skipped (name a host with --create to install it anyway)$skipped_why"
+fi
 [ -n "$failed_hosts" ] && echo "  failed:   $failed_hosts (see the messages above)"
 if [ -z "$done_hosts" ] && [ -z "$failed_hosts" ]; then
     echo "  No host was found on this machine. Install Cursor, Claude Code, Codex CLI or CodeBuddy Code"

@@ -4,8 +4,20 @@
 //! exactly what clap reads (its tests check it).
 
 use crate::Host;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// A host name, in any case, with its other spellings (`claude`): read as
+/// `Host::from_str` reads it, and listed, so completions offer host names.
+fn host_parser() -> impl TypedValueParser<Value = Host> {
+    let names = Host::ALL.map(|h| match h {
+        Host::ClaudeCode => PossibleValue::new(h.as_str()).aliases(["claude", "claudecode"]),
+        Host::CodeBuddy => PossibleValue::new(h.as_str()).alias("codebuddy-code"),
+        _ => PossibleValue::new(h.as_str()),
+    });
+    PossibleValuesParser::new(names).map(|s| s.to_ascii_lowercase().parse::<Host>().expect("one of Host's names"))
+}
 
 #[derive(Parser)]
 #[command(name = "leanctx", version, about = "Conversation identity and MCP gate for context-saving MCP servers")]
@@ -19,6 +31,7 @@ pub(crate) enum Command {
     /// Handle one hook event: payload on stdin, the host's answer on stdout. Always exits 0.
     Hook {
         /// The host that runs the hook: cursor, claude-code (claude), codex or codebuddy.
+        #[arg(value_parser = host_parser(), ignore_case = true)]
         host: Host,
         /// Override the payload's hook_event_name.
         #[arg(long)]
@@ -122,6 +135,14 @@ pub(crate) enum ScopeCmd {
     },
 }
 
+impl ScopeCmd {
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            ScopeCmd::Current { json, .. } | ScopeCmd::Check { json, .. } => *json,
+        }
+    }
+}
+
 #[derive(Args)]
 pub(crate) struct LedgerArgs {
     /// The MCP tools/call request being answered (or its params) as JSON: a file, or - for stdin.
@@ -150,7 +171,7 @@ pub(crate) enum GateCmd {
     /// Show which policy rule decides for a tool, and the answer each host would get.
     Check {
         /// The host whose answer to show: cursor, claude-code, codex or codebuddy.
-        #[arg(long)]
+        #[arg(value_parser = host_parser(), ignore_case = true, long)]
         host: Host,
         /// Tool name as the host spells it (mcp__server__tool, MCP:server:tool, tool).
         #[arg(long)]
@@ -171,22 +192,27 @@ pub(crate) enum GateCmd {
 pub(crate) enum HooksCmd {
     /// Add leanctx's hook entries to each host's config.
     Install {
-        /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
-        #[arg(required = true, num_args = 1.., value_name = "HOST")]
+        /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more (or --all).
+        #[arg(value_parser = host_parser(), ignore_case = true, required_unless_present = "all", num_args = 1.., value_name = "HOST")]
         hosts: Vec<Host>,
+        /// Every host found on this machine (its program on PATH, or a config dir in use); says
+        /// which were skipped and why.
+        #[arg(long, conflicts_with_all = ["hosts", "create"])]
+        all: bool,
         #[command(flatten)]
         opts: InstallArgs,
         /// Create the host's user config dir if it does not exist.
         #[arg(long, conflicts_with = "if_present")]
         create: bool,
-        /// Skip (exit 0) a host whose user config dir does not exist.
+        /// Skip (exit 0) a host that is not found (its program not on PATH, its config dir missing
+        /// or empty), saying why.
         #[arg(long)]
         if_present: bool,
     },
     /// Remove exactly leanctx's hook entries (and what that emptied).
     Uninstall {
         /// The hosts: cursor, claude-code (claude), codex, codebuddy; one or more.
-        #[arg(required = true, num_args = 1.., value_name = "HOST")]
+        #[arg(value_parser = host_parser(), ignore_case = true, required = true, num_args = 1.., value_name = "HOST")]
         hosts: Vec<Host>,
         #[command(flatten)]
         opts: InstallArgs,
@@ -194,6 +220,7 @@ pub(crate) enum HooksCmd {
     /// Where each host's config is, whether our hooks are in it, and whether they fired.
     Status {
         /// Only this host: cursor, claude-code (claude), codex or codebuddy (default: all).
+        #[arg(value_parser = host_parser(), ignore_case = true)]
         host: Option<Host>,
         /// Show this project's files (default: the current dir's).
         #[arg(long, value_name = "DIR")]
@@ -210,7 +237,7 @@ pub(crate) struct InstallArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) project: Option<PathBuf>,
     /// Claude Code / CodeBuddy: settings.local.json (with --project).
-    #[arg(long)]
+    #[arg(long, requires = "project")]
     pub(crate) local: bool,
     /// Print the change as a diff, write nothing.
     #[arg(long)]

@@ -17,6 +17,14 @@ impl CliError {
     }
 }
 
+impl CliError {
+    /// Writing the command's own output failed (nothing more can be said
+    /// on stdout).
+    pub(crate) fn is_output(&self) -> bool {
+        self.message.starts_with("cannot write output")
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

@@ -27,8 +27,8 @@ pub(crate) struct HookArgv {
 /// version) is `hook`, read the way clap reads `hook <host> [--event NAME]`
 /// where clap would accept it, and leniently where clap would fail: the
 /// first word that names a host is the host, `--event` is taken where it
-/// stands, and the rest is ignored. `None` for other commands and for a
-/// bare `hook --help` / `hook -h`.
+/// stands, and the rest is ignored. `None` for other commands and for
+/// `hook … --help` / `hook … -h` (before any `--`).
 pub(crate) fn hook_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Option<HookArgv> {
     let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
     let mut out = HookArgv::default();
@@ -40,7 +40,9 @@ pub(crate) fn hook_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Optio
     }
     out.ignored.extend(args[..lead].iter().cloned());
     let rest = &args[lead + 1..];
-    if lead == 0 && rest.len() == 1 && matches!(rest[0].as_str(), "-h" | "--help") {
+    // `hook <host> --help` prints help (clap) and records nothing; a `-h`
+    // after `--` is a word.
+    if rest.iter().take_while(|a| *a != "--").any(|a| matches!(a.as_str(), "-h" | "--help")) {
         return None;
     }
     let (mut i, mut words_only) = (0, false);
@@ -174,8 +176,7 @@ mod tests {
 
     /// The hook's own reader reads exactly what clap reads where clap
     /// accepts the command line, and answers (never defers to clap, whose
-    /// errors exit 2) where clap would not; only a bare `hook --help` is
-    /// clap's.
+    /// errors exit 2) where clap would not; only `hook … --help` is clap's.
     #[test]
     fn hook_argv_agrees_with_clap_and_always_answers() {
         let cases: &[&[&str]] = &[
@@ -205,7 +206,9 @@ mod tests {
             &["--verbose", "hook", "claude"],
             &["hook", "codex", "-"],
         ];
-        let help = [&["hook", "--help"][..], &["hook", "-h"][..]];
+        // Help anywhere before `--` is clap's (issue 25: `hook codex --help`
+        // recorded the piped event instead of printing help).
+        let help = [&["hook", "--help"][..], &["hook", "-h"][..], &["hook", "codex", "--help"][..]];
         for argv in cases {
             let ours = hook_argv(argv.iter().map(std::ffi::OsString::from));
             let clap = Cli::try_parse_from(std::iter::once("leanctx").chain(argv.iter().copied()));

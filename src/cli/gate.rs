@@ -21,6 +21,6 @@ pub(crate) fn gate_check(
         None => here()?,
     };
     let report = crate::status::gate::explain(host, tool, server, &paths::data_dir_path(), &cwd);
-    print_out(&if json { to_json(&report)? } else { report.human() });
+    print_out(&if json { to_json(&report)? } else { report.human() })?;
     Ok(0)
 }

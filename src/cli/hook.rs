@@ -47,14 +47,17 @@ pub(crate) fn run_hook(host: Host, event: Option<String>, started: Instant) -> E
             for d in &outcome.diagnostics {
                 eprintln!("leanctx hook {host}: {d}");
             }
-            if let Some(s) = outcome.stdout {
-                print_out(&s);
+            if let Some(s) = outcome.stdout
+                && let Err(e) = print_out(&s)
+            {
+                // The host closed its end: still exit 0 (fail open).
+                eprintln!("leanctx hook {host}: {e}");
             }
         }
         Err(_) => {
             eprintln!("leanctx hook {host}: internal error; answering without recording");
             if let Some(s) = hook::fail_open_answer(host, &fallback_event) {
-                print_out(&s);
+                let _ = print_out(&s);
             }
         }
     }

@@ -38,11 +38,11 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
             Err(why) => not_recorded(why),
         };
         if args.json {
-            print_out(&to_json(&rec)?);
+            print_out(&to_json(&rec)?)?;
         } else {
             match &rec.why {
-                None => print_out("recorded"),
-                Some(why) => print_out(&format!("not-recorded: {why}")),
+                None => print_out("recorded")?,
+                Some(why) => print_out(&format!("not-recorded: {why}"))?,
             }
         }
         crate::stats::flush();
@@ -56,12 +56,47 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
         ans.recorded = Some(not_recorded(why));
     }
     if args.json {
-        print_out(&to_json(&ans)?);
+        print_out(&to_json(&ans)?)?;
     } else {
-        let verb = if ans.decision.allow { "allow" } else { "withhold" };
-        print_out(&format!("{verb} {}", ans.decision.reason.as_str()));
+        print_out(&plain(ans.decision.allow, ans.decision.reason.as_str(), ans.recorded.as_ref()))?;
     }
     // After the answer: the server need not wait for the stats.
     crate::stats::flush();
     Ok(if ans.decision.allow { 0 } else { 1 })
+}
+
+/// `stub`'s plain answer in README's words: `serve-stub <reason>`, or
+/// `send-content <reason>` and whether the delivery was recorded.
+fn plain(allow: bool, reason: &str, recorded: Option<&crate::identity::stub::Recorded>) -> String {
+    match (allow, recorded) {
+        (true, _) => format!("serve-stub {reason}"),
+        (false, None) => format!("send-content {reason}"),
+        (false, Some(r)) if r.recorded => format!("send-content {reason}; delivery recorded"),
+        (false, Some(r)) => {
+            format!("send-content {reason}; delivery not recorded: {}", r.why.as_deref().unwrap_or("no reason given"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::identity::stub::Recorded;
+
+    #[test]
+    fn stub_says_serve_or_send_and_whether_it_was_recorded() {
+        let rec = |recorded: bool, why: Option<&str>| Recorded { recorded, why: why.map(String::from), call_ref: None };
+        let table = [
+            (true, None, "serve-stub confirmed-delivery"),
+            (false, None, "send-content confirmed-delivery"),
+            (false, Some(rec(true, None)), "send-content confirmed-delivery; delivery recorded"),
+            (
+                false,
+                Some(rec(false, Some("no exact caller"))),
+                "send-content confirmed-delivery; delivery not recorded: no exact caller",
+            ),
+        ];
+        for (allow, r, want) in table {
+            assert_eq!(super::plain(allow, "confirmed-delivery", r.as_ref()), want);
+        }
+    }
 }

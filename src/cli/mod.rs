@@ -18,6 +18,7 @@ mod ledger;
 mod scope;
 mod stats;
 
+use crate::Host;
 use crate::identity::readpath::ReadPath;
 use args::{Cli, Command, GateCmd, HooksCmd};
 use clap::{CommandFactory, Parser};
@@ -32,7 +33,7 @@ pub fn run() -> ExitCode {
     // arguments: every `hook …` command line is read here, never by clap
     // (whose errors exit 2, which every host takes as "block"; its full
     // command tree was also a third of the hook's own instructions). Only a
-    // bare `hook --help` goes to clap.
+    // `hook … --help` goes to clap.
     if let Some(argv) = fast::hook_argv(std::env::args_os().skip(1)) {
         return match argv.host {
             Some(host) => {
@@ -47,20 +48,36 @@ pub fn run() -> ExitCode {
     // The CLI read path is per MCP call too: clap cost it ~95 µs (1.30x ->
     // 1.20x the floor, benches/hooks).
     if let Some(cmd) = fast::scope_args(std::env::args_os().skip(1)) {
-        return exit(scope::scope(cmd));
+        let json = cmd.json();
+        return exit_as(scope::scope(cmd), json);
     }
     if let Some(cmd) = fast::ledger_args(std::env::args_os().skip(1)) {
-        return exit(ledger::ledger_cmd(cmd));
+        let json = cmd.args.json;
+        return exit_as(ledger::ledger_cmd(cmd), json);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout (exit 0), usage errors to stderr
+        // (exit 2); a failed write of either is reported, exit 2.
+        Err(e) if e.use_stderr() => {
+            eprint!("{}", e.render());
+            return ExitCode::from(2);
+        }
+        Err(e) => return exit(print_out(&e.render().to_string()).map(|()| 0)),
+    };
     match cli.command {
         Command::Hook { host, event } => hook::run_hook(host, event, started),
-        Command::Scope(cmd) => exit(scope::scope(cmd)),
+        Command::Scope(cmd) => {
+            let json = cmd.json();
+            exit_as(scope::scope(cmd), json)
+        }
         Command::Stub { ledger, result } => {
-            exit(ledger::ledger_cmd(fast::LedgerCmd { deliver: false, args: ledger, result }))
+            let json = ledger.json;
+            exit_as(ledger::ledger_cmd(fast::LedgerCmd { deliver: false, args: ledger, result }), json)
         }
         Command::Deliver { ledger, result } => {
-            exit(ledger::ledger_cmd(fast::LedgerCmd { deliver: true, args: ledger, result: Some(result) }))
+            let json = ledger.json;
+            exit_as(ledger::ledger_cmd(fast::LedgerCmd { deliver: true, args: ledger, result: Some(result) }), json)
         }
         Command::Status { json } => {
             let s = crate::status::gather(&ReadPath::from_process());
@@ -72,35 +89,42 @@ pub fn run() -> ExitCode {
             } else {
                 s.human()
             };
-            print_out(&text);
-            if s.healthy { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            exit(print_out(&text).map(|()| if s.healthy { 0 } else { 1 }))
         }
-        Command::Stats(a) => exit(stats::stats(a)),
+        Command::Stats(a) => {
+            let json = a.json;
+            exit_as(stats::stats(a), json)
+        }
         Command::Completions { shell } => {
-            let mut out = io::stdout().lock();
-            clap_complete::generate(shell, &mut Cli::command(), "leanctx", &mut out);
-            let _ = out.flush();
-            ExitCode::SUCCESS
+            // Into memory first: clap_complete panics on a failed write.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "leanctx", &mut script);
+            exit(write_all(&mut io::stdout().lock(), &script, false).map(|()| 0))
         }
         Command::Gate(GateCmd::Check { host, tool, server, cwd, json }) => {
-            exit(gate::gate_check(host, &tool, server.as_deref(), cwd, json))
+            exit_as(gate::gate_check(host, &tool, server.as_deref(), cwd, json), json)
         }
-        Command::Hooks(HooksCmd::Install { hosts, opts, create, if_present }) => {
-            hooks::install_each(&hosts, opts, create, if_present, false)
+        Command::Hooks(HooksCmd::Install { hosts, all, opts, create, if_present }) => {
+            let hosts = if all { Host::ALL.to_vec() } else { hosts };
+            hooks::install_each(&hosts, opts, create, if_present || all, false)
         }
         Command::Hooks(HooksCmd::Uninstall { hosts, opts }) => hooks::install_each(&hosts, opts, false, false, true),
         Command::Hooks(HooksCmd::Status { host, project, json }) => hooks::status(host, project.as_deref(), json),
     }
 }
 
-/// Print a line to stdout; a closed pipe is not an error.
-pub(crate) fn print_out(s: &str) {
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(s.as_bytes());
-    if !s.ends_with('\n') {
-        let _ = out.write_all(b"\n");
-    }
-    let _ = out.flush();
+/// Write `s` to stdout (with a line break if it lacks one) and flush. A
+/// write that fails (a full disk, a closed pipe) is an error the command
+/// reports, never a silent exit 0 or a panic (issue 25).
+pub(crate) fn print_out(s: &str) -> Result<(), error::CliError> {
+    write_all(&mut io::stdout().lock(), s.as_bytes(), !s.ends_with('\n'))
+}
+
+fn write_all(out: &mut dyn Write, bytes: &[u8], newline: bool) -> Result<(), error::CliError> {
+    out.write_all(bytes)
+        .and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) })
+        .and_then(|()| out.flush())
+        .map_err(|e| error::CliError::caused(format!("cannot write output: {e}"), e))
 }
 
 /// A report as JSON. Every path in a report serializes (lossily), so this
@@ -112,10 +136,19 @@ pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, error::CliEr
 }
 
 pub(crate) fn exit(r: Result<u8, error::CliError>) -> ExitCode {
+    exit_as(r, false)
+}
+
+/// Exit 2 on an error, said on stderr and, for `--json`, on stdout as
+/// `{"error": "..."}` too: a caller that reads only stdout sees why.
+pub(crate) fn exit_as(r: Result<u8, error::CliError>, json: bool) -> ExitCode {
     match r {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("leanctx: {e}");
+            if json && !e.is_output() {
+                let _ = print_out(&serde_json::json!({ "error": e.to_string() }).to_string());
+            }
             ExitCode::from(2)
         }
     }

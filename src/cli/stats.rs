@@ -26,11 +26,11 @@ pub(crate) fn stats(a: StatsArgs) -> Result<u8, CliError> {
     let prices = Prices { input_per_mtok: a.input_price, cache_read_per_mtok: a.cache_read_price };
     let r = report::build(&loaded.agg, now / 86_400_000, a.since, a.by, prices, loaded.problems);
     if a.json {
-        print_out(&to_json(&r)?);
+        print_out(&to_json(&r)?)?;
     } else {
         let tty = std::io::stdout().is_terminal();
         let color = tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        print_out(&crate::status::stats::human(&r, tty, color));
+        print_out(&crate::status::stats::human(&r, tty, color))?;
     }
     Ok(0)
 }

@@ -84,6 +84,18 @@ pub fn ensure_private_subdir(dir: &Path, name: &str) -> io::Result<std::path::Pa
     }
 }
 
+/// The first executable file called `name` in one of `path`'s dirs (a
+/// `PATH` value), as a shell would find it: on Windows also `name.exe`
+/// and `name.cmd` (npm's shims), and any file counts there.
+pub fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
+    let exts: &[&str] = if cfg!(windows) { &["", ".exe", ".cmd"] } else { &[""] };
+    std::env::split_paths(path).filter(|d| !d.as_os_str().is_empty()).find_map(|d| {
+        exts.iter()
+            .map(|e| d.join(format!("{name}{e}")))
+            .find(|p| std::fs::metadata(p).is_ok_and(|md| md.is_file() && (cfg!(windows) || mode_of(&md) & 0o111 != 0)))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     /// The parent lookup, for real (`/proc` on Linux, Toolhelp on

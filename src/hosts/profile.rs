@@ -18,6 +18,11 @@ pub enum Shape {
 #[derive(Debug)]
 pub struct HostProfile {
     pub host: Host,
+    /// The host's name for people ("Claude Code").
+    pub name: &'static str,
+    /// The programs whose presence on PATH shows the host is installed
+    /// (docs/HOST-FACTS.md §2).
+    pub binaries: &'static [&'static str],
     /// The config dir's name: under the home dir (user scope) and in a
     /// project.
     pub config_dir: &'static str,
@@ -89,6 +94,8 @@ pub struct ServerProfile {
 
 const CURSOR: HostProfile = HostProfile {
     host: Host::Cursor,
+    name: "Cursor",
+    binaries: &["cursor", "cursor-agent"],
     config_dir: ".cursor",
     config_dir_var: None,
     hooks_file: "hooks.json",
@@ -114,6 +121,8 @@ const CURSOR: HostProfile = HostProfile {
 
 const CLAUDE_CODE: HostProfile = HostProfile {
     host: Host::ClaudeCode,
+    name: "Claude Code",
+    binaries: &["claude"],
     config_dir: ".claude",
     config_dir_var: Some("CLAUDE_CONFIG_DIR"),
     hooks_file: "settings.json",
@@ -140,6 +149,8 @@ const CLAUDE_CODE: HostProfile = HostProfile {
 
 const CODEX: HostProfile = HostProfile {
     host: Host::Codex,
+    name: "Codex",
+    binaries: &["codex"],
     config_dir: ".codex",
     config_dir_var: Some("CODEX_HOME"),
     hooks_file: "hooks.json",
@@ -167,6 +178,8 @@ const CODEX: HostProfile = HostProfile {
 
 const CODEBUDDY: HostProfile = HostProfile {
     host: Host::CodeBuddy,
+    name: "CodeBuddy Code",
+    binaries: &["codebuddy"],
     config_dir: ".codebuddy",
     config_dir_var: Some("CODEBUDDY_CONFIG_DIR"),
     hooks_file: "settings.json",

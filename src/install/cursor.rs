@@ -44,7 +44,7 @@ pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
     let hooks = edit::hooks_mut(doc, true)?.expect("created");
 
     let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).map(str::to_string).collect();
-    edit::take_ours(hooks, stale, &mut ch, take);
+    edit::take_ours(hooks, stale, &mut ch, &edit::Before::default(), take);
 
     for e in &spec.entries {
         if !hooks.contains_key(&e.event) {
@@ -71,14 +71,15 @@ pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
 
 /// Remove every entry of ours, and the arrays and `hooks` that emptied.
 /// `version` stays: Cursor wants it whatever the file holds.
-pub fn remove(doc: &mut Node) -> Result<Changes, ShapeError> {
+/// Remove ours; what `before` shows the user had stays (see [`edit::Before`]).
+pub fn remove(doc: &mut Node, before: &edit::Before) -> Result<Changes, ShapeError> {
     edit::root_mut(doc)?;
     let mut ch = Changes::default();
     let Some(hooks) = edit::hooks_mut(doc, false)? else { return Ok(ch) };
     let was_empty = hooks.is_empty();
     let events: Vec<String> = hooks.keys().map(str::to_string).collect();
-    edit::take_ours(hooks, events, &mut ch, take);
-    edit::drop_hooks_if_emptied(doc, was_empty);
+    edit::take_ours(hooks, events, &mut ch, before, take);
+    edit::drop_hooks_if_emptied(doc, was_empty, before);
     Ok(ch)
 }
 
@@ -109,7 +110,7 @@ mod tests {
 
     fn remove(doc: &mut Value) -> Result<Changes, ShapeError> {
         let mut n = Node::from_value(doc);
-        let r = super::remove(&mut n);
+        let r = super::remove(&mut n, &Default::default());
         *doc = n.to_value();
         r
     }

@@ -95,10 +95,38 @@ pub fn check_event_arrays(doc: &Node, events: &[&str]) -> Result<(), ShapeError>
     Ok(())
 }
 
+/// What the user's file held empty before leanctx first changed it (its
+/// backup, `<file>.leanctx.bak`): a `hooks` object, or an event's array,
+/// that was empty then and that our removal empties again stays, empty, as
+/// the user wrote it (issue 25: a user's `"hooks": {}` was gone after
+/// install + uninstall). Only empty ones: a backup can be old, and a
+/// container the user has since emptied of their own entries is not theirs
+/// to keep on its say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Before {
+    pub hooks: bool,
+    pub events: Vec<String>,
+}
+
+impl Before {
+    /// From the backup's text; a backup that does not parse keeps nothing.
+    pub fn of(backup: &str) -> Before {
+        let v: Value = serde_json::from_str(backup.trim_start_matches('\u{feff}')).unwrap_or(Value::Null);
+        let empty = |v: &Value| v.as_array().is_some_and(Vec::is_empty);
+        match hooks(&v) {
+            Some(h) => Before {
+                hooks: h.is_empty(),
+                events: h.iter().filter(|(_, v)| empty(v)).map(|(k, _)| k.clone()).collect(),
+            },
+            None => Before::default(),
+        }
+    }
+}
+
 /// Drop `hooks` when our removals emptied it (an empty `hooks` the user
-/// wrote stays).
-pub fn drop_hooks_if_emptied(doc: &mut Node, was_empty: bool) {
-    if was_empty {
+/// wrote stays, as does one the backup shows was empty before).
+pub fn drop_hooks_if_emptied(doc: &mut Node, was_empty: bool, before: &Before) {
+    if was_empty || before.hooks {
         return;
     }
     if let Some(root) = doc.as_obj_mut()
@@ -110,16 +138,39 @@ pub fn drop_hooks_if_emptied(doc: &mut Node, was_empty: bool) {
 
 /// Take our entries out of `events` (each an array in `hooks`): `take`
 /// removes ours from one array and says whether it found any. An array left
-/// empty goes too; each event touched is listed as removed.
-pub fn take_ours(hooks: &mut Obj, events: Vec<String>, ch: &mut Changes, mut take: impl FnMut(&mut Vec<Node>) -> bool) {
+/// empty goes too, unless it was empty before leanctx's first change;
+/// each event touched is listed as removed.
+pub fn take_ours(
+    hooks: &mut Obj,
+    events: Vec<String>,
+    ch: &mut Changes,
+    before: &Before,
+    mut take: impl FnMut(&mut Vec<Node>) -> bool,
+) {
     for ev in events {
         let Some(arr) = hooks.get_mut(&ev).and_then(Node::as_arr_mut) else { continue };
         if !take(arr) {
             continue;
         }
-        if arr.is_empty() {
+        if arr.is_empty() && !before.events.contains(&ev) {
             hooks.remove(&ev);
         }
         ch.removed.push(ev);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Before;
+
+    #[test]
+    fn a_backup_keeps_only_what_was_empty() {
+        let b = |t: &str| Before::of(t);
+        assert_eq!(b("{\"hooks\": {}}"), Before { hooks: true, events: vec![] });
+        let stop = Before { hooks: false, events: vec!["Stop".into()] };
+        assert_eq!(b("\u{feff}{\"hooks\": {\"Stop\": [], \"Pre\": [{\"hooks\": []}]}}"), stop);
+        for nothing in ["{}", "{\"hooks\": []}", "not json", ""] {
+            assert_eq!(b(nothing), Before::default(), "{nothing}");
+        }
     }
 }

@@ -18,10 +18,10 @@ pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
 }
 
 /// Remove exactly our entries (and what that emptied).
-pub fn remove(host: Host, doc: &mut Node) -> Result<Changes, ShapeError> {
+pub fn remove(host: Host, doc: &mut Node, before: &super::edit::Before) -> Result<Changes, ShapeError> {
     match profile(host).shape {
-        Shape::Flat => cursor::remove(doc),
-        Shape::Nested => nested::remove(doc, host),
+        Shape::Flat => cursor::remove(doc, before),
+        Shape::Nested => nested::remove(doc, host, before),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod inspect;
 pub mod jsonfile;
 pub mod nested;
+pub mod presence;
 pub mod server;
 pub mod spec;
 pub mod target;
@@ -166,16 +167,21 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
         return Err(InstallError::from(format!("{} is not a directory", t.dir.display())));
     }
     let asked = opts.create || matches!(t.scope, Scope::Project { .. });
-    if !dir_exists && !asked {
+    // Not asked for by name into a dir that is there: only a host that is
+    // really installed (its program on PATH, or a config dir in use). A
+    // host whose program is found gets its config dir created.
+    let presence = (!asked && (opts.if_present || !dir_exists)).then(|| presence::detect(host, &t.dir));
+    if let Some(p) = presence.as_ref().filter(|p| !p.found()) {
         if opts.if_present {
-            writeln!(out, "{host}: {} does not exist; {host} does not look installed, skipped", t.dir.display())
-                .map_err(out_err)?;
+            writeln!(out, "{host}: skipped: {}", p.why()).map_err(out_err)?;
             rep.skipped = true;
+            rep.notes.push(format!("skipped: {}", p.why()));
             return Ok(rep);
         }
         return Err(InstallError::from(format!(
-            "{} does not exist, so {host} does not look installed here; nothing written \
-             (use --create to create it anyway, or --project <DIR> for a project)",
+            "{host} does not look installed here ({}); nothing written \
+             (use --create to create {} anyway, or --project <DIR> for a project)",
+            p.why(),
             t.dir.display()
         )));
     }
@@ -235,6 +241,11 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     Ok(rep)
 }
 
+/// What `t`'s file held before leanctx first changed it, from its backup.
+fn before(t: &Target) -> edit::Before {
+    fs::read_to_string(fsio::backup_path(&t.file)).map(|b| edit::Before::of(&b)).unwrap_or_default()
+}
+
 /// Remove leanctx's entries. The report's `ok` is set; whether anything
 /// changed is in its files. (The caller says once that the binary stays.)
 pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result<Report, InstallError> {
@@ -251,14 +262,14 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
         writeln!(out, "  no such file; nothing to remove").map_err(out_err)?;
     } else {
         let res = edit_config(&t, opts.dry_run, false, true, |text| {
-            json_edit_with(&t, text, &entries::skeleton(host), |doc| entries::remove(host, doc))
+            json_edit_with(&t, text, &entries::skeleton(host), |doc| entries::remove(host, doc, &before(&t)))
         })?;
         report(&res, opts.dry_run, 0, out)?;
         rep.files.push(FileChange::of(&t, &res, opts.dry_run));
     }
     if let Some(c) = toml {
         let res = edit_config(&c, opts.dry_run, false, true, |text| {
-            toml_edit_with(&c, text, |doc| nested::remove(doc, host))
+            toml_edit_with(&c, text, |doc| nested::remove(doc, host, &edit::Before::default()))
         })?;
         if !res.changes.is_empty() {
             writeln!(out, "{host} ({}): {}", c.describe_scope(), c.file.display()).map_err(out_err)?;

@@ -112,7 +112,7 @@ pub fn upsert(doc: &mut Node, spec: &Spec) -> Result<Changes, ShapeError> {
 
     // Events we no longer register (an older leanctx's): take ours out.
     let stale: Vec<String> = hooks.keys().filter(|k| spec.entry(k).is_none()).map(str::to_string).collect();
-    edit::take_ours(hooks, stale, &mut ch, |arr| take(arr, host));
+    edit::take_ours(hooks, stale, &mut ch, &edit::Before::default(), |arr| take(arr, host));
 
     for e in &spec.entries {
         if !hooks.contains_key(&e.event) {
@@ -160,14 +160,15 @@ fn upsert_event(arr: &mut Vec<Node>, e: &Entry, host: Host, ch: &mut Changes) {
 }
 
 /// Remove every entry of ours for `host`, and what that emptied.
-pub fn remove(doc: &mut Node, host: Host) -> Result<Changes, ShapeError> {
+/// Remove ours; what `before` shows the user had stays (see [`edit::Before`]).
+pub fn remove(doc: &mut Node, host: Host, before: &edit::Before) -> Result<Changes, ShapeError> {
     edit::root_mut(doc)?;
     let mut ch = Changes::default();
     let Some(hooks) = edit::hooks_mut(doc, false)? else { return Ok(ch) };
     let was_empty = hooks.is_empty();
     let events: Vec<String> = hooks.keys().map(str::to_string).collect();
-    edit::take_ours(hooks, events, &mut ch, |arr| take(arr, host));
-    edit::drop_hooks_if_emptied(doc, was_empty);
+    edit::take_ours(hooks, events, &mut ch, before, |arr| take(arr, host));
+    edit::drop_hooks_if_emptied(doc, was_empty, before);
     Ok(ch)
 }
 
@@ -201,7 +202,7 @@ mod tests {
 
     fn remove(doc: &mut Value, host: Host) -> Result<Changes, ShapeError> {
         let mut n = Node::from_value(doc);
-        let r = super::remove(&mut n, host);
+        let r = super::remove(&mut n, host, &Default::default());
         *doc = n.to_value();
         r
     }

@@ -359,7 +359,7 @@ mod tests {
     fn uninstall(text: &str) -> String {
         let mut d = parse(text).unwrap();
         let mut tree = d.tree();
-        nested::remove(&mut tree, Host::Codex).unwrap();
+        nested::remove(&mut tree, Host::Codex, &Default::default()).unwrap();
         d.apply(&tree);
         d.render()
     }

@@ -37,6 +37,7 @@ pub struct FileSay {
     #[serde(serialize_with = "crate::base::paths::lossy::path")]
     pub path: PathBuf,
     pub status: FileStatus,
+    /// The deciding rule's number, counted from 1 as the text says it (`#1`).
     pub rule: Option<usize>,
     pub action: Option<Action>,
     pub error: Option<String>,
@@ -79,7 +80,7 @@ pub fn explain(
                 FileSay {
                     path: s.path.clone(),
                     status: if say.is_some() { FileStatus::Rule } else { FileStatus::NoMatch },
-                    rule: say.map(|(_, i)| i),
+                    rule: say.map(|(_, i)| i + 1),
                     action: say.map(|(a, _)| a),
                     error: None,
                     note: ignored.then(|| allow_ignored_note(user.as_deref())),
@@ -138,7 +139,7 @@ impl Explanation {
             let detail = match f.status {
                 FileStatus::Rule => format!(
                     "rule #{} says {}{}",
-                    f.rule.unwrap_or(0) + 1,
+                    f.rule.unwrap_or(0),
                     f.action.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
                     f.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
                 ),

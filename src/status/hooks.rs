@@ -3,6 +3,7 @@
 //! the only way to notice hooks a host silently skips (Codex runs new or
 //! changed hooks only after the user trusts them in `/hooks`).
 
+use super::hoststate::{self, Facts, HostState};
 use super::{Issue, ago};
 use crate::base::host::Host;
 use crate::base::paths;
@@ -11,7 +12,7 @@ use crate::install::InstallError;
 use crate::install::inspect::{
     FileReport, FileState, ServerReport, codex_hooks_disabled, file_report, program_exists, server_report, user_entries,
 };
-use crate::install::target::{self, Target};
+use crate::install::target;
 use crate::state::journal::View;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -34,6 +35,11 @@ pub struct HostReport {
     pub files: Vec<FileReport>,
     /// Any file has our entries.
     pub installed: bool,
+    /// `working`, `waiting`, `never-fired`, `off`, `unknown`, `removed`,
+    /// `not-installed` (status/hoststate.rs).
+    pub state: HostState,
+    /// When the config holding our entries last changed (unix ms).
+    pub installed_ms: Option<u64>,
     pub last_event: Option<LastEvent>,
     /// Whether `leanctx serve` is registered as the host's MCP server (user
     /// scope) and when the hooks last saw a call to it.
@@ -51,8 +57,14 @@ pub struct LastEvent {
     pub at_ms: u64,
 }
 
-fn never_fired(host: Host) -> Issue {
-    Issue::new("installed but never fired", crate::hosts::profile::profile(host).never_fired_fix)
+/// The note for hooks installed less than [`hoststate::WAIT_MS`] ago that
+/// have not fired yet.
+pub const WAITING: &str = "waiting for the first event since you installed";
+
+/// Hooks installed at `since` (unix ms; unknown: `None`) that never fired.
+fn never_fired(host: Host, since: Option<u64>, now_ms: u64) -> Issue {
+    let when = since.map(|t| format!(" {}", ago(now_ms, t))).unwrap_or_default();
+    Issue::new(format!("installed{when} and never fired"), crate::hosts::profile::profile(host).never_fired_fix)
 }
 
 pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksStatus, InstallError> {
@@ -116,16 +128,28 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
                 }
             }
         }
+        let changed = files.iter().filter(|f| f.entries > 0).filter_map(|f| f.modified_ms).max();
+        let facts = Facts {
+            installed,
+            installed_ms: changed,
+            last_event_ms: last_event.as_ref().map(|l| l.at_ms),
+            off: codex_off,
+            recording,
+        };
+        let state = hoststate::state(facts, now_ms);
         if installed {
-            let changed = files.iter().filter(|f| f.entries > 0).filter_map(|f| f.modified_ms).max();
-            match (&last_event, changed) {
+            let fix = crate::hosts::profile::profile(host).never_fired_fix;
+            match (state, &last_event, changed) {
                 // Switched off: that is the reason, said below.
-                (None, _) if host == Host::Codex && codex_off => {}
-                (None, _) if recording => warnings.push(never_fired(host)),
-                (None, _) => notes.push(
+                (HostState::Off, ..) => {}
+                (HostState::NeverFired, ..) => warnings.push(never_fired(host, changed, now_ms)),
+                (HostState::Waiting, ..) => {
+                    notes.push(format!("{} (installed {}): {fix}", WAITING, ago(now_ms, changed.unwrap_or(now_ms))))
+                }
+                (HostState::Unknown, ..) => notes.push(
                     "cannot tell whether they fired: leanctx's data dir is unusable (see `leanctx status`)".into(),
                 ),
-                (Some(l), Some(c)) if l.at_ms < c => notes.push(format!(
+                (_, Some(l), Some(c)) if l.at_ms < c => notes.push(format!(
                     "no event since the config last changed ({}){}",
                     ago(now_ms, c),
                     if host == Host::Codex { "; changed hooks need trusting again in /hooks" } else { "" }
@@ -168,6 +192,8 @@ pub fn gather(hosts: &[Host], cwd: Option<&Path>, now_ms: u64) -> Result<HooksSt
             config_dir,
             files,
             installed,
+            state,
+            installed_ms: changed,
             last_event,
             server,
             warnings: warnings.iter().map(Issue::line).collect(),
@@ -246,22 +272,6 @@ pub fn print(
     out.write_all(text.as_bytes()).map_err(crate::install::out_err)
 }
 
-/// For `leanctx status`: a line for each host whose hooks are installed
-/// (user scope, or the project in `cwd`) but that the journal has never
-/// seen fire. `seen` = the hosts with at least one recorded event.
-pub fn installed_but_never_fired(seen: &[Host], cwd: Option<&Path>) -> Vec<String> {
-    silent_hosts(seen, |h| target::status_targets(h, cwd).unwrap_or_default())
-}
-
-fn silent_hosts(seen: &[Host], targets: impl Fn(Host) -> Vec<Target>) -> Vec<String> {
-    Host::ALL
-        .into_iter()
-        .filter(|h| !seen.contains(h))
-        .filter(|&h| targets(h).iter().any(|t| file_report(t).entries > 0))
-        .map(|h| format!("{h}: {} (`leanctx hooks status {h}`)", never_fired(h).line()))
-        .collect()
-}
-
 /// `registered in <file> (as leanctx), last called 3 min ago`.
 pub fn server_line(s: &ServerReport, host: Host, now: u64) -> String {
     match s.state {
@@ -333,29 +343,5 @@ impl HooksStatus {
             let _ = writeln!(o, "problem: {p}");
         }
         o
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::install::spec::Spec;
-    use crate::install::{jsonfile, nested};
-
-    #[test]
-    fn silent_hosts_are_the_installed_ones_never_seen() {
-        let t = tempfile::tempdir().unwrap();
-        let file = t.path().join("hooks.json");
-        let mut doc = jsonfile::Node::from_value(&serde_json::json!({}));
-        nested::upsert(&mut doc, &Spec::for_host(Host::Codex, "/x/leanctx")).unwrap();
-        std::fs::write(&file, doc.to_value().to_string()).unwrap();
-        let targets = |h: Host| {
-            let f = if h == Host::Codex { file.clone() } else { t.path().join("absent.json") };
-            vec![Target { host: h, scope: target::Scope::User, dir: t.path().to_path_buf(), file: f }]
-        };
-        let lines = silent_hosts(&[], targets);
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].starts_with("codex: installed but never fired") && lines[0].contains("/hooks"));
-        assert!(silent_hosts(&[Host::Codex], targets).is_empty());
     }
 }

@@ -2,6 +2,8 @@
 
 pub mod gate;
 pub mod hooks;
+pub mod hoststate;
+mod human;
 pub mod stats;
 
 use crate::base::host::Host;
@@ -12,7 +14,6 @@ use crate::identity::readpath::ReadPath;
 use crate::state::journal::{self, Journal, View};
 use crate::state::slot::{self, SlotRead};
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Debug, Serialize)]
@@ -44,6 +45,24 @@ pub struct Status {
     pub subagents: Vec<SubagentStatus>,
     /// Bytes the read path saved today and in the last 7 days (`leanctx stats`).
     pub saved: Option<stats::Saved>,
+    /// Each host in one word (`working`, `waiting`, `never-fired`, …): the
+    /// first lines of the plain report.
+    pub host_states: Vec<HostLine>,
+    /// Worth knowing, not a problem (hooks installed that are waiting for
+    /// their first event): `healthy` does not count them.
+    pub notes: Vec<String>,
+}
+
+/// One host's state, as the plain report's first lines say it.
+#[derive(Debug, Serialize)]
+pub struct HostLine {
+    pub host: Host,
+    /// The host's name for people ("Claude Code").
+    pub name: &'static str,
+    pub state: hoststate::HostState,
+    /// When the config holding leanctx's entries last changed (unix ms).
+    pub installed_ms: Option<u64>,
+    pub last_event_ms: Option<u64>,
 }
 
 /// One problem and what fixes it.
@@ -384,21 +403,43 @@ pub fn gather(rp: &ReadPath) -> Status {
     // The hook configs, as `leanctx hooks status` sees them (user scope and
     // the current dir's project): outdated entries, a binary that is gone,
     // unreadable files, Codex hooks switched off, hooks that never fired.
-    let recording = dir.as_deref().is_some_and(can_record);
     let mut any_installed = false;
+    let mut host_states = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     if let Ok(hs) = hooks::gather(&Host::ALL, cwd.as_deref(), now) {
         for h in &hs.hosts {
             any_installed |= h.installed;
             for i in &h.issues {
                 issues.push(Issue::new(format!("{}: {}", h.host, i.problem), i.fix.clone()));
             }
+            for n in &h.notes {
+                // The Cursor/Claude Code note concerns both: said once.
+                let line = if n == crate::hosts::overlap::NOTE { n.clone() } else { format!("{}: {n}", h.host) };
+                if !notes.contains(&line) {
+                    notes.push(line);
+                }
+            }
+            host_states.push(HostLine {
+                host: h.host,
+                name: crate::hosts::profile::profile(h.host).name,
+                state: h.state,
+                installed_ms: h.installed_ms,
+                last_event_ms: h.last_event.as_ref().map(|l| l.at_ms),
+            });
         }
     }
-    if !any_installed && hosts.is_empty() && recording {
+    // No hooks at all: nothing is recorded, whatever the journal says of
+    // the past (README: "no hooks installed at all" is a problem).
+    if !any_installed {
+        let seen = if hosts.is_empty() {
+            "and no hook has fired"
+        } else {
+            "(hooks fired before: were they removed?); nothing new is recorded"
+        };
         issues.push(Issue::new(
-            "no host has leanctx's hooks installed, and no hook has fired",
-            "run `leanctx hooks install <host>` (cursor, claude-code, codex, codebuddy; several at once), \
-             then use the host once and run `leanctx status` again",
+            format!("no host has leanctx's hooks installed {seen}"),
+            "run `leanctx hooks install --all` (every host found here) or `leanctx hooks install <host>` \
+             (cursor, claude-code, codex, codebuddy), then use the host once and run `leanctx status` again",
         ));
     }
     problems.extend(issues.iter().map(Issue::line));
@@ -427,6 +468,8 @@ pub fn gather(rp: &ReadPath) -> Status {
         issues,
         data_dir_created: !not_created,
         subagents,
+        host_states,
+        notes,
     }
 }
 
@@ -484,114 +527,5 @@ pub fn ago(now: u64, t: u64) -> String {
         120_000..=7_199_999 => format!("{} min ago", ms / 60_000),
         7_200_000..=172_799_999 => format!("{} h ago", ms / 3_600_000),
         _ => format!("{} days ago", ms / 86_400_000),
-    }
-}
-
-impl Status {
-    pub fn human(&self) -> String {
-        // The label column: "conversations" and a space.
-        const W: usize = 14;
-        let mut o = String::new();
-        let now = self.now_ms;
-        let created = if self.data_dir_created { "" } else { " (not created yet: the first hook event creates it)" };
-        let _ = writeln!(
-            o,
-            "{:<W$}{}{created}",
-            "data dir",
-            self.data_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "(none)".into())
-        );
-        let cur = match &self.current.scope {
-            Some(s) => format!("{s} (from {})", self.current.source.as_str()),
-            None if self.current.source == crate::identity::caller::Source::Disabled => {
-                "scoping disabled (LEAN_CTX_CONVERSATION_SCOPE)".into()
-            }
-            None => "unknown".into(),
-        };
-        let _ = writeln!(o, "{:<W$}{cur}", "current");
-        match &self.slot {
-            Some(s) => {
-                let _ = writeln!(
-                    o,
-                    "{:<W$}{} via {} {}, {}{}",
-                    "slot",
-                    s.agent.as_deref().or(s.conversation.as_deref()).unwrap_or("-"),
-                    s.host.as_deref().unwrap_or("?"),
-                    s.event.as_deref().unwrap_or("?"),
-                    ago(now, now - s.age_ms),
-                    if s.live { format!(", TTL left {} min", s.ttl_left_ms / 60_000) } else { ", expired".into() }
-                );
-            }
-            None => {
-                let _ = writeln!(o, "{:<W$}none", "slot");
-            }
-        }
-        let verdict = if self.concurrent { "CONCURRENT (slot-based stubs withheld)" } else { "single" };
-        let _ = writeln!(
-            o,
-            "{:<W$}{} live in the last {} s: {verdict}",
-            "conversations",
-            self.live.len(),
-            self.window_ms / 1000
-        );
-        for l in &self.live {
-            let comp = l.last_compaction_ms.map(|c| format!(", compacted {}", ago(now, c))).unwrap_or_default();
-            let subs = if l.active_subagents.is_empty() {
-                String::new()
-            } else {
-                format!(", subagents: {}", l.active_subagents.join(" "))
-            };
-            let _ = writeln!(
-                o,
-                "  {:<w$}{}  {} {}{comp}{subs}",
-                l.host.as_str(),
-                l.conversation,
-                l.last_event,
-                ago(now, l.last_seen_ms),
-                w = W - 2
-            );
-        }
-        for sa in &self.subagents {
-            let seen = if sa.conversations_since_start.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; conversations seen since, maybe its own (not linked to the parent: counted as concurrent): {}",
-                    sa.conversations_since_start.join(" ")
-                )
-            };
-            let _ = writeln!(
-                o,
-                "{:<W$}{} of {} ({}), started {}{seen}",
-                "subagent",
-                sa.id,
-                sa.parent,
-                sa.host.as_str(),
-                ago(now, sa.start_ms)
-            );
-        }
-        if self.hosts.is_empty() && !self.state_available {
-            let _ = writeln!(o, "{:<W$}none seen (the state cannot be read: see the problems)", "hosts");
-        } else if self.hosts.is_empty() {
-            let _ = writeln!(o, "{:<W$}no hook has fired yet", "hosts");
-        } else {
-            let _ = writeln!(o, "{:<W$}last event seen:", "hosts");
-            for h in &self.hosts {
-                let _ =
-                    writeln!(o, "  {:<w$}{} {}", h.host.as_str(), h.last_event, ago(now, h.last_seen_ms), w = W - 2);
-            }
-        }
-        for i in &self.issues {
-            let _ = writeln!(o, "{:<W$}{}", "problem", i.problem);
-            if !i.fix.is_empty() {
-                let _ = writeln!(o, "{:<W$}{}", "  fix", i.fix);
-            }
-        }
-        if let Some(sv) = &self.saved {
-            let _ = writeln!(o, "{:<W$}{}", "saved", sv.line());
-        }
-        if self.healthy {
-            let _ = writeln!(o, "{:<W$}no problem found", "ok");
-        }
-        o
     }
 }

@@ -207,9 +207,16 @@ fn nothing_half_written(data: &Path, case: &str) -> usize {
     records
 }
 
+/// The data dir's problems: these sandboxes install no hooks, which status
+/// names too ("no host has leanctx's hooks installed"), left out here.
 fn status_problems(sb: &Sandbox) -> Vec<String> {
     let o = sb.cmd(["status", "--json"]).report();
-    o.json()["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect()
+    let all = o.json()["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+    no_hooks_left_out(all)
+}
+
+fn no_hooks_left_out(problems: Vec<String>) -> Vec<String> {
+    problems.into_iter().filter(|p| !p.starts_with("no host has leanctx's hooks installed")).collect()
 }
 
 fn assert_status_names(sb: &Sandbox, case: &str, words: &[&str]) {

@@ -649,7 +649,8 @@ fn fuzz_installer_reader_and_merger() {
         let sp = spec::Spec::for_host(host, "/usr/local/bin/leanctx");
         let flat = matches!(leanctx::hosts::profile::profile(host).shape, spec::Shape::Flat);
         let upsert = |d: &mut Node| if flat { cursor::upsert(d, &sp) } else { nested::upsert(d, &sp) };
-        let remove = |d: &mut Node| if flat { cursor::remove(d) } else { nested::remove(d, host) };
+        let none = leanctx::install::edit::Before::default();
+        let remove = |d: &mut Node| if flat { cursor::remove(d, &none) } else { nested::remove(d, host, &none) };
         let find = |d: &Node| if flat { cursor::find(&d.to_value()) } else { nested::find(&d.to_value(), host) };
         let foreign_of = |d: &Value| -> Vec<String> {
             let mut v: Vec<String> = Vec::new();
@@ -894,7 +895,10 @@ fn fuzz_install_uninstall_round_trip_is_byte_for_byte() {
         };
         let uninstall = |t: &str| -> String {
             let mut d = jsonfile::parse(t, comments).expect("an installed file parses");
-            if flat { cursor::remove(&mut d.root) } else { nested::remove(&mut d.root, host) }.unwrap();
+            // What the original held, as its backup would show it.
+            let before = leanctx::install::edit::Before::of(&text);
+            if flat { cursor::remove(&mut d.root, &before) } else { nested::remove(&mut d.root, host, &before) }
+                .unwrap();
             d.render()
         };
         let Some((installed, n)) = install(&text) else {
@@ -947,7 +951,7 @@ fn installer_rewrite_keeps_every_number() {
         let installed = d.render();
         assert!(installed.starts_with(&text[..text.len() - 1]), "{installed}");
         let mut d = jsonfile::parse(&installed, false).unwrap();
-        nested::remove(&mut d.root, Host::Codex).unwrap();
+        nested::remove(&mut d.root, Host::Codex, &Default::default()).unwrap();
         assert_eq!(d.render(), text);
     }
 }
@@ -1060,8 +1064,12 @@ fn fuzz_codex_config_toml_round_trip_is_byte_for_byte() {
         let edit = |t: &str, install: bool| -> Result<String, TestCaseError> {
             let mut d = tomlfile::parse(t).map_err(|e| TestCaseError::fail(format!("{e:?}\n{t}")))?;
             let mut tree = d.tree();
-            if install { nested::upsert(&mut tree, &sp) } else { nested::remove(&mut tree, Host::Codex) }
-                .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+            if install {
+                nested::upsert(&mut tree, &sp)
+            } else {
+                nested::remove(&mut tree, Host::Codex, &Default::default())
+            }
+            .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
             d.apply(&tree);
             Ok(d.render())
         };

@@ -173,6 +173,8 @@ fn gate_check_explains() {
     assert_eq!(v["verdict"]["verdict"], "decide");
     assert_eq!(v["verdict"]["action"], "ask");
     assert!(v["verdict"]["decided_by"].as_str().unwrap().ends_with("gate.json#2"), "rules are numbered from 1");
+    let user = v["files"].as_array().unwrap().iter().find(|f| f["status"] == "rule").unwrap();
+    assert_eq!(user["rule"], 2, "the JSON counts from 1 too, as the text does: {v:#}");
     assert!(v["answer"].as_str().unwrap().contains("deny"), "Codex answer for ask is a deny");
     let o = sb.cmd(["gate", "check", "--host", "claude", "--tool", "mcp__ctx__ctx_write"]).ok();
     assert!(o.stdout.contains("rule #1 says deny"), "{}", o.stdout);

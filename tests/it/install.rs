@@ -477,7 +477,8 @@ fn a_missing_config_dir_is_created_only_when_asked() {
     let out = sb.cmd(["hooks", "install", "codex", "--project", ".", "--local"]).run();
     assert_eq!(out.code, 1, "codex has no local file");
     let out = sb.cmd(["hooks", "install", "claude-code", "--local"]).run();
-    assert_eq!(out.code, 1, "--local needs --project");
+    assert_eq!(out.code, 2, "--local needs --project: a usage error");
+    assert!(out.stderr.contains("--project"), "{}", out.stderr);
 
     // Uninstall where nothing is: fine, and creates nothing.
     let out = sb.cmd(["hooks", "uninstall", "codebuddy"]).ok();
@@ -544,10 +545,19 @@ fn status_reports_installed_never_fired_and_the_last_event() {
     assert_eq!(codex["files"][0]["entries"], 10);
     assert_eq!(codex["files"][0]["programs"][0], canonical_bin());
     assert!(codex["last_event"].is_null());
+    // Just installed: waiting for its first event, a note.
+    assert_eq!(codex["state"], "waiting");
+    assert_eq!(codex["warnings"], json!([]), "{codex:#}");
+    assert!(codex["notes"].to_string().contains("waiting for the first event"), "{codex:#}");
+    // Two days on and still silent: a problem.
+    let later = (leanctx::base::clock::now_ms() + 2 * 86_400_000).to_string();
+    let st = sb.cmd(["hooks", "status", "codex", "--json"]).env("LEAN_CTX_NOW_MS", &later).ok().json();
+    let codex = &st["hosts"][0];
+    assert_eq!(codex["state"], "never-fired");
     let warnings = codex["warnings"].to_string();
-    assert!(warnings.contains("never fired") && warnings.contains("/hooks"), "{warnings}");
-    let human = sb.cmd(["hooks", "status", "codex"]).ok().stdout;
-    assert!(human.contains("installed but never fired") && human.contains("trust"), "{human}");
+    assert!(warnings.contains("installed 2 days ago and never fired") && warnings.contains("/hooks"), "{warnings}");
+    let human = sb.cmd(["hooks", "status", "codex"]).env("LEAN_CTX_NOW_MS", &later).ok().stdout;
+    assert!(human.contains("and never fired") && human.contains("trust"), "{human}");
 
     sb.hook("codex", payload("codex/baseline/01-SessionStart.json")).ok();
     let st = sb.cmd(["hooks", "status", "--json"]).ok().json();
@@ -642,7 +652,7 @@ fn script() -> PathBuf {
 fn run_script(sb: &Sandbox, shell: &str, args: &[&str]) -> Out {
     let mut c = Command::new(shell);
     c.arg(script()).args(["--binary", BIN, "--prefix"]).arg(sb.tmp.path().join("prefix")).args(args);
-    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    c.env_clear().env("PATH", crate::support::path_without_hosts());
     c.env("HOME", &sb.home).env("LEAN_CTX_DATA_DIR", &sb.data);
     c.env("CODEX_HOME", sb.home.join(".codex"));
     c.current_dir(&sb.project);
@@ -659,8 +669,10 @@ fn run_script(sb: &Sandbox, shell: &str, args: &[&str]) -> Out {
 #[test]
 fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     let sb = Sandbox::new();
-    fs::create_dir_all(sb.home.join(".claude")).unwrap();
-    fs::create_dir_all(sb.home.join(".codex")).unwrap();
+    sb.host_dir("claude-code");
+    sb.host_dir("codex");
+    // An empty config dir is no host (issue 25): skipped, and said why.
+    fs::create_dir_all(sb.home.join(".codebuddy")).unwrap();
     let installed_bin = sb.tmp.path().join("prefix/bin/leanctx");
     let want = format!("{} hook", installed_bin.display());
     for shell in ["sh", "bash"] {
@@ -673,7 +685,12 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
             assert_eq!(c.len(), 10, "{host}");
             assert!(c.iter().all(|c| c.starts_with(&want)), "{c:?}");
         }
-        assert!(!sb.home.join(".cursor").exists() && !sb.home.join(".codebuddy").exists(), "{out:?}");
+        assert!(!sb.home.join(".cursor").exists(), "{out:?}");
+        assert!(!sb.home.join(".codebuddy/settings.json").exists(), "{out:?}");
+        assert!(
+            out.stdout.contains("codebuddy: codebuddy is not on PATH and") && out.stdout.contains("is empty"),
+            "{out:?}"
+        );
     }
     let claude = fs::read(config(&sb, "claude-code")).unwrap();
     let out = run_script(&sb, "sh", &[]);

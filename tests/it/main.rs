@@ -26,6 +26,7 @@ mod model;
 mod newuser;
 mod readpath;
 mod rng;
+mod secondtry;
 #[cfg(unix)]
 mod security;
 mod serverinstall;

@@ -44,13 +44,31 @@ fn status_on_a_brand_new_machine_names_the_one_thing_to_do() {
     assert!(human.contains("not created yet"), "{human}");
     assert!(human.contains("problem") && human.contains("  fix "), "{human}");
 
-    // Installed, not fired yet: the problem is that, with the host's fix.
-    fs::create_dir_all(sb.home.join(".claude")).unwrap();
-    sb.cmd(["hooks", "install", "claude-code"]).ok();
+    // Installed, not fired yet: waiting, a note with the host's advice (exit 0).
+    sb.host_dir("claude-code");
+    sb.host_dir("codebuddy");
+    fs::remove_file(sb.home.join(".codebuddy/history.jsonl")).unwrap();
+    let o = sb.cmd(["hooks", "install", "--all"]).ok();
+    assert!(o.stdout.contains("codebuddy: skipped: codebuddy is not on PATH and") && o.stdout.contains("is empty"));
+    assert!(o.stdout.contains("cursor: skipped: cursor or cursor-agent is not on PATH"), "{}", o.stdout);
+    assert!(!sb.home.join(".codebuddy/settings.json").exists(), "an empty config dir is no host");
     let (o, v) = status(&sb);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert!(v["notes"].to_string().contains("claude-code: waiting for the first event since you installed"), "{v:#}");
+    assert!(v["notes"].to_string().contains("new Claude Code session"), "{v:#}");
+    assert_eq!(v["host_states"][1]["state"], "waiting", "{v:#}");
+    let human = sb.cmd(["status"]).ok().stdout;
+    assert!(human.starts_with("Claude Code: installed "), "one plain line per host first: {human}");
+    assert!(human.contains(", waiting for its first event"), "{human}");
+    // Days later, still silent: a problem, with the host's fix.
+    let later = (leanctx::base::clock::now_ms() + 3 * 86_400_000).to_string();
+    let o = sb.cmd(["status", "--json"]).env("LEAN_CTX_NOW_MS", &later).report();
+    let v = o.json();
     assert_eq!(o.code, 1);
-    assert!(problems(&v).contains("claude-code: installed but never fired"), "{v:#}");
+    assert!(problems(&v).contains("claude-code: installed 3 days ago and never fired"), "{v:#}");
     assert!(fixes(&v).iter().any(|f| f.contains("new Claude Code session")), "{v:#}");
+    let human = sb.cmd(["status"]).env("LEAN_CTX_NOW_MS", &later).report().stdout;
+    assert!(human.starts_with("Claude Code: installed 3 days ago and never fired"), "{human}");
 
     // The host ran a hook: healthy, exit 0, and says so.
     sb.hook("claude", prompt("s1")).ok();
@@ -61,15 +79,29 @@ fn status_on_a_brand_new_machine_names_the_one_thing_to_do() {
         (json!(true), json!([]), json!(true))
     );
     let human = sb.cmd(["status"]).ok().stdout;
-    assert!(human.contains("no problem found"), "{human}");
+    assert!(human.starts_with("Claude Code: working, last event "), "{human}");
+    assert!(human.contains("Not set up: Cursor, Codex, CodeBuddy Code"), "{human}");
+    assert!(human.contains("OK: no problem found"), "{human}");
     assert!(sb.cmd(["doctor"]).ok().stdout.contains("no problem found"), "doctor is status");
-    // One label column: "conversations" is the longest label.
+    // One label column: "active chats" is the longest label.
     let col = |label: &str| {
         let line = human.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{label}: {human}"));
         line.len() - line[label.len()..].trim_start().len()
     };
-    assert_eq!(col("data dir"), col("conversations"), "{human}");
-    assert_eq!(col("current"), col("conversations"), "{human}");
+    assert_eq!(col("data dir"), col("active chats"), "{human}");
+    assert_eq!(col("chat asking"), col("active chats"), "{human}");
+    // The code's words stay out of the plain screen.
+    for word in ["current", "slot", "single", "CONCURRENT", "unknown"] {
+        assert!(!human.contains(word), "{word}: {human}");
+    }
+
+    // Every hook removed: a problem again, though hooks fired before.
+    sb.cmd(["hooks", "uninstall", "claude-code"]).ok();
+    let (o, v) = status(&sb);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(problems(&v).contains("no host has leanctx's hooks installed (hooks fired before"), "{v:#}");
+    let human = sb.cmd(["status"]).report().stdout;
+    assert!(human.starts_with("Claude Code: no hooks installed now (last event "), "{human}");
 }
 
 #[cfg(unix)] // file modes
@@ -123,6 +155,8 @@ fn status_says_permission_denied_when_the_parent_is_not_writable() {
 #[test]
 fn status_names_a_broken_gate_policy_a_deleted_binary_and_codex_hooks_off() {
     let sb = Sandbox::new();
+    sb.host_dir("claude-code");
+    sb.cmd(["hooks", "install", "claude-code"]).ok();
     sb.hook("claude", prompt("s1")).ok();
     assert_eq!(status(&sb).0.code, 0);
 
@@ -260,7 +294,7 @@ fn install_and_uninstall_take_several_hosts_at_once() {
 #[test]
 fn install_and_uninstall_json() {
     let sb = Sandbox::new();
-    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    sb.host_dir("claude-code");
     let v = sb.cmd(["hooks", "install", "claude-code", "codex", "--if-present", "--json"]).ok().json();
     let a = v.as_array().unwrap();
     assert_eq!(a.len(), 2, "{v:#}");
@@ -398,14 +432,14 @@ fn run_script(sb: &Sandbox, path: &std::ffi::OsStr, args: &[&str]) -> Out {
 
 #[cfg(unix)] // installers/install.sh
 fn path_env() -> std::ffi::OsString {
-    std::env::var_os("PATH").unwrap_or_default()
+    crate::support::path_without_hosts()
 }
 
 #[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_dry_run_changes_nothing_and_shows_the_change() {
     let sb = Sandbox::new();
-    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    sb.host_dir("claude-code");
     let o = run_script(&sb, &path_env(), &["--binary", BIN, "--dry-run"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(!sb.tmp.path().join("prefix").exists(), "no binary copied: {o:?}");
@@ -435,11 +469,12 @@ fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
     assert_eq!(o.code, 0, "{o:?}");
     assert!(sb.home.join(".codex/hooks.json").is_file(), "{o:?}");
     assert!(o.stdout.contains("hooks for: codex") && o.stdout.contains("status"), "{}", o.stdout);
-    // Found hosts and skipped ones, both said.
-    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    // Found hosts and skipped ones, both said, the skipped ones with why.
+    sb.host_dir("claude-code");
     let o = run_script(&sb, &path_env(), &["--binary", BIN]);
     assert!(o.stdout.contains("hooks for: claude-code codex"), "{}", o.stdout);
     assert!(o.stdout.contains("not found: cursor codebuddy"), "{}", o.stdout);
+    assert!(o.stdout.contains("    codebuddy: codebuddy is not on PATH and there is no "), "{}", o.stdout);
     let o = run_script(&sb, &path_env(), &["--binary", BIN, "--uninstall"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.stdout.matches("binary stays").count(), 1, "{}", o.stdout);
@@ -449,7 +484,7 @@ fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
 #[test]
 fn install_sh_uses_a_leanctx_already_on_path() {
     let sb = Sandbox::new();
-    fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    sb.host_dir("claude-code");
     // A PATH with a leanctx and the script's tools, but no cargo.
     let tools = sb.tmp.path().join("tools");
     fs::create_dir(&tools).unwrap();

@@ -379,7 +379,7 @@ fn concurrency_makes_slot_callers_withhold_but_not_exact_ones() {
     assert_eq!(st["concurrent"], true);
     assert_eq!(st["live"].as_array().unwrap().len(), 2);
     let human = sb.cmd(["status"]).report().stdout;
-    assert!(human.contains("CONCURRENT"), "{human}");
+    assert!(human.contains("2 active at once"), "{human}");
 }
 
 #[test]

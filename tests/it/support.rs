@@ -48,7 +48,33 @@ pub struct Sandbox {
     pub project: PathBuf,
 }
 
+/// PATH without the dirs that hold a host's program (`claude`, `codex`,
+/// …): the hosts installed on the machine running the tests must not change
+/// which hosts a sandbox finds (`hooks install --all`, `install.sh`).
+pub fn path_without_hosts() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let hosts = leanctx::Host::ALL.iter().flat_map(|&h| leanctx::hosts::profile::profile(h).binaries.iter());
+    let hosts: Vec<&&str> = hosts.collect();
+    let keep = std::env::split_paths(&path).filter(|d| hosts.iter().all(|b| !d.join(b).exists()));
+    std::env::join_paths(keep.collect::<Vec<_>>()).unwrap()
+}
+
 impl Sandbox {
+    /// Make `host`'s user config dir look like a host's (a file in it, as
+    /// the host writes one on its first run): an empty dir is not a host.
+    pub fn host_dir(&self, host: &str) -> PathBuf {
+        let d = self.home.join(match host {
+            "cursor" => ".cursor",
+            "claude-code" => ".claude",
+            "codex" => ".codex",
+            "codebuddy" => ".codebuddy",
+            _ => unreachable!("{host}"),
+        });
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("history.jsonl"), "").unwrap();
+        d
+    }
+
     pub fn new() -> Sandbox {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
@@ -68,7 +94,7 @@ impl Sandbox {
         let mut c = Command::new(BIN);
         c.args(args);
         c.env_clear();
-        c.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        c.env("PATH", path_without_hosts());
         c.env("HOME", &self.home);
         c.env("LEAN_CTX_DATA_DIR", &self.data);
         c.env("CLAUDE_CONFIG_DIR", self.home.join(".claude"));
