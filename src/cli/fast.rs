@@ -234,7 +234,8 @@ mod tests {
         );
         let a = read(&["hook", "cursor-agent"]);
         assert_eq!((a.host, a.ignored), (None, vec!["cursor-agent".to_string()]));
-        assert_eq!(read(&["hook", "codex", "--help"]).ignored, ["--help"]);
+        assert!(hook_argv(["hook", "codex", "--help"].iter().map(std::ffi::OsString::from)).is_none(), "help");
+        assert_eq!(read(&["hook", "codex", "--", "--help"]).ignored, ["--help"], "after --, a word");
         assert!(hook_argv(["scope", "check"].iter().map(std::ffi::OsString::from)).is_none());
         assert!(hook_argv(["--version"].iter().map(std::ffi::OsString::from)).is_none());
         assert!(hook_argv(std::iter::empty()).is_none());

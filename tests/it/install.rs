@@ -8,7 +8,7 @@ use leanctx::state::journal::Record;
 use serde_json::{Value, json};
 use std::fs;
 #[cfg(unix)]
-use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 #[cfg(unix)]
 use std::process::{Command, Stdio};
@@ -748,25 +748,7 @@ fn install_sh_without_cargo_or_binary_says_what_is_missing() {
     assert!(!sb.tmp.path().join("prefix").exists());
 }
 
-#[cfg(unix)] // file owners
-#[test]
-fn the_files_owner_is_kept_when_root_edits_it() {
-    // Only root can hand a file to another user; elsewhere there is nothing
-    // to check (an unprivileged install cannot change owners at all).
-    let sb = Sandbox::new();
-    if leanctx::fsx::current_uid() != 0 {
-        eprintln!("not root: the owner case cannot arise");
-        return;
-    }
-    let p = with_dir(&sb, "claude-code");
-    write_json(&p, &json!({"model": "x"}));
-    std::os::unix::fs::chown(&p, Some(4321), Some(4322)).unwrap();
-    install(&sb, "claude-code");
-    let md = fs::metadata(&p).unwrap();
-    assert_eq!((md.uid(), md.gid()), (4321, 4322));
-    let bak = fs::metadata(fsio_backup(&p)).unwrap();
-    assert_eq!((bak.uid(), bak.gid()), (4321, 4322));
-}
+// Root keeping another user's owner on their config: tests/privileged.
 
 // --- issue 15: byte for byte ---------------------------------------------
 
