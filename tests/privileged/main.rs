@@ -28,6 +28,11 @@ mod support;
 mod faults;
 
 #[cfg(unix)]
+#[allow(unused)]
+#[path = "../it/files.rs"]
+mod files;
+
+#[cfg(unix)]
 mod cases;
 
 use std::process::ExitCode;
@@ -112,6 +117,11 @@ const CASES: &[Case] = &[
         name: "faults::a_journal_of_another_user_withholds",
         needs: Need::Chown,
         run: cases::a_journal_of_another_user_withholds,
+    },
+    Case {
+        name: "files::another_users_file_anywhere_leanctx_reads_answers_in_bounded_time",
+        needs: Need::Chown,
+        run: || crate::files::every_command_answers(crate::files::Kind::OtherOwner),
     },
     Case {
         name: "install::the_files_owner_is_kept_when_root_edits_it",
