@@ -14,6 +14,7 @@
 //! `-- --out FILE`: also write the report (markdown) to FILE.
 
 mod micro;
+mod quiet;
 mod scale;
 mod spawn;
 mod stats;
@@ -746,6 +747,8 @@ fn main() {
         if smoke { "LEANCTX_BENCH_SMOKE=1 cargo bench --bench hooks" } else { "cargo bench --bench hooks" }
     );
 
+    let load_before = quiet::load_average();
+    let mut quiet_line = None;
     let mut missed: Vec<String> = Vec::new();
     if want("processes") {
         eprintln!("leanctx bench: processes ({} rounds)…", cfg.rounds);
@@ -755,6 +758,8 @@ fn main() {
         let mut t = String::new();
         missed.extend(process_table(&mut t, &cands, &tools, &cfg));
         report.push_str(&t);
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        quiet_line = Some(quiet::judge(load_before, cores, &cands[0].samples).1);
         report.push('\n');
     }
     if want("micro") {
@@ -796,6 +801,9 @@ fn main() {
         if missed.is_empty() { "none".to_string() } else { missed.join("; ") },
         started.elapsed().as_secs_f64()
     );
+    if let Some(q) = &quiet_line {
+        let _ = writeln!(report, "{q}.");
+    }
     print!("{report}");
     if let Some(f) = out_file
         && let Err(e) = std::fs::write(&f, &report)
