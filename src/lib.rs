@@ -15,8 +15,8 @@
 //! That is the library's API. The other modules are the binary's layers
 //! (docs/ARCHITECTURE.md), public only so the tests and benchmarks can
 //! reach them, and hidden from these docs:
-//! `fsx` (file primitives) < `base` < `state` / `gate` < `identity` /
-//! `hosts` < `hook` / `install` < `status` < `cli`.
+//! `fsx` (file primitives) < `base` < `state` / `gate` < `witness` <
+//! `identity` / `hosts` < `hook` / `install` < `status` < `cli`.
 
 #[doc(hidden)]
 pub mod base;
@@ -37,6 +37,8 @@ pub mod state;
 pub mod stats;
 #[doc(hidden)]
 pub mod status;
+#[doc(hidden)]
+pub mod witness;
 
 // The library API at the paths it had before the layers were folders
 // (`leanctx::readpath::ReadPath`, `leanctx::ledger::sent_content`, …).

@@ -146,6 +146,22 @@ pub fn fail_open_answer(host: Host, event_name: &str) -> Option<String> {
 /// depend on which pid the hook got: the journal's size, and so when it
 /// trims, is the same whenever the same hooks run (a seeded simulation then
 /// replays bit for bit; the trim point once moved with the pids' width).
+/// A turn boundary of a top-level conversation on a host whose transcript
+/// is a witness (its subagents' hooks name the same conversation).
+fn witness_turn(ev: &Event) -> Option<(&str, crate::witness::Turn)> {
+    use crate::witness::Turn;
+    if !hosts::profile::profile(ev.host).transcript_witness || ev.agent.is_some() {
+        return None;
+    }
+    let turn = match ev.kind {
+        EventKind::SessionStart => Turn::Start { idle_s: ev.idle_s },
+        EventKind::Prompt => Turn::Prompt,
+        EventKind::Stop => Turn::Stop,
+        _ => return None,
+    };
+    Some((ev.transcript_path.as_deref()?, turn))
+}
+
 fn call_key(now: u64) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
@@ -249,7 +265,21 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             whole: a.whole(budget),
         }));
     }
-    let journal_result = Journal::new(dir).append(&recs, now);
+    let journal = Journal::new(dir);
+    let journal_result = match witness_turn(ev) {
+        // The witness saves its state only once the records are written.
+        Some((transcript, turn)) => {
+            let profile = hosts::profile::profile(host);
+            let deadline = std::time::Instant::now() + crate::state::journal::LOCK_WAIT;
+            crate::witness::on_turn(dir, host, conv, transcript, turn, now, profile.idle_clear_ms, deadline, |end| {
+                if end {
+                    recs.push(Record::Compaction { t: now, host, conv });
+                }
+                journal.append(&recs, now)
+            })
+        }
+        None => journal.append(&recs, now),
+    };
 
     let slot_result = match ev.kind {
         EventKind::SessionEnd | EventKind::SubagentStop | EventKind::Unknown => Ok(()),

@@ -42,6 +42,7 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
     ev.agent = f.id("agent_id").map(|a| ScopeKind::Agent.name(&a));
     ev.transcript_path = f.path("transcript_path");
     ev.source = f.id("source");
+    ev.idle_s = f.get("seconds_since_last_response").and_then(Value::as_f64).filter(|s| *s >= 0.0).map(|s| s as u64);
     ev.call_id = f.id("tool_use_id");
     if let Some(cwd) = f.path("cwd") {
         ev.roots.push(cwd);

@@ -50,6 +50,8 @@ pub struct Event {
     pub args_fingerprint: Option<String>,
     /// `source` of a SessionStart (`startup`, `resume`, `clear`, `compact`).
     pub source: Option<String>,
+    /// `seconds_since_last_response` of a Claude Code `SessionStart(resume)`.
+    pub idle_s: Option<u64>,
     /// Where project policy is looked up: `cwd`, or Cursor's workspace roots.
     pub roots: Vec<String>,
     /// What the host says tool calls returned (ledger acknowledgements):
@@ -71,6 +73,7 @@ impl Event {
             call_id: None,
             args_fingerprint: None,
             source: None,
+            idle_s: None,
             roots: Vec::new(),
             acks: Vec::new(),
         }

@@ -55,6 +55,14 @@ pub struct HostProfile {
     pub never_fired_fix: &'static str,
     /// Where and how `leanctx serve` is registered as an MCP server.
     pub server: ServerProfile,
+    /// The host can withdraw a delivered result with no hook, and its
+    /// transcript (`transcript_path`) records it: a stub then also needs
+    /// the transcript's word (src/witness/, docs/DELIVERY.md §8).
+    pub transcript_witness: bool,
+    /// Silence after which the host may clear old results at the next
+    /// prompt, writing its record too late to be read in time: such a
+    /// prompt ends every earlier delivery (the idle rule, ms).
+    pub idle_clear_ms: Option<u64>,
 }
 
 /// Which file holds a host's user-scope MCP servers.
@@ -92,6 +100,12 @@ pub struct ServerProfile {
     pub note: &'static str,
 }
 
+/// Claude Code 2.1.328 clears old tool results at the first prompt after
+/// more than 3,900 s without a response (WITHDRAWAL.md §1, docs/DELIVERY.md
+/// §8). leanctx times the silence from its Stop hook, which runs just after
+/// the response; a minute's margin covers the hook's own delay.
+pub const CLAUDE_IDLE_CLEAR_MS: u64 = (3_900 - 60) * 1000;
+
 const CURSOR: HostProfile = HostProfile {
     host: Host::Cursor,
     name: "Cursor",
@@ -117,6 +131,8 @@ const CURSOR: HostProfile = HostProfile {
         verified: false,
         note: "Cursor starts MCP servers from mcp.json; turn leanctx on in Settings > MCP if it is off",
     },
+    transcript_witness: false,
+    idle_clear_ms: None,
 };
 
 const CLAUDE_CODE: HostProfile = HostProfile {
@@ -145,6 +161,8 @@ const CLAUDE_CODE: HostProfile = HostProfile {
         verified: true,
         note: "Claude Code starts the server in new sessions (`claude mcp list` shows it)",
     },
+    transcript_witness: true,
+    idle_clear_ms: Some(CLAUDE_IDLE_CLEAR_MS),
 };
 
 const CODEX: HostProfile = HostProfile {
@@ -174,6 +192,8 @@ const CODEX: HostProfile = HostProfile {
         verified: true,
         note: "Codex starts the server in new sessions (`codex mcp list` shows it)",
     },
+    transcript_witness: false,
+    idle_clear_ms: None,
 };
 
 const CODEBUDDY: HostProfile = HostProfile {
@@ -200,6 +220,8 @@ const CODEBUDDY: HostProfile = HostProfile {
         verified: false,
         note: "CodeBuddy starts MCP servers at startup (`codebuddy mcp list` shows them)",
     },
+    transcript_witness: false,
+    idle_clear_ms: None,
 };
 
 /// The facts about `host`.

@@ -52,6 +52,12 @@ pub enum Reason {
     /// one confirmed for this key and version (an outline then, the full
     /// text now): the model has the other one.
     ResultChanged,
+    /// Ledger: the host's transcript shows the result withdrawn from the
+    /// model's context (an idle cut, the API's clearing, a rewind).
+    Withdrawn,
+    /// Ledger: the host's transcript, the second witness, could not be read
+    /// (missing, not a regular file, not JSON lines, over the read budget).
+    TranscriptUnavailable,
 }
 
 impl Reason {
@@ -74,6 +80,8 @@ impl Reason {
             Reason::WindowChanged => "window-changed",
             Reason::Unconfirmed => "unconfirmed",
             Reason::ResultChanged => "result-changed",
+            Reason::Withdrawn => "withdrawn",
+            Reason::TranscriptUnavailable => "transcript-unavailable",
         }
     }
 }
@@ -313,7 +321,7 @@ mod tests {
         #[rustfmt::skip]
         let all = [ScopeDisabled, SameConversation, SingleConversation, OtherConversation, Concurrent, Compacted,
             UnknownCaller, UnknownDelivery, SubagentActive, StateUnavailable, UnrecordedCall, ConfirmedDelivery,
-            NotDelivered, VersionChanged, WindowChanged, Unconfirmed, ResultChanged];
+            NotDelivered, VersionChanged, WindowChanged, Unconfirmed, ResultChanged, Withdrawn, TranscriptUnavailable];
         let mut seen = std::collections::HashSet::new();
         for r in all {
             assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));

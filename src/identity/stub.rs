@@ -24,6 +24,7 @@ use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
 use crate::state::journal::{Journal, Record};
 use crate::state::ledger::{self, Confirmation, Content, InputError};
 use crate::stats::{Kind, Outcome, Via};
+use crate::witness::{self, Check};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -40,6 +41,9 @@ pub struct LedgerAnswer {
     pub delivery: Option<DeliverySeen>,
     /// Whether the result given with the question was recorded as delivered.
     pub recorded: Option<Recorded>,
+    /// What the host's transcript said, when it took the stub away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<String>,
 }
 
 /// A delivery as the decision saw it.
@@ -187,17 +191,20 @@ impl ReadPath {
         ledger::check_name("--version", version)?;
         let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
         let now = self.now();
-        let window = call.window_id().map(str::to_string);
+        let window = self.window_of(call);
         let deadline = Instant::now() + READ_WAIT;
         let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
             let lc = self.ledger_caller(call, view, unavailable, now, deadline);
             let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, result), window.clone());
             (ans, lc)
         });
+        if ans.decision.allow {
+            self.ask_witness(&mut ans, now, deadline);
+        }
         if let Some(content) = result
             && !ans.decision.allow
         {
-            ans.recorded = Some(self.record_delivery(&lc, call, &keyh, &verh, content, now));
+            ans.recorded = Some(self.record_delivery(&lc, window.as_deref(), &keyh, &verh, content, now));
         }
         if let Some((via, dir)) = self.stats_sink() {
             crate::stats::record_in(Some(dir), &ans.outcome(via, key, result.map(|c| c.len), now));
@@ -231,7 +238,7 @@ impl ReadPath {
             };
             crate::stats::record_in(Some(dir), &o);
         }
-        Ok(self.record_delivery(&lc, call, &keyh, &verh, result, now))
+        Ok(self.record_delivery(&lc, self.window_of(call).as_deref(), &keyh, &verh, result, now))
     }
 
     fn ledger_decide(
@@ -249,6 +256,7 @@ impl ReadPath {
             window: window.clone(),
             delivery,
             recorded: None,
+            witness: None,
         };
         if lc.caller.source == Source::Disabled {
             return answer(Decision { allow: true, reason: Reason::ScopeDisabled }, None);
@@ -286,10 +294,56 @@ impl ReadPath {
         answer(delivery::decide(&q, &facts), seen)
     }
 
+    /// The second witness: a confirmed delivery on a host that can withdraw
+    /// results without a hook stands only if its transcript, read on from
+    /// where the last question stopped, does not show it gone.
+    fn ask_witness(&self, ans: &mut LedgerAnswer, now: u64, deadline: Instant) {
+        let Some(seen) = &ans.delivery else { return };
+        let profile = crate::hosts::profile::profile(seen.host);
+        if !profile.transcript_witness {
+            return;
+        }
+        let Some(dir) = self.usable_dir() else { return };
+        let (host, conv) = (seen.host, seen.conversation.as_str());
+        let call_id = seen.call_ref.strip_prefix("id:");
+        let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
+        let q = witness::Question {
+            host,
+            conv,
+            call_id,
+            delivered_ms: seen.delivered_at_ms,
+            now,
+            idle_ms: profile.idle_clear_ms,
+        };
+        let (reason, why) = match witness::check(dir, &q, deadline, end_all) {
+            Check::Present => return,
+            Check::Withdrawn(why) => (Reason::Withdrawn, why.to_string()),
+            Check::EndedAll(why) => (Reason::Withdrawn, why),
+            Check::Unavailable(why) => (Reason::TranscriptUnavailable, why),
+        };
+        ans.decision = Decision { allow: false, reason };
+        ans.witness = Some(why);
+    }
+
+    /// The context window a call is in: Codex's `_meta.windowId`; for a
+    /// Claude Code call, the host process it came from (`proc:<pid>`), since
+    /// one session open in two processes (`--resume` while the first still
+    /// runs) is two contexts, and a delivery to one backs no stub in the
+    /// other. The process is the MCP server's parent: Claude Code starts
+    /// stdio servers as its children (docs/HOST-FACTS.md §3). Not known
+    /// (no parent lookup on this system): no window, as before.
+    fn window_of(&self, call: &McpCall) -> Option<String> {
+        if let Some(w) = call.window_id() {
+            return Some(w.to_string());
+        }
+        call.claude_tool_use_id()?;
+        self.host_pid().map(|p| format!("proc:{p}"))
+    }
+
     fn record_delivery(
         &self,
         lc: &LedgerCaller,
-        call: &McpCall,
+        window: Option<&str>,
         keyh: &str,
         verh: &str,
         content: &Content,
@@ -316,7 +370,7 @@ impl ReadPath {
             host,
             conv,
             scope,
-            window: call.window_id(),
+            window,
             call_ref,
             key: keyh,
             version: verh,

@@ -182,7 +182,15 @@ pub fn what_to_do(reason: &str) -> &'static str {
             "the server answered the same file and version with another result (an outline, then the full text): the model holds the other one; nothing to fix"
         }
         "compacted" => "the chat was compacted after the delivery: the model no longer has the file; nothing to fix",
-        "window-changed" => "Codex started a new context window: the model no longer has the file; nothing to fix",
+        "window-changed" => {
+            "Codex started a new context window, or the Claude Code session is open in another process: the model there does not have the file; nothing to fix"
+        }
+        "withdrawn" => {
+            "Claude Code took the result out of the model's context without a hook (an idle cut, the API's clearing, a rewind), as its transcript shows: nothing to fix"
+        }
+        "transcript-unavailable" => {
+            "Claude Code's transcript could not be read to confirm the result is still in context (missing, not a file, not yet named by a hook), or the chat was silent for over an hour: nothing to fix unless it persists (`leanctx status`)"
+        }
         "state-unavailable" => "leanctx's state could not be read: run `leanctx status` and fix what it lists",
         "subagent-active" => {
             "a Cursor subagent of the chat was running and its calls cannot be told from the chat's: nothing to fix"

@@ -197,7 +197,22 @@ impl Replayer<'_> {
     }
 
     fn run(mut self) -> Tally {
-        let hooks: Vec<Value> = numbered(&self.dir).iter().map(|p| read_json(p)).collect();
+        // Each session's transcript is a file of the sandbox (the captured
+        // paths name the capturing machine's).
+        let hooks: Vec<Value> = numbered(&self.dir)
+            .iter()
+            .map(|p| {
+                let mut h = read_json(p);
+                if h.get("transcript_path").is_some() {
+                    let t = self.sb.tmp.path().join(format!("t-{}.jsonl", h["session_id"].as_str().unwrap_or("x")));
+                    if !t.exists() {
+                        std::fs::write(&t, "").unwrap();
+                    }
+                    h["transcript_path"] = json!(t);
+                }
+                h
+            })
+            .collect();
         let calls = calls(&self.dir);
         let by_id: HashMap<String, &Value> = calls.iter().map(|c| (call_id(c), c)).collect();
         let mut last: HashMap<String, (Value, Value, u64)> = HashMap::new(); // scope → (pre, call, compactions since)
@@ -322,8 +337,21 @@ fn captured_runs_replay_with_no_wrong_stub_and_every_safe_one() {
     assert_eq!((total.questions, total.safe, total.safe_allowed), (59, 29, 29), "{total:?}");
 }
 
+/// A Claude turn: the prompt hook that names the session's transcript (a
+/// file in the sandbox), which the stub's second witness reads.
+pub fn claude_turn(sb: &Sandbox, session: &str) -> PathBuf {
+    let t = sb.tmp.path().join(format!("transcript-{session}.jsonl"));
+    if !t.exists() {
+        std::fs::write(&t, "").unwrap();
+    }
+    let p = json!({"session_id": session, "hook_event_name": "UserPromptSubmit", "transcript_path": t, "cwd": "/p"});
+    sb.hook("claude-code", p.to_string()).ok();
+    t
+}
+
 /// A Claude call with its PreToolUse recorded, ready for `stub`.
 fn claude_call(sb: &Sandbox, session: &str, id: &str, path: &str) -> PathBuf {
+    claude_turn(sb, session);
     let pre = json!({
         "session_id": session, "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
         "tool_input": {"path": path}, "tool_use_id": id, "transcript_path": "/t.jsonl", "cwd": "/p"

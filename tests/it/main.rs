@@ -38,3 +38,7 @@ mod sim;
 #[cfg(unix)]
 mod sim_ledger;
 mod stats;
+mod withdrawal;
+// Unix-only: FIFOs and modes.
+#[cfg(unix)]
+mod witness;

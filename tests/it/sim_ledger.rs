@@ -480,6 +480,11 @@ impl World {
         }
         let mut p = json!({"hook_event_name": event, "cwd": "/sim/project",
             "transcript_path": format!("/sim/{}.jsonl", chat.id)});
+        // Claude Code's transcript is a second witness the read path reads:
+        // a real file.
+        if chat.host == H::Claude {
+            p["transcript_path"] = json!(self.transcript(c));
+        }
         // `conv:<id>`: a Cursor 3.x subagent's hook, under its own conversation.
         let own_conv = task_env.and_then(|t| t.strip_prefix("conv:"));
         let task_env = task_env.filter(|t| !t.starts_with("conv:"));
@@ -505,6 +510,15 @@ impl World {
         assert_eq!(o.code, 0, "seed {}: hook {event} exit {}: {}", self.seed, o.code, o.stderr);
         assert!(o.stderr.is_empty(), "seed {}: hook {event}: {}", self.seed, o.stderr);
         self.st.hooks += 1;
+    }
+
+    /// A Claude chat's transcript (created empty).
+    fn transcript(&self, c: usize) -> std::path::PathBuf {
+        let t = self.sb.tmp.path().join(format!("{}.jsonl", self.chats[c].id));
+        if !t.exists() {
+            std::fs::write(&t, "").unwrap();
+        }
+        t
     }
 
     fn sub_window(&mut self, c: usize, sub: Option<&str>) -> &mut Window {
@@ -1530,7 +1544,15 @@ fn a_cursor_call_whose_hook_died_claims_a_claude_record_and_its_stub() {
         .unwrap();
         ReadPath::new(&sb.data, ScopeEnv::default()).at(t + 1).stub(&call, path, "v1", Some(&sent)).unwrap()
     };
-    at(&sb, "claude", t, json!({"hook_event_name": "SessionStart", "session_id": "A", "source": "startup"}), None);
+    let transcript = sb.tmp.path().join("A.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    at(
+        &sb,
+        "claude",
+        t,
+        json!({"hook_event_name": "SessionStart", "session_id": "A", "source": "startup", "transcript_path": transcript}),
+        None,
+    );
     at(&sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
     // Claude reads c.rs; PostToolBatch confirms it whole.
     assert_eq!(claude_read(t + 10, "toolu_1").decision.reason.as_str(), "not-delivered");

@@ -352,3 +352,65 @@ impl Run {
         o
     }
 }
+
+/// A fake host process (Unix): a long-lived `sh` whose children run each
+/// command given, as a host's MCP server or hook would: the command's
+/// parent is a per-command `sh` (the "server"), its grandparent this host.
+/// For the per-process windows, whose evidence is the process ancestry.
+#[cfg(unix)]
+pub struct FakeHost {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+#[cfg(unix)]
+impl FakeHost {
+    pub fn start(sb: &Sandbox) -> FakeHost {
+        let mut c = sb.cmd(Vec::<String>::new()).cmd;
+        let script = r#"while IFS= read -r cmd; do sh -c "$cmd; exit \$?" </dev/null; echo "@@rc=$?"; done"#;
+        let mut sh = Command::new("sh");
+        sh.args(["-c", script]).env_clear().current_dir(&sb.project);
+        for (k, v) in c.get_envs() {
+            if let Some(v) = v {
+                sh.env(k, v);
+            }
+        }
+        let _ = &mut c;
+        let mut child = sh.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        FakeHost { child, out }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Run `leanctx <args>` (with `stdin` from a file if given) under this
+    /// host: its exit code and stdout.
+    pub fn run(&mut self, args: &[&str], stdin: Option<&Path>) -> (i32, String) {
+        use std::io::BufRead;
+        let q = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let mut line = std::iter::once(BIN).chain(args.iter().copied()).map(q).collect::<Vec<_>>().join(" ");
+        if let Some(p) = stdin {
+            line.push_str(&format!(" < {}", q(p.to_str().unwrap())));
+        }
+        writeln!(self.child.stdin.as_mut().unwrap(), "{line}").unwrap();
+        let mut out = String::new();
+        loop {
+            let mut l = String::new();
+            assert!(self.out.read_line(&mut l).unwrap() > 0, "the fake host ended");
+            if let Some(rc) = l.trim_end().strip_prefix("@@rc=") {
+                return (rc.parse().unwrap(), out);
+            }
+            out.push_str(&l);
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for FakeHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

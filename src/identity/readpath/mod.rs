@@ -66,6 +66,9 @@ pub struct ReadPath {
     /// there is state somewhere that this process cannot find, so it is
     /// unavailable, not absent.
     dir_refused: bool,
+    /// The host process the server runs under, when given (tests; else
+    /// the server's parent, looked up once).
+    host_pid: Option<u32>,
 }
 
 /// A stub question.
@@ -126,6 +129,7 @@ impl ReadPath {
             now_override: None,
             server_pid: std::process::id(),
             stats: Some(crate::stats::Via::Lib),
+            host_pid: None,
         }
     }
 
@@ -155,6 +159,7 @@ impl ReadPath {
             server_pid: std::process::id(),
             stats: Some(crate::stats::Via::Lib),
             dir_refused: false,
+            host_pid: None,
         }
     }
 
@@ -170,6 +175,32 @@ impl ReadPath {
     /// Where and as whom this read path records its answers.
     pub(crate) fn stats_sink(&self) -> Option<(crate::stats::Via, &Path)> {
         Some((self.stats?, self.dir.as_deref()?))
+    }
+
+    /// Set the host process the MCP server runs under (tests, simulations).
+    pub fn with_host_pid(mut self, pid: u32) -> ReadPath {
+        self.host_pid = Some(pid);
+        self
+    }
+
+    /// The host process the MCP server runs under: given, or the server's
+    /// parent (Claude Code starts stdio servers as its children), looked up
+    /// once per server.
+    pub(crate) fn host_pid(&self) -> Option<u32> {
+        use std::sync::Mutex;
+        static SEEN: Mutex<Option<(u32, Option<u32>)>> = Mutex::new(None);
+        if self.host_pid.is_some() {
+            return self.host_pid;
+        }
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        match *seen {
+            Some((server, host)) if server == self.server_pid => host,
+            _ => {
+                let host = crate::fsx::parent_of(self.server_pid);
+                *seen = Some((self.server_pid, host));
+                host
+            }
+        }
     }
 
     /// Set the MCP server process whose requests claim Cursor call records.

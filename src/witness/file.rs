@@ -1,0 +1,374 @@
+//! The witness's files: one state file per conversation in the data dir
+//! (`witness/<hash>.json`: the transcript's path, where reading stopped,
+//! the ids and offsets of [`Track`], the last turn's time; never content),
+//! and the host's transcript, read from the saved offset on.
+
+use super::scan::{Effect, Track, classify};
+use crate::base::fingerprint::sha256_hex;
+use crate::base::host::Host;
+use crate::fsx;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The data dir's folder of witness files.
+pub const DIR: &str = "witness";
+/// Bytes of transcript read for one question at most: beyond it the answer
+/// is "withhold" (what was read is kept; the next question reads on).
+pub const MAX_READ_BYTES: u64 = 8 << 20;
+/// Largest state file (ids and offsets at their bounds fit well inside).
+pub const MAX_STATE_BYTES: u64 = 1 << 20;
+/// Witness files kept before old ones (a day untouched) are removed.
+pub const MAX_FILES: usize = 512;
+/// A witness untouched this long is forgotten (with it, every delivery of
+/// its conversation: no witness, no stub).
+pub const KEEP_MS: u64 = crate::state::ledger::DELIVERY_KEEP_MS;
+
+/// What the witness remembers of one conversation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// The transcript's path, as the host's hooks name it.
+    pub transcript: String,
+    /// Device and inode of the transcript (0, 0: not seen yet; the first
+    /// file seen is adopted, read from its start).
+    pub file: (u64, u64),
+    /// Where the next read starts: always the start of a line.
+    pub offset: u64,
+    /// Inside a line longer than [`MAX_READ_BYTES`]: skip to its end.
+    pub skipping: bool,
+    /// Unix ms of the conversation's last prompt or stop (0: none seen).
+    pub last_turn_ms: u64,
+    /// Unix ms the witness started watching this transcript: a delivery
+    /// recorded before it was never watched, and backs no stub.
+    pub since_ms: u64,
+    #[serde(flatten)]
+    pub track: Track,
+}
+
+/// The witness's answer for one delivery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// Nothing in the transcript withdraws it.
+    Present,
+    /// The host withdrew this very result (cut, rewound).
+    Withdrawn(&'static str),
+    /// Every delivery of the conversation so far ended (a clearing, a
+    /// compaction, a replaced or unreadable transcript), now recorded in
+    /// the journal.
+    EndedAll(String),
+    /// The transcript cannot be read, or not all of it in the budget: no
+    /// proof either way.
+    Unavailable(String),
+}
+
+fn name(host: Host, conv: &str) -> String {
+    let mut h = sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes());
+    h.truncate(32);
+    h
+}
+
+fn paths(dir: &Path, host: Host, conv: &str) -> (PathBuf, PathBuf) {
+    let n = name(host, conv);
+    let d = dir.join(DIR);
+    (d.join(format!("{n}.json")), d.join(format!("{n}.lock")))
+}
+
+fn locked(lock: &Path, deadline: Instant) -> io::Result<fsx::Lock> {
+    let f = fsx::open_state(lock, true, 0)?.ok_or_else(|| io::Error::other("lock file missing"))?;
+    fsx::lock(f, fsx::LockKind::Exclusive, deadline).map_err(|e| match e {
+        fsx::LockError::Busy { waited } => io::Error::other(format!("busy for {} ms", waited.as_millis())),
+        fsx::LockError::Io(e) => e,
+    })
+}
+
+/// The state of a conversation: `None` when it has none.
+pub fn load(dir: &Path, host: Host, conv: &str) -> io::Result<Option<State>> {
+    load_at(&paths(dir, host, conv).0)
+}
+
+fn load_at(path: &Path) -> io::Result<Option<State>> {
+    let Some(bytes) = fsx::read_state(path, MAX_STATE_BYTES)? else { return Ok(None) };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
+}
+
+fn save(path: &Path, st: &State) -> io::Result<()> {
+    let bytes = serde_json::to_vec(st).map_err(io::Error::other)?;
+    fsx::write_atomic(path, &bytes)
+}
+
+const NO_WITNESS: &str = "no transcript recorded for this conversation (no prompt, stop or start hook yet)";
+
+/// A turn boundary the host's hooks report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// `SessionStart`; `idle_s`: its `seconds_since_last_response`.
+    Start {
+        idle_s: Option<u64>,
+    },
+    Prompt,
+    Stop,
+}
+
+/// Whether a turn ends every earlier delivery of its conversation, pure:
+/// the conversation was silent for the host's idle threshold (`idle_ms`),
+/// after which the host clears old results without a hook and writes its
+/// record late (docs/DELIVERY.md §8, "the race"). A new witness ends
+/// nothing here: deliveries from before it are judged by
+/// [`State::since_ms`].
+pub fn turn_ends_all(old: Option<&State>, transcript: &str, turn: Turn, now: u64, idle_ms: Option<u64>) -> bool {
+    let Some(old) = old.filter(|o| o.transcript == transcript) else { return false };
+    let Some(idle) = idle_ms else { return false };
+    match turn {
+        Turn::Start { idle_s } => idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle),
+        Turn::Prompt => old.last_turn_ms != 0 && now.saturating_sub(old.last_turn_ms) >= idle,
+        Turn::Stop => false,
+    }
+}
+
+/// A hook's turn boundary: record the transcript (a new witness starts at
+/// its current end), apply the idle rule, and remember the time. `append`
+/// writes the hook's journal records, with a compaction record when every
+/// earlier delivery ends; the state is saved only once they are written.
+#[allow(clippy::too_many_arguments)]
+pub fn on_turn(
+    dir: &Path,
+    host: Host,
+    conv: &str,
+    transcript: &str,
+    turn: Turn,
+    now: u64,
+    idle_ms: Option<u64>,
+    deadline: Instant,
+    append: impl FnOnce(bool) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut append = Some(append);
+    let r = turn_locked(dir, host, conv, transcript, turn, now, idle_ms, deadline, &mut append);
+    match append.take() {
+        // The witness failed before the hook's records were written: write
+        // them, ending every earlier delivery (nothing watches them now).
+        Some(a) => a(true).and(r),
+        None => r,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
+    dir: &Path,
+    host: Host,
+    conv: &str,
+    transcript: &str,
+    turn: Turn,
+    now: u64,
+    idle_ms: Option<u64>,
+    deadline: Instant,
+    append: &mut Option<F>,
+) -> io::Result<()> {
+    let wdir = fsx::ensure_private_subdir(dir, DIR)?;
+    let (path, lock) = paths(dir, host, conv);
+    let _held = locked(&lock, deadline)?;
+    // An unreadable state is replaced: ending every earlier delivery
+    // covers whatever it said.
+    let old = load_at(&path).ok().flatten();
+    let end_all = turn_ends_all(old.as_ref(), transcript, turn, now, idle_ms);
+    let mut st = match old.filter(|o| o.transcript == transcript) {
+        Some(o) => o,
+        None => {
+            forget_old(&wdir, now);
+            let mut st = State { transcript: transcript.to_string(), since_ms: now, ..State::default() };
+            // Start at the transcript's end: what is already in it concerns
+            // deliveries this witness did not watch, which end now.
+            if let Ok(f) = fsx::open_nonblocking(Path::new(transcript))
+                && let Ok(md) = f.metadata()
+                && md.is_file()
+            {
+                st.file = fsx::handle_id(&f, &md)?;
+                st.offset = md.len();
+                // At the end, or in a line being written: skip to its end.
+                if md.len() > 0 {
+                    let mut b = [0u8; 1];
+                    st.skipping = fsx::read_at(&f, &mut b, md.len() - 1)? == 1 && b[0] != b'\n';
+                }
+            }
+            st
+        }
+    };
+    (append.take().expect("appended once"))(end_all)?;
+    // A start is no activity of the conversation's own (a resume after a
+    // long pause starts too): only prompts and stops time the silence.
+    if matches!(turn, Turn::Prompt | Turn::Stop) {
+        st.last_turn_ms = now;
+    }
+    save(&path, &st)
+}
+
+/// Remove witness files untouched for [`KEEP_MS`] once there are more than
+/// [`MAX_FILES`]. Best effort: a removed witness only means "withhold".
+fn forget_old(wdir: &Path, now: u64) {
+    let Ok(rd) = std::fs::read_dir(wdir) else { return };
+    let entries: Vec<_> = rd.flatten().collect();
+    if entries.len() <= MAX_FILES {
+        return;
+    }
+    for e in entries {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+            .is_some_and(|m| now.saturating_sub(m.as_millis() as u64) > KEEP_MS);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// One stub question to the witness: the delivery that would back it.
+#[derive(Clone, Debug)]
+pub struct Question<'a> {
+    pub host: Host,
+    /// The delivery's conversation.
+    pub conv: &'a str,
+    /// Its call's tool-use id (`None`: a delivery named otherwise).
+    pub call_id: Option<&'a str>,
+    pub delivered_ms: u64,
+    pub now: u64,
+    /// The host's idle threshold ([`crate::hosts::profile::HostProfile::idle_clear_ms`]).
+    pub idle_ms: Option<u64>,
+}
+
+/// Read what the host appended to the conversation's transcript since the
+/// last question, and say whether the delivery `q` names is still in the
+/// context. When every delivery ends, `end_all` records it (a compaction
+/// record in the journal) before the offset moves on. Bounded: one lock
+/// wait until `deadline`, non-blocking opens, at most [`MAX_READ_BYTES`].
+pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOnce() -> io::Result<()>) -> Check {
+    let (path, lock) = paths(dir, q.host, q.conv);
+    let unavailable = |why: String| Check::Unavailable(why);
+    if !lock.parent().is_some_and(Path::is_dir) {
+        return unavailable(NO_WITNESS.into());
+    }
+    let _held = match locked(&lock, deadline) {
+        Ok(l) => l,
+        Err(e) => return unavailable(format!("the witness lock: {e}")),
+    };
+    let mut st = match load_at(&path) {
+        Ok(Some(st)) => st,
+        Ok(None) => return unavailable(NO_WITNESS.into()),
+        Err(e) => return unavailable(format!("the witness state: {e}")),
+    };
+    let before = st.clone();
+    let read = read_on(&mut st);
+    let (ended, behind) = match read {
+        Ok(r) => r,
+        Err(e) => return unavailable(format!("the transcript {}: {e}", st.transcript)),
+    };
+    if let Some(why) = &ended
+        && let Err(e) = end_all()
+    {
+        return unavailable(format!("{why}, and the journal could not record it: {e}"));
+    }
+    if st != before
+        && let Err(e) = save(&path, &st)
+    {
+        // The facts were applied (the journal has any end); the next
+        // question reads the same bytes again.
+        return unavailable(format!("the witness state could not be saved: {e}"));
+    }
+    if let Some(why) = ended {
+        return Check::EndedAll(why);
+    }
+    if behind > 0 {
+        return unavailable(format!(
+            "{behind} bytes of transcript not yet read (over the {MAX_READ_BYTES}-byte budget)"
+        ));
+    }
+    if q.delivered_ms < st.since_ms {
+        return unavailable("delivered before the transcript was watched".into());
+    }
+    // Silent past the idle threshold since the last prompt or stop hook:
+    // the prompt that ends the silence may clear old results, and its own
+    // hook (which would have ended them) may have died.
+    if let Some(idle) = q.idle_ms
+        && st.last_turn_ms != 0
+        && q.now.saturating_sub(st.last_turn_ms) >= idle
+    {
+        return unavailable(format!(
+            "no prompt or stop hook for {} s (the host clears old results after {} s of silence)",
+            q.now.saturating_sub(st.last_turn_ms) / 1000,
+            idle / 1000
+        ));
+    }
+    match q.call_id {
+        Some(id) if st.track.is_withdrawn(id) => {
+            Check::Withdrawn("the host withdrew this result (its transcript says so)")
+        }
+        _ => Check::Present,
+    }
+}
+
+/// Read on from `st.offset`: `(why every delivery ended, bytes left unread)`.
+fn read_on(st: &mut State) -> io::Result<(Option<String>, u64)> {
+    let f: File = fsx::open_nonblocking(Path::new(&st.transcript))?;
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(io::Error::other("is not a regular file"));
+    }
+    let id = fsx::handle_id(&f, &md)?;
+    let mut ended = None;
+    let restart = |st: &mut State, why: &str| {
+        // What changed in a replaced file cannot be known: every delivery
+        // ends, and reading starts again at its end.
+        st.file = id;
+        st.offset = md.len();
+        st.skipping = false;
+        st.track.reset_positions();
+        Some(why.to_string())
+    };
+    if st.file == (0, 0) {
+        st.file = id;
+    } else if st.file != id {
+        ended = restart(st, "the transcript was replaced");
+    } else if md.len() < st.offset {
+        ended = restart(st, "the transcript shrank");
+    }
+    let avail = md.len() - st.offset;
+    let n = avail.min(MAX_READ_BYTES) as usize;
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match fsx::read_at(&f, &mut buf[got..], st.offset + got as u64)? {
+            0 => break,
+            k => got += k,
+        }
+    }
+    buf.truncate(got);
+    let mut pos = 0usize;
+    if st.skipping {
+        match memchr::memchr(b'\n', &buf) {
+            Some(nl) => {
+                pos = nl + 1;
+                st.skipping = false;
+            }
+            None => pos = buf.len(),
+        }
+    }
+    while let Some(nl) = memchr::memchr(b'\n', &buf[pos..]) {
+        let at = st.offset + pos as u64;
+        if st.track.apply(classify(&buf[pos..pos + nl]), at) == Effect::All && ended.is_none() {
+            ended = Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
+        }
+        pos += nl + 1;
+    }
+    // A line with no end yet: being written (read it next time), unless it
+    // alone fills the budget; then it cannot be read whole, so nothing in
+    // it can be ruled out.
+    if pos == 0 && got as u64 == MAX_READ_BYTES {
+        pos = got;
+        st.skipping = true;
+        ended.get_or_insert_with(|| format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
+    }
+    st.offset += pos as u64;
+    Ok((ended, avail - got as u64))
+}

@@ -1,0 +1,16 @@
+//! The host's own record as a second witness. Claude Code can stop sending
+//! the model a result it already delivered with no hook saying so (an idle
+//! cut, the API's clearing, a rewind: docs/DELIVERY.md §8). Its transcript,
+//! whose path every hook names, records each of them. Before a stub is
+//! allowed the read path reads what was appended since the last question
+//! and ends the deliveries the transcript shows gone.
+//!
+//! `scan` is the pure part (what a line says, what it withdraws); `file`
+//! the state per conversation and the bounded, incremental read. The
+//! hooks' part is the turn boundary ([`file::on_turn`]): where the
+//! transcript is, and the idle rule that needs no timing luck.
+
+pub mod file;
+pub mod scan;
+
+pub use file::{Check, Question, Turn, check, on_turn};

@@ -1,0 +1,350 @@
+//! The pure part of the witness: what one transcript line says, and what
+//! the facts seen so far withdraw. No files, no clock: table-tested.
+//!
+//! The lines (Claude Code 2.1.328, docs/DELIVERY.md §8, measured in
+//! WITHDRAWAL.md §2):
+//! - `{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":[…]}}`:
+//!   the idle cut replaced those exact tool results with a placeholder;
+//! - an assistant line whose `message.context_management.applied_edits`
+//!   holds `clear_tool_uses_20250919`: the API cleared the oldest results,
+//!   by count (which ones is not said), so every earlier delivery ends;
+//! - `{"type":"last-prompt","rewound":true,"cutUuid":U}`: a rewind to the
+//!   user message `U`; everything after it is gone from the context;
+//! - `{"type":"system","subtype":"compact_boundary"}`: a compaction, whose
+//!   hook may have been lost.
+//!
+//! To place a rewind, the witness keeps where each prompt and each MCP
+//! tool use was seen (uuids, tool-use ids and byte offsets; never content).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::VecDeque;
+
+/// Prompts remembered to place a rewind's cut (the newest).
+pub const MAX_PROMPTS: usize = 256;
+/// MCP tool uses remembered to know which a rewind removed (the newest).
+pub const MAX_TOOL_USES: usize = 2048;
+/// Withdrawn call ids remembered (the newest). An id pushed out would make
+/// its delivery look present again, so overflowing ends every delivery.
+pub const MAX_WITHDRAWN: usize = 4096;
+
+/// What one transcript line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fact {
+    /// Nothing the witness needs.
+    Nothing,
+    /// Not a JSON object: the transcript cannot be read, so nothing in it
+    /// can be ruled out.
+    NotJson,
+    /// `tool_results_cut`: these tool-use ids were withdrawn.
+    Cut(Vec<String>),
+    /// The API cleared an unnamed number of earlier results.
+    Cleared,
+    /// A rewind to the user message with this uuid (none: not said).
+    Rewound(Option<String>),
+    /// A compaction.
+    Compacted,
+    /// A user prompt (a rewind's possible cut point).
+    Prompt(String),
+    /// The assistant called these MCP tools (their tool-use ids).
+    ToolUses(Vec<String>),
+}
+
+fn has(line: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(line, needle).is_some()
+}
+
+/// Classify one complete line (without its newline). Only lines that carry
+/// one of the markers are parsed: a 100 KB tool result is scanned, never
+/// parsed. A marker inside a string is escaped (`\"`), so a quoted marker
+/// is JSON structure.
+pub fn classify(line: &[u8]) -> Fact {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Fact::Nothing;
+    }
+    if line.first() != Some(&b'{') || line.last() != Some(&b'}') {
+        return Fact::NotJson;
+    }
+    let cut = has(line, b"\"tool_results_cut\"");
+    let cleared = has(line, b"\"clear_tool_uses_20250919\"") && has(line, b"\"applied_edits\"");
+    let rewound = has(line, b"\"rewound\"");
+    let compacted = has(line, b"\"compact_boundary\"");
+    // A prompt: a user line with no tool result in it; a tool use: an
+    // assistant line naming an MCP tool. Request replays (`api-request*`)
+    // repeat both and are not the conversation.
+    let replay = has(line, b"\"api-request");
+    let prompt = !replay && has(line, b"\"user\"") && !has(line, b"\"tool_result\"");
+    let tool = !replay && has(line, b"\"tool_use\"") && has(line, b"\"mcp__");
+    if !(cut || cleared || rewound || compacted || prompt || tool) {
+        return Fact::Nothing;
+    }
+    let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else { return Fact::NotJson };
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let ty = s(&v, "type").unwrap_or_default();
+    if cut
+        && let Some(a) =
+            v.get("attachment").filter(|a| a.get("type").and_then(Value::as_str) == Some("tool_results_cut"))
+    {
+        let ids = a.get("callIds").and_then(Value::as_array);
+        return Fact::Cut(
+            ids.map(|ids| ids.iter().filter_map(|i| i.as_str().map(str::to_string)).collect()).unwrap_or_default(),
+        );
+    }
+    if cleared {
+        let edits = v.pointer("/message/context_management/applied_edits").and_then(Value::as_array);
+        if edits.is_some_and(|e| {
+            e.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("clear_tool_uses_20250919"))
+        }) {
+            return Fact::Cleared;
+        }
+    }
+    if rewound && ty == "last-prompt" && v.get("rewound").and_then(Value::as_bool) == Some(true) {
+        return Fact::Rewound(s(&v, "cutUuid"));
+    }
+    if compacted && ty == "system" && s(&v, "subtype").as_deref() == Some("compact_boundary") {
+        return Fact::Compacted;
+    }
+    let blocks = v.pointer("/message/content");
+    if prompt
+        && ty == "user"
+        && let Some(u) = s(&v, "uuid")
+    {
+        return Fact::Prompt(u);
+    }
+    if tool && ty == "assistant" {
+        let ids: Vec<String> = blocks
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+            .filter(|b| b.get("name").and_then(Value::as_str).is_some_and(|n| n.starts_with("mcp__")))
+            .filter_map(|b| s(b, "id"))
+            .collect();
+        if !ids.is_empty() {
+            return Fact::ToolUses(ids);
+        }
+    }
+    Fact::Nothing
+}
+
+/// What the witness remembers of one conversation's transcript between
+/// questions: ids and byte offsets only.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Track {
+    /// Prompt uuids and where they were seen, oldest first.
+    pub prompts: VecDeque<(String, u64)>,
+    /// MCP tool-use ids and where they were seen, oldest first.
+    pub tools: VecDeque<(String, u64)>,
+    /// Tool-use ids the host withdrew.
+    pub withdrawn: VecDeque<String>,
+}
+
+/// What applying a fact means for the conversation's deliveries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing ends, or only the ids now in [`Track::withdrawn`].
+    Some,
+    /// Every delivery of the conversation so far ends.
+    All,
+}
+
+impl Track {
+    /// Apply `fact`, seen on the line that starts at byte `at`.
+    pub fn apply(&mut self, fact: Fact, at: u64) -> Effect {
+        match fact {
+            Fact::Nothing => Effect::Some,
+            Fact::NotJson | Fact::Cleared | Fact::Compacted => Effect::All,
+            Fact::Cut(ids) => self.withdraw(ids),
+            Fact::Rewound(cut) => {
+                // Only where the transcript shows the cut point: from that
+                // prompt on. Unknown (not said, or older than remembered):
+                // everything.
+                let Some(from) = cut.and_then(|c| self.prompts.iter().find(|(u, _)| *u == c).map(|(_, o)| *o)) else {
+                    self.prompts.clear();
+                    return Effect::All;
+                };
+                let gone: Vec<String> = self.tools.iter().filter(|(_, o)| *o > from).map(|(i, _)| i.clone()).collect();
+                self.prompts.retain(|(_, o)| *o < from);
+                self.withdraw(gone)
+            }
+            Fact::Prompt(u) => {
+                push_bounded(&mut self.prompts, (u, at), MAX_PROMPTS);
+                Effect::Some
+            }
+            Fact::ToolUses(ids) => {
+                for i in ids {
+                    push_bounded(&mut self.tools, (i, at), MAX_TOOL_USES);
+                }
+                Effect::Some
+            }
+        }
+    }
+
+    fn withdraw(&mut self, ids: Vec<String>) -> Effect {
+        for i in ids {
+            if !self.withdrawn.contains(&i) {
+                self.withdrawn.push_back(i);
+            }
+        }
+        if self.withdrawn.len() > MAX_WITHDRAWN {
+            // Forgetting an id would bring its delivery back: end them all
+            // instead (the ids are then moot).
+            self.withdrawn.clear();
+            return Effect::All;
+        }
+        Effect::Some
+    }
+
+    /// Was the result of this tool-use id withdrawn?
+    pub fn is_withdrawn(&self, call_id: &str) -> bool {
+        self.withdrawn.iter().any(|w| w == call_id)
+    }
+
+    /// The transcript was replaced or cannot be followed: what is
+    /// remembered of positions no longer holds (every delivery ends too).
+    pub fn reset_positions(&mut self) {
+        self.prompts.clear();
+        self.tools.clear();
+    }
+}
+
+fn push_bounded<T>(q: &mut VecDeque<T>, v: T, max: usize) {
+    if q.len() == max {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_table() {
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Fact)> = vec![
+            ("", Fact::Nothing),
+            ("   ", Fact::Nothing),
+            ("not json", Fact::NotJson),
+            ("{\"type\":\"user\"", Fact::NotJson),
+            ("[1,2]", Fact::NotJson),
+            // A marker makes the line parse; a broken one is not JSON.
+            ("{\"type\":\"user\",\"uuid\":}", Fact::NotJson),
+            (r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["a","b"],"standIn":"x"}}"#, Fact::Cut(vec!["a".into(), "b".into()])),
+            // Spaced JSON (as re-exported fixtures are) reads the same.
+            (r#"{"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ["a"]}}"#, Fact::Cut(vec!["a".into()])),
+            // The marker inside a string is escaped: not a fact.
+            (r#"{"type":"assistant","message":{"content":[{"type":"text","text":"say \"tool_results_cut\""}]}}"#, Fact::Nothing),
+            (r#"{"type":"assistant","message":{"context_management":{"applied_edits":[{"type":"clear_tool_uses_20250919","cleared_tool_uses":20}]}}}"#, Fact::Cleared),
+            // The edit as sent is not a clearing: the server clears only past its trigger.
+            (r#"{"type":"api-request","params":{"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]}}}"#, Fact::Nothing),
+            (r#"{"type":"assistant","message":{"context_management":{"applied_edits":[]}},"x":"clear_tool_uses_20250919"}"#, Fact::Nothing),
+            (r#"{"type":"last-prompt","leafUuid":null,"rewound":true,"cutUuid":"u1"}"#, Fact::Rewound(Some("u1".into()))),
+            (r#"{"type":"last-prompt","rewound":true}"#, Fact::Rewound(None)),
+            (r#"{"type":"last-prompt","rewound":false,"cutUuid":"u1"}"#, Fact::Nothing),
+            (r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{}}"#, Fact::Compacted),
+            (r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"read it"}}"#, Fact::Prompt("u1".into())),
+            (r#"{"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}}"#, Fact::Nothing),
+            (r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"},{"type":"tool_use","id":"t2","name":"Read"}]}}"#, Fact::ToolUses(vec!["t1".into()])),
+            (r#"{"type":"api-request-blob","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"}]}}"#, Fact::Nothing),
+        ];
+        for (i, (line, want)) in rows.into_iter().enumerate() {
+            assert_eq!(classify(line.as_bytes()), want, "row {i}: {line}");
+        }
+    }
+
+    fn track(facts: &[(Fact, u64)]) -> (Track, Vec<Effect>) {
+        let mut t = Track::default();
+        let e = facts.iter().map(|(f, at)| t.apply(f.clone(), *at)).collect();
+        (t, e)
+    }
+
+    #[test]
+    fn a_rewind_withdraws_the_tool_uses_from_its_cut_prompt_on() {
+        let p = |u: &str| Fact::Prompt(u.into());
+        let tu = |i: &str| Fact::ToolUses(vec![i.into()]);
+        let (t, e) = track(&[
+            (p("u1"), 0),
+            (tu("t1"), 10),
+            (p("u2"), 20),
+            (tu("t2"), 30),
+            (tu("t3"), 40),
+            (Fact::Rewound(Some("u2".into())), 50),
+        ]);
+        assert_eq!(e.last(), Some(&Effect::Some));
+        assert!(!t.is_withdrawn("t1"));
+        assert!(t.is_withdrawn("t2") && t.is_withdrawn("t3"));
+        // The cut prompt and later ones cannot be cut to again.
+        assert_eq!(t.prompts.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>(), ["u1"]);
+    }
+
+    #[test]
+    fn effects_table() {
+        #[rustfmt::skip]
+        type Row = (Vec<(Fact, u64)>, Effect, &'static [&'static str], &'static [&'static str]);
+        let rows: Vec<Row> = vec![
+            // A rewind to a prompt never seen (before the witness started): all.
+            (
+                vec![(Fact::ToolUses(vec!["t1".into()]), 5), (Fact::Rewound(Some("old".into())), 9)],
+                Effect::All,
+                &[],
+                &["t1"],
+            ),
+            (vec![(Fact::Rewound(None), 9)], Effect::All, &[], &[]),
+            (vec![(Fact::Cleared, 1)], Effect::All, &[], &[]),
+            (vec![(Fact::Compacted, 1)], Effect::All, &[], &[]),
+            (vec![(Fact::NotJson, 1)], Effect::All, &[], &[]),
+            (vec![(Fact::Cut(vec!["a".into(), "a".into()]), 1)], Effect::Some, &["a"], &["b"]),
+            (vec![(Fact::Nothing, 1)], Effect::Some, &[], &["a"]),
+            // A rewind to the first prompt takes everything after it.
+            (
+                vec![
+                    (Fact::Prompt("u".into()), 0),
+                    (Fact::ToolUses(vec!["t".into(), "s".into()]), 3),
+                    (Fact::Rewound(Some("u".into())), 9),
+                ],
+                Effect::Some,
+                &["t", "s"],
+                &[],
+            ),
+        ];
+        for (i, (facts, effect, gone, kept)) in rows.into_iter().enumerate() {
+            let (t, e) = track(&facts);
+            assert_eq!(*e.last().unwrap(), effect, "row {i}");
+            for g in gone {
+                assert!(t.is_withdrawn(g), "row {i}: {g} withdrawn");
+            }
+            for k in kept {
+                assert!(!t.is_withdrawn(k), "row {i}: {k} kept");
+            }
+        }
+    }
+
+    #[test]
+    fn every_bound_holds_and_overflowing_the_withdrawn_ids_ends_all() {
+        let mut t = Track::default();
+        for i in 0..MAX_PROMPTS + 5 {
+            t.apply(Fact::Prompt(format!("u{i}")), i as u64);
+            t.apply(
+                Fact::ToolUses(vec![
+                    format!("a{i}"),
+                    format!("b{i}"),
+                    format!("c{i}"),
+                    format!("d{i}"),
+                    format!("e{i}"),
+                    format!("f{i}"),
+                    format!("g{i}"),
+                    format!("h{i}"),
+                    format!("i{i}"),
+                ]),
+                i as u64,
+            );
+        }
+        assert_eq!((t.prompts.len(), t.tools.len()), (MAX_PROMPTS, MAX_TOOL_USES));
+        assert_eq!(t.apply(Fact::Cut((0..MAX_WITHDRAWN).map(|i| format!("x{i}")).collect()), 1), Effect::Some);
+        assert_eq!(t.withdrawn.len(), MAX_WITHDRAWN);
+        assert_eq!(t.apply(Fact::Cut(vec!["one-more".into()]), 2), Effect::All);
+        assert!(t.withdrawn.is_empty());
+    }
+}

@@ -1,0 +1,264 @@
+//! The real Claude Code's withdrawals, replayed (fixtures:
+//! tests/fixtures/payloads/withdrawal/claude/, from the runs of
+//! docs/DELIVERY.md §8): every hook through the real binary at its own
+//! time, the transcript growing line by line as the host wrote it, and
+//! every stub question the MCP server asked, judged by an oracle that
+//! reads only what the mock model received (`model-requests.jsonl`: the
+//! tool results in the latest request, less those the emulated API
+//! cleared), never a rule of the product.
+
+use crate::support::Sandbox;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn dir(s: &str) -> PathBuf {
+    crate::support::payloads().join("withdrawal/claude").join(s)
+}
+
+fn jsonl(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `2026-12-01T06:32:18.103Z` as unix ms.
+fn iso_ms(s: &str) -> u64 {
+    let n = |a: usize, b: usize| s[a..b].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0, 4), n(5, 7), n(8, 10));
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let days = 365 * y + y / 4 - y / 100 + y / 400 + (153 * m + 2) / 5 + d - 719_469;
+    let secs = days * 86_400 + n(11, 13) * 3600 + n(14, 16) * 60 + n(17, 19);
+    (secs * 1000 + n(20, 23)) as u64
+}
+
+enum Ev {
+    Hook(Value),
+    Question(Value),
+    Line(String),
+}
+
+/// What the model held at `t`: per path, whether its latest request holds
+/// a whole copy (the file's full size, not a placeholder) that the API did
+/// not clear.
+fn model_holds(requests: &[Value], t: f64, path: &str, bytes: u64) -> bool {
+    let Some(i) = requests.iter().rposition(|r| r["mock"] == "request" && r["ts"].as_f64().unwrap() < t) else {
+        return false;
+    };
+    let cleared: Vec<&str> = requests[i + 1..]
+        .iter()
+        .filter(|r| r["mock"] == "server_emulation" && r["ts"].as_f64().unwrap() < t)
+        .flat_map(|r| r["view"]["cleared"].as_array().into_iter().flatten())
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    requests[i]["tool_results"].as_array().into_iter().flatten().any(|tr| {
+        tr["input"]["path"] == path
+            && tr["chars"].as_u64() == Some(bytes)
+            && !cleared.contains(&tr["tool_use_id"].as_str().unwrap_or(""))
+    })
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    questions: usize,
+    rereads: usize,
+    safe: usize,
+    allowed_safe: usize,
+    wrong: Vec<String>,
+    reasons: Vec<String>,
+}
+
+/// Replay one scenario. `lag_ms`: the transcript's withdrawal records
+/// (`tool_results_cut`, `applied_edits`) reach the disk this late (the
+/// queued write of docs/DELIVERY.md §8, "the race").
+fn replay(scenario: &str, lag_ms: u64) -> Tally {
+    let d = dir(scenario);
+    let sb = Sandbox::new();
+    let transcript = sb.tmp.path().join("transcript.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let mut evs: Vec<(u64, usize, Ev)> = Vec::new();
+    let index = jsonl(&d.join("hooks-index.jsonl"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(d.join("hooks")).unwrap().flatten().map(|e| e.path()).collect();
+    files.sort();
+    for f in &files {
+        let n: u64 = f.file_name().unwrap().to_str().unwrap()[..3].parse().unwrap();
+        let row = index.iter().find(|r| r["n"] == n).unwrap();
+        let t = (row["started_at"].as_f64().unwrap() * 1000.0) as u64;
+        let mut h: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        if h.get("transcript_path").is_some() {
+            h["transcript_path"] = json!(transcript);
+        }
+        evs.push((t, 1, Ev::Hook(h)));
+    }
+    for q in jsonl(&d.join("mcp-ledger.jsonl")).into_iter().filter(|e| e["event"] == "ledger") {
+        evs.push(((q["ts"].as_f64().unwrap() * 1000.0) as u64, 2, Ev::Question(q)));
+    }
+    let mut last = 0;
+    for line in std::fs::read_to_string(d.join("transcript.jsonl")).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let mut t = v["timestamp"].as_str().map(iso_ms).unwrap_or(last).max(last);
+        last = t;
+        let late = line.contains("\"tool_results_cut\"") || line.contains("\"applied_edits\"");
+        if late {
+            t += lag_ms;
+        }
+        evs.push((t, 0, Ev::Line(line.to_string())));
+    }
+    // Stable: same-time events keep lines, then hooks, then questions.
+    evs.sort_by_key(|(t, k, _)| (*t, *k));
+    let requests = jsonl(&d.join("model-requests.jsonl"));
+    // What each call's PostToolBatch showed the model: the server's result
+    // as the hook saw it (the fixtures' long strings are shortened the same
+    // way in both).
+    let mut shown: HashMap<String, Value> = HashMap::new();
+    for (_, _, e) in &evs {
+        if let Ev::Hook(h) = e
+            && h["hook_event_name"] == "PostToolBatch"
+        {
+            for c in h["tool_calls"].as_array().into_iter().flatten() {
+                shown.insert(c["tool_use_id"].as_str().unwrap().to_string(), c["tool_response"].clone());
+            }
+        }
+    }
+    let mut tally = Tally::default();
+    let mut delivered: Vec<String> = Vec::new();
+    let mut out = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+    for (i, (t, _, e)) in evs.iter().enumerate() {
+        match e {
+            Ev::Line(l) => writeln!(out, "{l}").unwrap(),
+            Ev::Hook(h) => {
+                let o = sb.hook("claude-code", h.to_string()).env("LEAN_CTX_NOW_MS", t.to_string()).run();
+                assert_eq!(o.code, 0, "{scenario}: {o:?}");
+            }
+            Ev::Question(q) => {
+                let id = q["meta"]["claudecode/toolUseId"].as_str().unwrap();
+                let path = q["path"].as_str().unwrap();
+                let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": q["meta"]}});
+                let cp = sb.tmp.path().join(format!("call-{i}.json"));
+                std::fs::write(&cp, call.to_string()).unwrap();
+                let blocks = match shown.get(id) {
+                    Some(Value::Array(b)) => json!(b),
+                    Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
+                    _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
+                };
+                let rp = sb.tmp.path().join(format!("result-{i}.json"));
+                std::fs::write(&rp, json!({"content": blocks}).to_string()).unwrap();
+                let version = q["version"].as_str().unwrap();
+                let o = sb
+                    .cmd(["stub", "--call", cp.to_str().unwrap(), "--key", path, "--version", version, "--json"])
+                    .arg("--result")
+                    .arg(&rp)
+                    .env("LEAN_CTX_NOW_MS", t.to_string())
+                    .run();
+                assert!(o.code == 0 || o.code == 1, "{scenario}: {o:?}");
+                let j = o.json();
+                let allowed = j["decision"]["allow"] == true;
+                tally.questions += 1;
+                tally.reasons.push(j["decision"]["reason"].as_str().unwrap().to_string());
+                let reread = delivered.iter().any(|p| p == path);
+                let safe = reread && model_holds(&requests, *t as f64 / 1000.0, path, q["bytes"].as_u64().unwrap());
+                tally.rereads += reread as usize;
+                tally.safe += safe as usize;
+                tally.allowed_safe += (safe && allowed) as usize;
+                if allowed && !safe {
+                    tally.wrong.push(format!("{scenario}: {path} at {t}: {}", o.stdout));
+                }
+                delivered.push(path.to_string());
+            }
+        }
+    }
+    tally
+}
+
+/// Each withdrawal of the real Claude Code, as it happened: every re-read
+/// after it is withheld, with the reason the witness gave; the control run
+/// (feature flags off, no cut) loses its one re-read to the idle rule,
+/// which cannot tell a cut from none (the cost docs/DELIVERY.md §8 names).
+#[test]
+fn every_withdrawal_fixture_replays_with_no_wrong_stub() {
+    #[rustfmt::skip]
+    let rows: [(&str, u64, &str); 8] = [
+        ("rewind", 0, "withdrawn"),
+        ("idle-cut", 0, "compacted"),
+        ("idle-cut-interactive", 0, "compacted"),
+        ("idle-server-edit", 0, "compacted"),
+        // The records reach the disk after the question: the idle rule
+        // alone (the resume's seconds_since_last_response, the prompt after
+        // 65 minutes of silence) must hold.
+        ("idle-cut", 60_000, "compacted"),
+        ("idle-cut-interactive", 60_000, "compacted"),
+        ("idle-server-edit", 60_000, "compacted"),
+        ("idle-cut-env-disable-feature-flags", 0, "compacted"),
+    ];
+    for (scenario, lag, last_reason) in rows {
+        let t = replay(scenario, lag);
+        eprintln!("{scenario} (lag {lag} ms): {t:?}");
+        assert!(t.wrong.is_empty(), "{scenario}: wrong stubs {:#?}", t.wrong);
+        assert!(t.rereads >= 1, "{scenario}: {t:?}");
+        assert_eq!(t.reasons.last().map(String::as_str), Some(last_reason), "{scenario}: {t:?}");
+    }
+}
+
+/// One Claude Code session open in two processes (`--resume` in a second
+/// terminal while the first runs): two contexts. A delivery confirmed in
+/// one process backs stubs there only; the other, whose context never had
+/// it, is withheld (`window-changed`). Each host is a real process whose
+/// children run the hooks and, through a server process, the stub question.
+#[cfg(unix)]
+#[test]
+fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
+    use crate::support::FakeHost;
+    let sb = Sandbox::new();
+    let (mut a, mut b) = (FakeHost::start(&sb), FakeHost::start(&sb));
+    let transcript = sb.tmp.path().join("S.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let file = |name: &str, v: &Value| {
+        let p = sb.tmp.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let text = "fn main() {}\n".repeat(50);
+    let result = file("r.json", &json!({"content": [{"type": "text", "text": text}]}));
+    let prompt = file(
+        "p.json",
+        &json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "transcript_path": transcript}),
+    );
+    let read = |host: &mut FakeHost, id: &str| {
+        let pre = file(
+            &format!("pre-{id}.json"),
+            &json!({"session_id": "S", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}),
+        );
+        assert_eq!(host.run(&["hook", "claude-code"], Some(&pre)).0, 0);
+        let call = file(
+            &format!("call-{id}.json"),
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
+        );
+        let r = result.to_str().unwrap();
+        let (code, out) = host.run(
+            &["stub", "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--result", r, "--json"],
+            None,
+        );
+        assert!(code == 0 || code == 1, "{out}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        (j["decision"]["reason"].as_str().unwrap().to_string(), j["window"].clone())
+    };
+    assert_eq!(a.run(&["hook", "claude-code"], Some(&prompt)).0, 0);
+    assert_eq!(b.run(&["hook", "claude-code"], Some(&prompt)).0, 0);
+    let (reason, window) = read(&mut a, "toolu_1");
+    assert_eq!((reason.as_str(), window), ("not-delivered", json!(format!("proc:{}", a.pid()))));
+    let batch = file(
+        "batch.json",
+        &json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
+        {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": "toolu_1", "tool_input": {}, "tool_response": [{"type": "text", "text": text}]}]}),
+    );
+    assert_eq!(a.run(&["hook", "claude-code"], Some(&batch)).0, 0);
+    assert_eq!(read(&mut a, "toolu_2").0, "confirmed-delivery", "the same process");
+    assert_eq!(read(&mut b, "toolu_3").0, "window-changed", "the other process never had it");
+}

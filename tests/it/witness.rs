@@ -1,0 +1,283 @@
+//! The transcript witness on real files: what each kind of transcript
+//! makes the answer, within bounds (src/witness/, docs/DELIVERY.md §8).
+
+use leanctx::Host;
+use leanctx::witness::file::{MAX_READ_BYTES, load};
+use leanctx::witness::{Check, Question, Turn, check, on_turn};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const T0: u64 = 1_800_000_000_000;
+const IDLE: u64 = 3_840_000;
+
+struct W {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    transcript: PathBuf,
+    ends: std::cell::Cell<u32>,
+}
+
+impl W {
+    fn new() -> W {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        crate::support::make_private(&data);
+        let transcript = tmp.path().join("t.jsonl");
+        std::fs::write(&transcript, "").unwrap();
+        W { _tmp: tmp, data, transcript, ends: Default::default() }
+    }
+
+    fn turn(&self, turn: Turn, now: u64) -> bool {
+        let mut ended = false;
+        let t = self.transcript.to_str().unwrap();
+        on_turn(&self.data, Host::ClaudeCode, "S", t, turn, now, Some(IDLE), far(), |e| {
+            ended = e;
+            Ok(())
+        })
+        .unwrap();
+        ended
+    }
+
+    fn ask_at(&self, id: &str, delivered: u64, now: u64) -> Check {
+        let q = Question {
+            host: Host::ClaudeCode,
+            conv: "S",
+            call_id: Some(id),
+            delivered_ms: delivered,
+            now,
+            idle_ms: Some(IDLE),
+        };
+        check(&self.data, &q, far(), || {
+            self.ends.set(self.ends.get() + 1);
+            Ok(())
+        })
+    }
+
+    fn ask(&self, id: &str) -> Check {
+        self.ask_at(id, T0 + 1, T0 + 2)
+    }
+
+    fn append(&self, lines: &[&str]) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&self.transcript).unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+    }
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_millis(500)
+}
+
+fn tool_use(id: &str) -> String {
+    format!(
+        r#"{{"type":"assistant","uuid":"a-{id}","message":{{"content":[{{"type":"tool_use","id":"{id}","name":"mcp__ctx__ctx_read","input":{{}}}}]}}}}"#
+    )
+}
+
+fn prompt(uuid: &str) -> String {
+    format!(r#"{{"type":"user","uuid":"{uuid}","message":{{"role":"user","content":"read it"}}}}"#)
+}
+
+fn unavailable(c: &Check) -> bool {
+    matches!(c, Check::Unavailable(_))
+}
+
+#[test]
+fn a_cut_withdraws_exactly_its_ids_and_a_rewind_what_follows_its_prompt() {
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1"), &prompt("u2"), &tool_use("t2"), &tool_use("t3")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    w.append(&[r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["t3"]}}"#]);
+    assert!(matches!(w.ask("t3"), Check::Withdrawn(_)));
+    assert_eq!(w.ask("t2"), Check::Present);
+    w.append(&[r#"{"type":"last-prompt","leafUuid":null,"rewound":true,"cutUuid":"u2"}"#, &prompt("u3")]);
+    assert!(matches!(w.ask("t2"), Check::Withdrawn(_)));
+    assert_eq!(w.ask("t1"), Check::Present);
+    assert_eq!(w.ends.get(), 0, "nothing ended every delivery");
+    // A rewind to a prompt the witness never saw ends them all.
+    w.append(&[r#"{"type":"last-prompt","rewound":true,"cutUuid":"before-the-witness"}"#]);
+    assert!(matches!(w.ask("t1"), Check::EndedAll(_)));
+    assert_eq!(w.ends.get(), 1);
+    // Read once: the next question reads nothing new.
+    assert_eq!(w.ask("t1"), Check::Present);
+    assert_eq!(w.ends.get(), 1);
+}
+
+#[test]
+fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first() {
+    for line in [
+        r#"{"type":"assistant","message":{"context_management":{"applied_edits":[{"type":"clear_tool_uses_20250919","cleared_tool_uses":20}]}}}"#,
+        r#"{"type":"system","subtype":"compact_boundary"}"#,
+    ] {
+        let w = W::new();
+        w.turn(Turn::Start { idle_s: None }, T0);
+        w.append(&[line]);
+        // The journal could not record the end: no answer, and the offset
+        // stays, so the next question sees it again.
+        let q = Question {
+            host: Host::ClaudeCode,
+            conv: "S",
+            call_id: Some("t1"),
+            delivered_ms: T0 + 1,
+            now: T0 + 2,
+            idle_ms: None,
+        };
+        let c = check(&w.data, &q, far(), || Err(std::io::Error::other("disk full")));
+        assert!(unavailable(&c), "{c:?}");
+        assert!(matches!(w.ask("t1"), Check::EndedAll(_)), "{line}");
+        assert_eq!(w.ends.get(), 1);
+    }
+}
+
+#[test]
+fn bad_transcripts_withhold_in_bounded_time() {
+    // Missing.
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    std::fs::remove_file(&w.transcript).unwrap();
+    assert!(unavailable(&w.ask("t1")));
+    // A FIFO where the transcript was: never opened for a blocking read.
+    mkfifo(&w.transcript);
+    let started = Instant::now();
+    assert!(unavailable(&w.ask("t1")));
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    // A directory.
+    std::fs::remove_file(&w.transcript).unwrap();
+    std::fs::create_dir(&w.transcript).unwrap();
+    assert!(unavailable(&w.ask("t1")));
+
+    // Not JSON: every delivery ends (nothing in it can be ruled out).
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    w.append(&["this is not json"]);
+    assert!(matches!(w.ask("t1"), Check::EndedAll(_)));
+
+    // Shrunk, then replaced by another file: each ends every delivery.
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    std::fs::OpenOptions::new().write(true).open(&w.transcript).unwrap().set_len(3).unwrap();
+    assert!(matches!(w.ask("t1"), Check::EndedAll(_)));
+    let other = w.transcript.with_extension("new");
+    std::fs::write(&other, format!("{}\n", prompt("u9"))).unwrap();
+    std::fs::rename(&other, &w.transcript).unwrap();
+    assert!(matches!(w.ask("t1"), Check::EndedAll(_)));
+    assert_eq!(w.ask("t1"), Check::Present);
+
+    // No turn hook named a transcript: nothing to read.
+    let w = W::new();
+    assert!(unavailable(&w.ask("t1")));
+}
+
+#[test]
+fn the_read_budget_withholds_reads_on_and_a_huge_line_ends_every_delivery() {
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    let line = format!(r#"{{"type":"progress","data":"{}"}}"#, "x".repeat(100_000));
+    let n = (MAX_READ_BYTES as usize / line.len()) + 3;
+    let lines: Vec<&str> = std::iter::repeat_n(line.as_str(), n).collect();
+    w.append(&lines);
+    w.append(&[r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["t1"]}}"#]);
+    let first = w.ask("t1");
+    assert!(unavailable(&first), "over the budget: {first:?}");
+    assert!(matches!(w.ask("t1"), Check::Withdrawn(_)), "read on, and the cut found");
+
+    // One line longer than the whole budget cannot be read whole.
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    let huge = format!(r#"{{"data":"{}"}}"#, "y".repeat(MAX_READ_BYTES as usize));
+    w.append(&[&huge, &tool_use("t2")]);
+    assert!(matches!(w.ask("t1"), Check::EndedAll(_)));
+    assert_eq!(w.ask("t1"), Check::Present, "the rest of the line is skipped");
+    assert_eq!(load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap().track.tools.len(), 1);
+}
+
+#[test]
+fn a_line_being_written_is_read_once_it_ends() {
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    let cut = r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["t1"]}}"#;
+    let (a, b) = cut.split_at(30);
+    let mut f = std::fs::OpenOptions::new().append(true).open(&w.transcript).unwrap();
+    f.write_all(a.as_bytes()).unwrap();
+    assert_eq!(w.ask("t1"), Check::Present);
+    writeln!(f, "{b}").unwrap();
+    assert!(matches!(w.ask("t1"), Check::Withdrawn(_)));
+}
+
+#[test]
+fn the_witness_starts_at_the_transcripts_end_and_earlier_deliveries_are_not_witnessed() {
+    let w = W::new();
+    // Already in the transcript before any hook named it: not read (it
+    // concerns calls no witness watched) ...
+    w.append(&[
+        r#"{"type":"system","subtype":"compact_boundary"}"#,
+        r#"{"type":"last-prompt","rewound":true,"cutUuid":"x""#,
+    ]);
+    w.turn(Turn::Prompt, T0);
+    // ... and a delivery older than the witness is not vouched for.
+    assert!(unavailable(&w.ask_at("t1", T0 - 1, T0 + 1)));
+    assert_eq!(w.ask_at("t1", T0 + 1, T0 + 2), Check::Present);
+    assert_eq!(w.ends.get(), 0);
+}
+
+#[test]
+fn silence_past_the_idle_threshold_ends_earlier_deliveries() {
+    // Rows: (turns before, the turn, ends every earlier delivery).
+    let h = 1000;
+    #[rustfmt::skip]
+    type Row = (Vec<(Turn, u64)>, (Turn, u64), bool);
+    let rows: Vec<Row> = vec![
+        (vec![(Turn::Stop, T0)], (Turn::Prompt, T0 + IDLE), true),
+        (vec![(Turn::Stop, T0)], (Turn::Prompt, T0 + IDLE - 1), false),
+        (vec![(Turn::Stop, T0), (Turn::Prompt, T0 + IDLE - h)], (Turn::Prompt, T0 + IDLE + h), false),
+        // A start does not time the silence: a resume carries its own.
+        (vec![(Turn::Stop, T0), (Turn::Start { idle_s: None }, T0 + IDLE)], (Turn::Prompt, T0 + IDLE + 1), true),
+        (vec![(Turn::Stop, T0)], (Turn::Start { idle_s: Some(IDLE / 1000) }, T0 + 5), true),
+        (vec![(Turn::Stop, T0)], (Turn::Start { idle_s: Some(IDLE / 1000 - 1) }, T0 + 5), false),
+        // No earlier turn: nothing to time.
+        (vec![], (Turn::Prompt, T0 + 10 * IDLE), false),
+    ];
+    for (i, (before, (turn, at), want)) in rows.into_iter().enumerate() {
+        let w = W::new();
+        for (t, at) in before {
+            w.turn(t, at);
+        }
+        assert_eq!(w.turn(turn, at), want, "row {i}");
+    }
+    // And on the read path: silent since the last turn hook, no stub (the
+    // prompt that ends the silence may have lost its hook).
+    let w = W::new();
+    w.turn(Turn::Stop, T0);
+    assert_eq!(w.ask_at("t1", T0 + 1, T0 + IDLE - 1), Check::Present);
+    assert!(unavailable(&w.ask_at("t1", T0 + 1, T0 + IDLE)));
+}
+
+#[test]
+fn a_state_file_holds_ids_and_offsets_only_and_is_private() {
+    let w = W::new();
+    w.turn(Turn::Prompt, T0);
+    w.append(&[r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"SECRET-PROMPT"}}"#, &tool_use("t1")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    let dir = w.data.join("witness");
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        assert!(!text.contains("SECRET"), "{text}");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(e.metadata().unwrap().permissions().mode() & 0o777, 0o600, "{}", e.path().display());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+}
+
+fn mkfifo(p: &Path) {
+    let _ = std::fs::remove_file(p);
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
