@@ -126,6 +126,7 @@ fn replay(scenario: &str, lag_ms: u64) -> Tally {
     }
     let mut tally = Tally::default();
     let mut delivered: Vec<String> = Vec::new();
+    let mut sent: HashMap<String, Value> = HashMap::new();
     let mut out = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
     for (i, (t, _, e)) in evs.iter().enumerate() {
         match e {
@@ -141,11 +142,16 @@ fn replay(scenario: &str, lag_ms: u64) -> Tally {
                     "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": q["meta"]}});
                 let cp = sb.tmp.path().join(format!("call-{i}.json"));
                 std::fs::write(&cp, call.to_string()).unwrap();
-                let blocks = match shown.get(id) {
-                    Some(Value::Array(b)) => json!(b),
-                    Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
-                    _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
-                };
+                // The file's content, as its first read's hook showed it: the
+                // server sends the same result for every read of the file.
+                let blocks = sent
+                    .entry(path.to_string())
+                    .or_insert_with(|| match shown.get(id) {
+                        Some(Value::Array(b)) => json!(b),
+                        Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
+                        _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
+                    })
+                    .clone();
                 let rp = sb.tmp.path().join(format!("result-{i}.json"));
                 std::fs::write(&rp, json!({"content": blocks}).to_string()).unwrap();
                 let version = q["version"].as_str().unwrap();
