@@ -43,6 +43,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-parallel", BOTH),
     ("ledger-budget-elsewhere", &["codex"]),
     ("ledger-structured", BOTH),
+    ("ledger-rewind", &["claude"]),
 ];
 
 /// How the test ended, when it did not panic.

@@ -97,6 +97,53 @@ struct Candidate {
     /// Judged against this floor candidate (by name) instead of the first:
     /// a floor fed the same stdin, for a payload far larger than the usual.
     own_floor: Option<&'static str>,
+    /// Append this many bytes of transcript lines to this file before each
+    /// run (untimed): a host's transcript growing between questions.
+    grow: Option<(PathBuf, usize)>,
+}
+
+/// The transcript the witness benchmark starts from, and what is appended
+/// before each question (issue 22: 50 MB, 100 KB).
+const TRANSCRIPT_BYTES: usize = 50 << 20;
+const GROWTH_BYTES: usize = 100 << 10;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Transcript-like JSON lines (assistant text, tool results, request
+/// replays of 1-8 KB, no withdrawal record), `n` bytes or a little more.
+fn transcript_lines(n: usize, seed: &mut u64) -> String {
+    let mut s = String::with_capacity(n + 9000);
+    while s.len() < n {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let len = 1000 + (*seed >> 33) as usize % 7000;
+        let kind = ["assistant", "user", "api-request-blob", "progress"][(*seed >> 20) as usize % 4];
+        s.push_str(&format!(
+            r#"{{"type":"{kind}","uuid":"u{}","message":{{"role":"x","content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            *seed,
+            "x".repeat(len)
+        ));
+        s.push('\n');
+    }
+    s
+}
+
+fn write_transcript(path: &Path, n: usize) {
+    let mut seed = 7;
+    let mut text = String::new();
+    while text.len() < n {
+        text.push_str(&transcript_lines(1 << 20, &mut seed));
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
+}
+
+fn grow(path: &Path, n: usize) {
+    use std::io::Write as _;
+    static SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(11);
+    let mut seed = SEED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap_or_else(|e| fail(&format!("{e}")));
+    f.write_all(transcript_lines(n, &mut seed).as_bytes()).unwrap_or_else(|e| fail(&format!("{e}")));
 }
 
 fn payloads_dir() -> PathBuf {
@@ -219,7 +266,7 @@ impl Sandbox {
 }
 
 fn cand(name: String, group: &'static str, spec: Spec, target: Target, ok_codes: &'static [i32]) -> Candidate {
-    Candidate { name, group, spec, target, ok_codes, samples: Vec::new(), rss_kib: None, own_floor: None }
+    Candidate { name, group, spec, target, ok_codes, samples: Vec::new(), rss_kib: None, own_floor: None, grow: None }
 }
 
 fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<String>) -> Vec<Candidate> {
@@ -382,37 +429,80 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
     let result_file = sb.root.join("ledger-result.json");
     std::fs::write(&result_file, &result).unwrap_or_else(|e| fail(&format!("{}: {e}", result_file.display())));
     let claude_call = read_payload(pl, "claude/baseline/mcp-tools-call-1.json");
-    let run = |args: &[&str], stdin: &[u8]| {
-        let s = spec(&leanctx, args, data, stdin.to_vec());
-        let o = s.command().stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().and_then(
-            |mut c| {
-                use std::io::Write as _;
-                c.stdin.take().map(|mut i| i.write_all(stdin));
-                c.wait()
-            },
-        );
-        o.unwrap_or_else(|e| fail(&format!("seeding the ledger: {e}")))
+    // Claude Code stubs also need the transcript's word (src/witness/): a
+    // 50 MB transcript, named by the turn's prompt hook (the witness starts
+    // at its end), in each of two data dirs: one whose transcript stays as
+    // it is, one that grows by 100 KB before every question.
+    let seed = |data: &Path, name: &str| -> (PathBuf, u64) {
+        let transcript = sb.root.join(name);
+        write_transcript(&transcript, TRANSCRIPT_BYTES);
+        let mut prompt = read_json_payload(pl, "claude/baseline/03-UserPromptSubmit.json");
+        prompt["transcript_path"] = serde_json::json!(transcript);
+        let r = |args: &[&str], stdin: &[u8]| {
+            let s = spec(&leanctx, args, data, stdin.to_vec());
+            let o =
+                s.command().stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().and_then(
+                    |mut c| {
+                        use std::io::Write as _;
+                        c.stdin.take().map(|mut i| i.write_all(stdin));
+                        c.wait()
+                    },
+                );
+            o.unwrap_or_else(|e| fail(&format!("seeding the ledger: {e}")))
+        };
+        r(&["hook", "claude-code"], prompt.to_string().as_bytes());
+        r(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/07-PreToolUse.json"));
+        let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
+        let status =
+            r(&["deliver", "--call", "-", "--key", "README.md", "--version", "v1", "--result", rf], &claude_call);
+        if !status.success() {
+            fail("seeding the ledger: deliver did not record");
+        }
+        r(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/09-PostToolBatch.json"));
+        let st = r(&["stub", "--call", "-", "--key", "README.md", "--version", "v1"], &claude_call);
+        if st.code() != Some(0) {
+            fail("seeding the ledger: the seeded delivery does not back a stub");
+        }
+        (transcript, now_ms())
     };
-    run(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/07-PreToolUse.json"));
-    let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
-    let status =
-        run(&["deliver", "--call", "-", "--key", "README.md", "--version", "v1", "--result", rf], &claude_call);
-    if !status.success() {
-        fail("seeding the ledger: deliver did not record");
-    }
-    run(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/09-PostToolBatch.json"));
-    let st = run(&["stub", "--call", "-", "--key", "README.md", "--version", "v1"], &claude_call);
-    if st.code() != Some(0) {
-        fail("seeding the ledger: the seeded delivery does not back a stub");
-    }
+    let (_, seeded_at) = seed(data, "transcript-still.jsonl");
+    // "Now" pinned a second after seeding: a run longer than the host's idle
+    // threshold would otherwise withhold (the idle rule), measuring another path.
+    let pinned = |mut s: Spec, at: u64| {
+        s.env.push(("LEAN_CTX_NOW_MS".into(), (at + 1000).to_string().into()));
+        s
+    };
     out.push(cand(
-        "cli stub --call - (Claude tool-use id, confirmed delivery)".into(),
+        "cli stub --call - (Claude tool-use id, confirmed delivery; 50 MB transcript, nothing new)".into(),
         "cli",
-        spec(&leanctx, &["stub", "--call", "-", "--key", "README.md", "--version", "v1"], data, claude_call),
+        pinned(
+            spec(
+                &leanctx,
+                &["stub", "--call", "-", "--key", "README.md", "--version", "v1"],
+                data,
+                claude_call.clone(),
+            ),
+            seeded_at,
+        ),
         Target::Cli,
         // 1 too: a `--compare` build that predates the ledger trims its lines away.
         &[0, 1],
     ));
+    let grow_data = sb.data_dir("data-witness");
+    let (grown, seeded_at) = seed(&grow_data, "transcript-growing.jsonl");
+    let mut c = cand(
+        "cli stub --call - (Claude, confirmed delivery; 50 MB transcript +100 KB before each question)".into(),
+        "cli",
+        pinned(
+            spec(&leanctx, &["stub", "--call", "-", "--key", "README.md", "--version", "v1"], &grow_data, claude_call),
+            seeded_at,
+        ),
+        Target::Cli,
+        &[0, 1],
+    );
+    c.grow = Some((grown, GROWTH_BYTES));
+    out.push(c);
+    let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
     let codex_call = read_payload(pl, "codex/baseline/mcp-tools-call-1.json");
     out.push(cand(
         "cli stub --call - --result FILE (Codex, not delivered: records)".into(),
@@ -577,6 +667,9 @@ fn run_processes(cfg: &Config, cands: &mut [Candidate], tools: &Tools) {
         }
         for &i in &order {
             let c = &mut cands[i];
+            if let Some((path, n)) = &c.grow {
+                grow(path, *n);
+            }
             let o = spawn::run_once(&c.spec).unwrap_or_else(|e| fail(&format!("{}: {e}", c.name)));
             if !c.ok_codes.contains(&o.code) {
                 fail(&format!(

@@ -27,6 +27,11 @@ pub struct Facts<'a> {
     pub acks_after: Vec<Ack<'a>>,
     /// A compaction of the delivery's conversation follows it.
     pub compacted_after: bool,
+    /// Claude Code: the asking host process (its window `proc:<pid>`)
+    /// started or resumed the conversation after the delivery was confirmed
+    /// whole, so it loaded it from the transcript with the rest of the
+    /// history: a delivery of another process of the session backs it.
+    pub reloaded_after: bool,
 }
 
 /// The decision, pure: may the caller named per call by `q` be served a stub
@@ -43,7 +48,7 @@ pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
     }
     // A window on either side that the other does not share: a different
     // context window, or one we cannot tell is the same.
-    if d.window != q.window {
+    if d.window != q.window && !f.reloaded_after {
         return deny(Reason::WindowChanged);
     }
     if f.compacted_after {
@@ -76,6 +81,7 @@ mod tests {
         let qo = Question { sent: Some(&outline), ..q.clone() };
         let ql = Question { sent: Some(&shorter), ..q.clone() };
         let qw = Question { window: Some("S:1"), ..q.clone() };
+        let qp2 = Question { window: Some("proc:2"), ..q.clone() };
         let good = ack("id:c1", "S", "dg", 10, true);
         #[rustfmt::skip]
         let rows: Vec<(&Question, Facts, bool, Reason)> = vec![
@@ -87,6 +93,10 @@ mod tests {
             (&qw, Facts { latest: Some(d("v1", Some("S:0"), "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, WindowChanged),
             (&qw, Facts { latest: Some(d("v1", Some("S:1"), "dg")), acks_after: vec![good.clone()], ..Facts::default() }, true, ConfirmedDelivery),
             (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![good.clone()], compacted_after: true, ..Facts::default() }, false, Compacted),
+            // Claude Code: another process of the session, which resumed it after the confirmation.
+            (&qp2, Facts { latest: Some(d("v1", Some("proc:1"), "dg")), acks_after: vec![good.clone()], ..Facts::default() }, false, WindowChanged),
+            (&qp2, Facts { latest: Some(d("v1", Some("proc:1"), "dg")), acks_after: vec![good.clone()], reloaded_after: true, ..Facts::default() }, true, ConfirmedDelivery),
+            (&qp2, Facts { latest: Some(d("v1", Some("proc:1"), "dg")), acks_after: vec![good.clone()], reloaded_after: true, compacted_after: true, ..Facts::default() }, false, Compacted),
             (&q, Facts { latest: Some(d("v1", None, "dg")), ..Facts::default() }, false, Unconfirmed),
             (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "preview", 10, true)], ..Facts::default() }, false, Unconfirmed),
             (&q, Facts { latest: Some(d("v1", None, "dg")), acks_after: vec![ack("id:c1", "S", "dg", 9, true)], ..Facts::default() }, false, Unconfirmed),

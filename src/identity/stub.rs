@@ -277,6 +277,7 @@ impl ReadPath {
         if let Some((at, d)) = view.latest_delivery(scope, keyh) {
             facts.acks_after = view.acks_after(d.call_ref, at);
             facts.compacted_after = view.compacted_after(d.conv, at);
+            facts.reloaded_after = reloaded_after(view, &d, window.as_deref(), at);
             seen = Some(DeliverySeen {
                 delivered_at_ms: d.t,
                 host: d.host,
@@ -382,4 +383,19 @@ impl ReadPath {
             Err(e) => not(&format!("could not write the journal: {e}")),
         }
     }
+}
+
+/// Claude Code: a delivery to another host process of the session backs a
+/// stub for this one only when this process started or resumed the
+/// session (its lineage record, written by its `SessionStart` hook with
+/// `CLAUDE_PID`) after the host confirmed the delivery whole: it then
+/// loaded the result with the history. A process running alongside, which
+/// never had it, is withheld (`window-changed`).
+fn reloaded_after(view: &dyn Ask, d: &ledger::Delivery<'_>, window: Option<&str>, at: usize) -> bool {
+    let (Some(mine), Some(theirs)) = (window.and_then(|w| w.strip_prefix("proc:")), d.window) else { return false };
+    let (Ok(pid), true) = (mine.parse::<u32>(), theirs.starts_with("proc:")) else { return false };
+    let whole = view.acks_after_at(d.call_ref, at).into_iter().find(|(_, a)| {
+        a.whole && a.digest == d.digest && a.len == d.len && (!ledger::ref_needs_conv(d.call_ref) || a.scope == d.scope)
+    });
+    whole.is_some_and(|(i, _)| view.started_after(d.host, pid, d.conv, i))
 }

@@ -23,10 +23,13 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture_text  # noqa: E402
@@ -1011,6 +1014,99 @@ def sc_server_registered(host):
               "leanctx" not in names and "ctx" in names, names)
 
 
+def run_claude_stream(w, steps, timeout=120):
+    """Claude Code driven over `--input-format stream-json`, one message at a time, as an SDK host
+    does: each step is ("user", uuid, prompt) (waits for the turn's result) or ("rewind", uuid)
+    (the control request `rewind_conversation` to that user message; waits for its answer).
+    Returns (exit code, the stdout lines as JSON, the session id)."""
+    sb = w.sb
+    argv = [H.claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+            "--replay-user-messages", "--mcp-config", sb.claude_mcp_config, "--strict-mcp-config",
+            "--allowedTools", "mcp__ctx__ctx_read"]
+    p = subprocess.Popen(argv, cwd=sb.project, env=sb.env("claude", None), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    lines, sid = [], None
+    deadline = time.time() + timeout
+
+    def until(pred):
+        nonlocal sid
+        while time.time() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                return False
+            try:
+                m = json.loads(line)
+            except ValueError:
+                continue
+            lines.append(m)
+            sid = sid or m.get("session_id")
+            if pred(m):
+                return True
+        return False
+
+    try:
+        for step in steps:
+            if step[0] == "user":
+                _, uuid, prompt = step
+                p.stdin.write(json.dumps({"type": "user", "uuid": uuid, "session_id": "",
+                                          "message": {"role": "user", "content": prompt},
+                                          "parent_tool_use_id": None}) + "\n")
+                p.stdin.flush()
+                until(lambda m: m.get("type") == "result")
+            else:
+                p.stdin.write(json.dumps({"type": "control_request", "request_id": "rw-1", "request": {
+                    "subtype": "rewind_conversation", "target_message_uuid": step[1]}}) + "\n")
+                p.stdin.flush()
+                until(lambda m: m.get("type") == "control_response")
+        p.stdin.close()
+        rc = p.wait(max(1, deadline - time.time()))
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        rc = None
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return rc, lines, sid
+
+
+def sc_ledger_rewind(host):
+    """Claude Code's rewind (the SDK's `rewind_conversation`, as `/rewind` and Esc-Esc do) takes
+    results out of the model's context with no hook; the transcript records it. Turn 1 reads A; turn
+    2 re-reads it (a stub: nothing was withdrawn) and is rewound, which leaves turn 1's copy in the
+    context: turn 3's re-read is a stub again. Turn 4 reads B and is rewound: turn 5's read of B is
+    withheld (`withdrawn`) and the model, which no longer had it, gets the content."""
+    tag = "%s/ledger-rewind" % host
+    a, b = "big-10240", "big-2048"
+    w = World("%s-ledger-rewind" % host, mode="ledger")
+    try:
+        u = [str(uuid.uuid4()) for _ in range(5)]
+        rc, lines, sid = run_claude_stream(w, [
+            ("user", u[0], "read %s via ctx_read" % a),
+            ("user", u[1], "read %s via ctx_read again" % a),
+            ("rewind", u[1]),
+            ("user", u[2], "read %s via ctx_read once more" % a),
+            ("user", u[3], "read %s via ctx_read" % b),
+            ("rewind", u[3]),
+            ("user", u[4], "read %s via ctx_read again" % b)])
+        rewound = [m for m in lines if m.get("type") == "control_response"]
+        check("%s: the host rewound twice" % tag,
+              len(rewound) == 2 and all('"rewound": true' in json.dumps(m) for m in rewound),
+              json.dumps(rewound)[:600])
+        mcp = w.mcp()
+        check("%s: leanctx: A content, stub, stub after a rewind that kept it; B content, withheld after the "
+              "rewind that took it (withdrawn)" % tag,
+              [(lc(c).get("exit"), reason(c)) for c in mcp]
+              == [(1, "not-delivered"), (0, "confirmed-delivery"), (0, "confirmed-delivery"), (1, "not-delivered"),
+                  (1, "withdrawn")], summary(mcp))
+        res = model_results(w)
+        check("%s: oracle: the model got A, `[unchanged]` twice, B, then B again" % tag,
+              len(res) == 5 and a in res[0].get("whole", []) and is_stub(res[1], a) and is_stub(res[2], a)
+              and b in res[3].get("whole", []) and b in res[4].get("whole", []), desc(res))
+        check_stubs_truthful(tag, w)
+    finally:
+        w.close()
+
 BOTH = ("claude", "codex")
 SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_baseline, BOTH), ("gate", sc_gate, BOTH), ("concurrent", sc_concurrent, BOTH),
              ("subagent", sc_subagent, BOTH), ("compact", sc_compact, BOTH),
@@ -1022,7 +1118,7 @@ SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_
              ("ledger-subagent", sc_ledger_subagent, BOTH), ("ledger-version", sc_ledger_version, BOTH),
              ("ledger-interrupt", sc_ledger_interrupt, BOTH), ("ledger-parallel", sc_ledger_parallel, BOTH),
              ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",)),
-             ("ledger-structured", sc_ledger_structured, BOTH)]
+             ("ledger-structured", sc_ledger_structured, BOTH), ("ledger-rewind", sc_ledger_rewind, ("claude",))]
 
 
 def main():

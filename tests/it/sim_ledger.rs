@@ -29,6 +29,19 @@
 //! - CodeBuddy: Claude-like payloads (`PreToolUse`, `PostToolUse` with
 //!   `tool_response`), no call id for the server; its model gets a preview
 //!   past 50,000 characters like Claude Code's.
+//! - Claude Code withdraws results without a hook (docs/DELIVERY.md §8):
+//!   a rewind to an earlier prompt (the context goes back to what it was
+//!   then; the transcript gets `last-prompt` `rewound` with the prompt's
+//!   uuid), and, in most chats, the idle cut: the first prompt after more
+//!   than 3,900 s of silence clears a share of the main window's results
+//!   (a `tool_results_cut` record with their ids, written late in half the
+//!   cases: after the turn's first question). A run spans less virtual time
+//!   than that threshold but for its rare 2-3 h pauses, so idle cuts are
+//!   rare here; tests/it/withdrawal.rs replays the real ones. A resume
+//!   (`--resume`) is another host process, whose window is its own (its
+//!   `SessionStart` names it by `CLAUDE_PID`); `SessionStart(resume)`
+//!   carries `seconds_since_last_response`. The transcript is a real file
+//!   with the prompts and MCP tool uses the witness places a rewind by.
 //! - Hooks that never fire: a share of post hooks is dropped, and a share of
 //!   the other hook processes die before they record (not compaction hooks:
 //!   a lost one cannot be detected without a window id; and in the main
@@ -201,6 +214,17 @@ struct Knobs {
     /// to everyone, or the journal replaced by a directory, back before the
     /// next hook). Drawn from the episode stream.
     faults: f64,
+    /// A Claude Code prompt comes after a rewind to an earlier prompt of the
+    /// context (no hook; the transcript records it). Episode stream.
+    rewind: f64,
+    /// Share of Claude Code chats whose host clears old results at the first
+    /// prompt after more than 3,900 s of silence (the flag-gated idle cut),
+    /// and the share of the window's results it clears. Episode stream.
+    idle_cut_chats: f64,
+    idle_cut_share: f64,
+    /// A Claude Code step is a new turn (episode stream, besides the main
+    /// schedule's prompts).
+    claude_turn: f64,
 }
 
 const KNOBS: Knobs = Knobs {
@@ -216,6 +240,10 @@ const KNOBS: Knobs = Knobs {
     cursor_no_task_env: 0.0,
     disabled_server: 0.06,
     faults: 0.01,
+    rewind: 0.3,
+    claude_turn: 0.12,
+    idle_cut_chats: 0.7,
+    idle_cut_share: 0.6,
 };
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -258,6 +286,12 @@ struct Stats {
     disabled_unsafe: u64,
     /// Questions asked while the state could not be read.
     faults: u64,
+    /// Claude Code withdrawals without a hook: rewinds, idle cuts (and the
+    /// results they cut), resumes in a new host process.
+    rewinds: u64,
+    idle_cuts: u64,
+    cut_results: u64,
+    new_processes: u64,
     /// A fold of every decision and oracle verdict, to check replays.
     trace: u64,
 }
@@ -277,6 +311,10 @@ impl Stats {
         self.disabled += o.disabled;
         self.disabled_unsafe += o.disabled_unsafe;
         self.faults += o.faults;
+        self.rewinds += o.rewinds;
+        self.idle_cuts += o.idle_cuts;
+        self.cut_results += o.cut_results;
+        self.new_processes += o.new_processes;
         for (h, s) in &o.hosts {
             let m = self.hosts.entry(*h).or_default();
             m.questions += s.questions;
@@ -355,6 +393,10 @@ enum Op {
     Batch(Vec<usize>),
     /// The compaction itself (the oracle's window is replaced).
     Compact,
+    /// Claude Code: a prompt (its hook; an idle cut first when due).
+    Prompt,
+    /// Claude Code: a rewind to the chat's k-th remembered prompt.
+    Rewind(usize),
 }
 
 #[derive(Debug)]
@@ -392,6 +434,20 @@ struct Chat {
     history: Vec<&'static str>,
     queue: VecDeque<Op>,
     reads: Vec<Read>,
+    /// Claude Code: the prompts of this context, each with the main window
+    /// and who delivered each of its files as they stood then (a rewind
+    /// to it restores them).
+    prompts: Vec<(String, Window, HashMap<&'static str, String>)>,
+    /// Claude Code: the read whose result is the main window's copy.
+    held: HashMap<&'static str, String>,
+    /// When the chat last acted (virtual ms): the host's idle clock.
+    last_active: u64,
+    /// Its host clears old results after a long silence.
+    idle_cuts: bool,
+    /// A cut record the host has not written yet (its write is queued).
+    pending_cut: Option<String>,
+    /// Claude Code: its host process (a pseudo pid; a resume starts another).
+    proc: u32,
 }
 
 struct World {
@@ -503,6 +559,10 @@ impl World {
             }
         }
         let mut run = self.sb.hook(chat.host.cli(), p.to_string()).env("LEAN_CTX_NOW_MS", t.to_string());
+        // Claude Code names its process to its hooks.
+        if chat.host == H::Claude {
+            run = run.env("CLAUDE_PID", chat.proc.to_string());
+        }
         if let Some(task) = task_env {
             run = run.env("CURSOR_TASK_ID", task);
         }
@@ -512,6 +572,70 @@ impl World {
         self.st.hooks += 1;
     }
 
+    /// Append one line to a Claude chat's transcript.
+    fn write_line(&self, c: usize, line: &Value) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(self.transcript(c)).unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    /// Plan a Claude Code turn: sometimes a rewind (no hook) to an earlier
+    /// prompt of this context first, then the prompt.
+    fn claude_turn(&mut self, c: usize, nsubs: usize) {
+        let n = self.chats[c].prompts.len();
+        if n > 0 && nsubs == 0 && self.episodes.chance(self.knobs.rewind) {
+            let k = self.episodes.below(n as u64) as usize;
+            self.push(c, Op::Rewind(k));
+        }
+        self.push(c, Op::Prompt);
+    }
+
+    /// A Claude Code prompt. After more than 3,900 s of silence a chat
+    /// whose host cuts clears a share of the main window's results: the
+    /// oracle's window loses them at once; the transcript's record of it is
+    /// written late in half the cases (after the turn's first question: the
+    /// queued write of docs/DELIVERY.md §8).
+    fn prompt(&mut self, c: usize, idle_since: u64) {
+        let now = self.t;
+        if self.chats[c].idle_cuts && now.saturating_sub(idle_since) > 3_900_000 {
+            let mut held: Vec<(&'static str, String)> =
+                self.chats[c].held.iter().map(|(f, i)| (*f, i.clone())).collect();
+            held.sort();
+            let mut ids = Vec::new();
+            for (file, id) in held {
+                if self.episodes.chance(self.knobs.idle_cut_share) {
+                    let chat = &mut self.chats[c];
+                    chat.window.remove(file);
+                    chat.held.remove(file);
+                    ids.push(id);
+                }
+            }
+            if !ids.is_empty() {
+                self.st.idle_cuts += 1;
+                self.st.cut_results += ids.len() as u64;
+                let line = json!({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ids,
+                    "standIn": "[Old tool result content cleared]"}});
+                self.chats[c].pending_cut = Some(line.to_string());
+            }
+        }
+        self.hook(c, "UserPromptSubmit", json!({"prompt": "SECRET-PROMPT"}), Kind::Other, None);
+        let uuid = self.uid("prompt-");
+        let chat = &self.chats[c];
+        let line = json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "SECRET-PROMPT"}});
+        let snapshot = (uuid, chat.window.clone(), chat.held.clone());
+        self.write_line(c, &line);
+        self.chats[c].prompts.push(snapshot);
+        if self.chats[c].pending_cut.is_some() && self.episodes.chance(0.5) {
+            self.flush_cut(c);
+        }
+    }
+
+    fn flush_cut(&mut self, c: usize) {
+        if let Some(line) = self.chats[c].pending_cut.take() {
+            self.write_line(c, &serde_json::from_str(&line).unwrap());
+        }
+    }
+
     /// A Claude chat's transcript (created empty).
     fn transcript(&self, c: usize) -> std::path::PathBuf {
         let t = self.sb.tmp.path().join(format!("{}.jsonl", self.chats[c].id));
@@ -519,6 +643,25 @@ impl World {
             std::fs::write(&t, "").unwrap();
         }
         t
+    }
+
+    /// A result reaches the model: the window's latest copy of `file` is
+    /// `ver` when whole, else cut (a preview, a truncation).
+    fn land(&mut self, c: usize, sub: Option<&str>, file: &'static str, ver: u32, whole: bool, id: &str) {
+        let window = self.sub_window(c, sub);
+        if whole {
+            window.insert(file, ver);
+        } else {
+            window.remove(file);
+        }
+        if sub.is_none() {
+            let held = &mut self.chats[c].held;
+            if whole {
+                held.insert(file, id.to_string());
+            } else {
+                held.remove(file);
+            }
+        }
     }
 
     fn sub_window(&mut self, c: usize, sub: Option<&str>) -> &mut Window {
@@ -555,6 +698,11 @@ impl World {
         };
         let ev = if host == H::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
         self.hook(c, ev, extra, Kind::Pre, task.as_deref());
+        if host == H::Claude && sub.is_none() {
+            let line = json!({"type": "assistant", "uuid": self.uid("a-"), "message": {"role": "assistant",
+                "content": [{"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
+            self.write_line(c, &line);
+        }
     }
 
     /// The shared server: one `ReadPath::stub` per read, with the result it
@@ -578,12 +726,7 @@ impl World {
             // delivers the rest without a question.
             let whole = host.whole(len, self.codex_budget);
             if !interrupted {
-                let window = self.sub_window(c, sub.as_deref());
-                if whole {
-                    window.insert(file, ver);
-                } else {
-                    window.remove(file);
-                }
+                self.land(c, sub.as_deref(), file, ver, whole, &id);
             }
             let rd = &mut self.chats[c].reads[r];
             rd.sent = text;
@@ -609,7 +752,7 @@ impl World {
             "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": meta}});
         let call = McpCall::from_json(&request).unwrap();
         let env = ScopeEnv { scoping_disabled: chat.disabled, ..ScopeEnv::default() };
-        let rp = ReadPath::new(&self.sb.data, env).at(now);
+        let rp = ReadPath::new(&self.sb.data, env).at(now).with_host_pid(chat.proc);
         let fault = self.episodes.chance(self.knobs.faults).then(|| {
             self.st.faults += 1;
             let f = if self.episodes.chance(0.5) { Fault::DirOpen } else { Fault::JournalDir };
@@ -621,6 +764,11 @@ impl World {
         if let Some(a) = fault {
             restore(&self.sb.data, a);
         }
+        // The host's queued cut record reaches the disk only now.
+        if host == H::Claude {
+            self.flush_cut(c);
+        }
+        let chat = &self.chats[c];
         let fresh = sub.as_deref().and_then(|s| chat.subs.iter().find(|x| x.raw == s)).and_then(|x| x.fresh.clone());
         let truth_scope = match &sub {
             Some(_) if fresh.is_some() => fresh.clone().unwrap_or_default(),
@@ -721,13 +869,7 @@ impl World {
         } else {
             let whole = host.whole(len, codex_budget);
             if !interrupted {
-                let window = self.sub_window(c, sub.as_deref());
-                if whole {
-                    window.insert(file, ver);
-                } else {
-                    // The latest copy of the file in the window is cut.
-                    window.remove(file);
-                }
+                self.land(c, sub.as_deref(), file, ver, whole, &id);
             }
             (text, whole)
         };
@@ -803,6 +945,7 @@ impl World {
     }
 
     fn exec(&mut self, c: usize, op: Op) {
+        let idle_since = self.chats[c].last_active;
         match op {
             Op::Hook { event, extra, kind } => self.hook(c, event, extra, kind, None),
             Op::Pre(r) => self.pre(c, r),
@@ -812,9 +955,24 @@ impl World {
             Op::Compact => {
                 let chat = &mut self.chats[c];
                 chat.window.clear();
+                chat.held.clear();
+                chat.prompts.clear();
                 chat.win_n += 1;
             }
+            Op::Prompt => self.prompt(c, idle_since),
+            Op::Rewind(k) => {
+                self.st.rewinds += 1;
+                let chat = &mut self.chats[c];
+                let (uuid, window, held) = chat.prompts[k].clone();
+                chat.prompts.truncate(k);
+                chat.window = window;
+                chat.held = held;
+                let line = json!({"type": "last-prompt", "leafUuid": null, "explicit": true, "rewound": true,
+                    "cutUuid": uuid, "sessionId": chat.id});
+                self.write_line(c, &line);
+            }
         }
+        self.chats[c].last_active = self.t;
     }
 
     /// A new read of one file; `not` is a file already read in the same
@@ -905,12 +1063,25 @@ impl World {
             // (and so the window) comes back. The others start a new chat.
             if matches!(host, H::Claude | H::Codex) && self.rng.chance(0.6) {
                 self.chats[c].ended = false;
-                self.hook_op(c, "SessionStart", json!({"source": "resume"}), Kind::Other);
+                // Claude Code: `--resume` is another host process (its own
+                // window), and says how long the session was silent.
+                let mut extra = json!({"source": "resume"});
+                if host == H::Claude {
+                    let chat = &mut self.chats[c];
+                    chat.proc += 1_000;
+                    extra["seconds_since_last_response"] = json!(self.t.saturating_sub(chat.last_active) / 1000);
+                    self.st.new_processes += 1;
+                }
+                self.hook_op(c, "SessionStart", extra, Kind::Other);
             } else {
                 let id = self.uid("chat-");
                 let chat = &mut self.chats[c];
                 chat.id = id;
                 chat.window.clear();
+                chat.held.clear();
+                chat.prompts.clear();
+                chat.pending_cut = None;
+                chat.proc += 1_000;
                 chat.subs.clear();
                 chat.win_n = 0;
                 chat.ended = false;
@@ -920,6 +1091,12 @@ impl World {
             return;
         }
         let nsubs = self.chats[c].subs.len();
+        // Claude Code: more turns (each a chance of a rewind or of a return
+        // after a long silence), drawn from the episode stream.
+        if host == H::Claude && self.episodes.chance(self.knobs.claude_turn) {
+            self.claude_turn(c, nsubs);
+            return;
+        }
         match self.rng.below(100) {
             0..=59 => {
                 // A read by the main agent or a running subagent; Claude's
@@ -957,8 +1134,12 @@ impl World {
                 }
             }
             60..=67 => {
-                let ev = if cursor { "beforeSubmitPrompt" } else { "UserPromptSubmit" };
-                self.hook_op(c, ev, json!({"prompt": "SECRET-PROMPT"}), Kind::Other);
+                if host == H::Claude {
+                    self.claude_turn(c, nsubs);
+                } else {
+                    let ev = if cursor { "beforeSubmitPrompt" } else { "UserPromptSubmit" };
+                    self.hook_op(c, ev, json!({"prompt": "SECRET-PROMPT"}), Kind::Other);
+                }
             }
             68..=72 => self.compaction(c),
             73..=75 => {
@@ -1019,8 +1200,12 @@ impl World {
                 // /clear: a new session id, an empty context.
                 self.hook_op(c, "SessionEnd", json!({"reason": "clear"}), Kind::Other);
                 let id = self.uid("chat-");
-                self.chats[c].id = id;
-                self.chats[c].window.clear();
+                let chat = &mut self.chats[c];
+                chat.id = id;
+                chat.window.clear();
+                chat.held.clear();
+                chat.prompts.clear();
+                chat.pending_cut = None;
                 self.hook_op(c, "SessionStart", json!({"source": "clear"}), Kind::Other);
             }
             _ => {
@@ -1082,7 +1267,15 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
         let project = w.rng.below(PROJECTS as u64) as u32;
         let ready = w.t + w.rng.range(0, 5_000);
         let disabled = w.episodes.chance(knobs.disabled_server);
+        let idle_cuts = w.episodes.chance(knobs.idle_cut_chats);
+        let proc = 10_000 + w.chats.len() as u32;
         w.chats.push(Chat {
+            prompts: Vec::new(),
+            held: HashMap::new(),
+            last_active: w.t,
+            idle_cuts,
+            pending_cut: None,
+            proc,
             disabled,
             legacy: Default::default(),
             host,
@@ -1147,7 +1340,7 @@ fn report(name: &str, s: &Stats) -> String {
     let mut out = format!(
         "sim-ledger[{name}]: {} seeds, {} hook processes ({} died before recording, {} post hooks dropped), \
          {} compactions ({} swallowing a Codex result), {} interrupted calls, {} subagents, {} ends, \
-         {} file changes: wrong stubs {}",
+         {} file changes, {} rewinds, {} idle cuts ({} results cut), {} resumes in a new process: wrong stubs {}",
         s.seeds,
         s.hooks,
         s.hooks_failed,
@@ -1158,6 +1351,10 @@ fn report(name: &str, s: &Stats) -> String {
         s.subagents,
         s.ends,
         s.version_bumps,
+        s.rewinds,
+        s.idle_cuts,
+        s.cut_results,
+        s.new_processes,
         s.wrong()
     );
     for (h, hs) in &s.hosts {
@@ -1272,13 +1469,14 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
             // The CI run's figures (RELIABILITY.md), deterministic: floors
             // a little under what they measure.
-            for (h, floor) in [(H::Claude, 94.0), (H::Codex, 95.0), (H::Cursor, 84.0), (H::CodeBuddy, 90.0)] {
+            for (h, floor) in [(H::Claude, 94.0), (H::Codex, 95.0), (H::Cursor, 83.0), (H::CodeBuddy, 86.0)] {
                 let hs = &f.hosts[&h];
                 let share = pct(hs.safe_allowed, hs.safe);
-                assert!(share >= floor && hs.questions >= 200, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
+                assert!(share >= floor && hs.questions >= 190, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
             }
-            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 90 && f.ends >= 40, "{f:?}");
+            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 80 && f.ends >= 40, "{f:?}");
             assert!(f.disabled >= 50 && f.faults >= 5, "{f:?}");
+            assert!(f.rewinds >= 5 && f.new_processes >= 3, "{f:?}");
         }
     }
     if s.seeds >= 100 {

@@ -388,9 +388,17 @@ impl FakeHost {
     /// Run `leanctx <args>` (with `stdin` from a file if given) under this
     /// host: its exit code and stdout.
     pub fn run(&mut self, args: &[&str], stdin: Option<&Path>) -> (i32, String) {
+        self.run_env(&[], args, stdin)
+    }
+
+    /// [`FakeHost::run`] with extra environment variables.
+    pub fn run_env(&mut self, env: &[(&str, &str)], args: &[&str], stdin: Option<&Path>) -> (i32, String) {
         use std::io::BufRead;
         let q = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
         let mut line = std::iter::once(BIN).chain(args.iter().copied()).map(q).collect::<Vec<_>>().join(" ");
+        for (k, v) in env {
+            line = format!("{k}={} {line}", q(v));
+        }
         if let Some(p) = stdin {
             line.push_str(&format!(" < {}", q(p.to_str().unwrap())));
         }

@@ -266,5 +266,17 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     );
     assert_eq!(a.run(&["hook", "claude-code"], Some(&batch)).0, 0);
     assert_eq!(read(&mut a, "toolu_2").0, "confirmed-delivery", "the same process");
-    assert_eq!(read(&mut b, "toolu_3").0, "window-changed", "the other process never had it");
+    // A third process resumes the session now (its SessionStart names it by
+    // CLAUDE_PID): it loads the confirmed result with the history.
+    let mut c = FakeHost::start(&sb);
+    let resume = file(
+        "resume.json",
+        &json!({"session_id": "S", "hook_event_name": "SessionStart", "source": "resume",
+        "transcript_path": transcript}),
+    );
+    let pid = c.pid().to_string();
+    assert_eq!(c.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&resume)).0, 0);
+    assert_eq!(read(&mut c, "toolu_3").0, "confirmed-delivery", "resumed after the confirmation");
+    // The second process ran alongside since before the confirmation.
+    assert_eq!(read(&mut b, "toolu_4").0, "window-changed", "the other process never had it");
 }

@@ -28,6 +28,10 @@ pub(crate) trait Ask {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
     /// A compaction of `conv` after position `after`.
     fn compacted_after(&self, conv: &str, after: usize) -> bool;
+    /// [`acks_after`](Ask::acks_after), each with its position.
+    fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)>;
+    /// The host process `pid` started (or resumed) `conv` after position `after`.
+    fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool;
     /// The reader behind these answers, if any (to seed a claim reader).
     fn reader(&self) -> Option<&Reader> {
         None
@@ -77,6 +81,12 @@ impl Ask for Reader {
     fn compacted_after(&self, conv: &str, after: usize) -> bool {
         self.digest().compacted_after(conv, after)
     }
+    fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
+        self.digest().acks_after_at(call_ref, after)
+    }
+    fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
+        self.digest().started_after(host, pid, conv, after)
+    }
     fn reader(&self) -> Option<&Reader> {
         Some(self)
     }
@@ -125,6 +135,12 @@ impl Ask for View<'_> {
     fn compacted_after(&self, conv: &str, after: usize) -> bool {
         View::compacted_after(self, conv, after)
     }
+    fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
+        View::acks_after_at(self, call_ref, after)
+    }
+    fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
+        View::started_after(self, host, pid, conv, after)
+    }
 }
 
 impl Ask for Digest {
@@ -169,5 +185,11 @@ impl Ask for Digest {
     }
     fn compacted_after(&self, conv: &str, after: usize) -> bool {
         Digest::compacted_after(self, conv, after)
+    }
+    fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
+        Digest::acks_after_at(self, call_ref, after)
+    }
+    fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
+        Digest::started_after(self, host, pid, conv, after)
     }
 }

@@ -90,7 +90,7 @@ pub struct Digest {
     /// For claims, built on the first claim question and kept up to date.
     claim_index: ClaimIndex,
     /// Lineage lines (few: a trim keeps 64).
-    lineage: Vec<Span>,
+    lineage: Vec<(usize, Span)>,
     /// The newest time of any sighting, and of any end.
     newest_sighting: u64,
     newest_end: u64,
@@ -280,7 +280,7 @@ impl Digest {
                         let agent = agent.map(|a| span_in(text, a));
                         get_or_insert(subagents, conv).push(Sub { t, host, start: false, agent });
                     }
-                    Some(Record::Lineage { .. }) => lineage.push(span_in(text, line)),
+                    Some(Record::Lineage { .. }) => lineage.push((at, span_in(text, line))),
                     Some(Record::Call(_) | Record::Claim { .. }) | None => {}
                 },
             }
@@ -414,7 +414,7 @@ impl Digest {
 
     /// [`View::lineage_for`].
     pub fn lineage_for(&self, host: Host, pid: u32, now: u64) -> Option<(u64, &str)> {
-        let records = self.lineage.iter().filter_map(|s| journal::parse_line(self.at(*s))).collect();
+        let records = self.lineage.iter().filter_map(|(_, s)| journal::parse_line(self.at(*s))).collect();
         View { records }.lineage_for(host, pid, now)
     }
 
@@ -491,6 +491,24 @@ impl Digest {
                 _ => None,
             })
             .collect()
+    }
+
+    /// [`View::acks_after_at`].
+    pub fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, crate::state::ledger::Ack<'_>)> {
+        let Some(lines) = self.acks.get(&hash_of(&[call_ref])) else { return Vec::new() };
+        let parsed = lines.iter().filter(|(at, _)| *at > after).map(|(at, s)| (*at, journal::parse_line(self.at(*s))));
+        parsed
+            .filter_map(
+                |(at, r)| if let Some(Record::Ack(a)) = r { (a.call_ref == call_ref).then_some((at, a)) } else { None },
+            )
+            .collect()
+    }
+
+    /// [`View::started_after`].
+    pub fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
+        self.lineage.iter().filter(|(at, _)| *at > after).any(|(_, s)| {
+            matches!(journal::parse_line(self.at(*s)), Some(Record::Lineage { host: h, pid: p, conv: c, .. }) if h == host && p == pid && c == conv)
+        })
     }
 
     /// [`View::compacted_after`].

@@ -322,6 +322,24 @@ impl<'a> View<'a> {
             .collect()
     }
 
+    /// [`View::acks_after`], each with its index.
+    pub fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'a>)> {
+        let recs = self.records.iter().enumerate().skip(after + 1);
+        recs.filter_map(|(i, r)| match r {
+            Record::Ack(a) if a.call_ref == call_ref => Some((i, a.clone())),
+            _ => None,
+        })
+        .collect()
+    }
+
+    /// The host process `pid` started or resumed `conv` (its lineage
+    /// record) after index `after`.
+    pub fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
+        self.records.iter().skip(after + 1).any(
+            |r| matches!(*r, Record::Lineage { host: h, pid: p, conv: c, .. } if h == host && p == pid && c == conv),
+        )
+    }
+
     /// A compaction of `conv` lies after index `after`.
     pub fn compacted_after(&self, conv: &str, after: usize) -> bool {
         self.records.iter().skip(after + 1).any(|r| matches!(r, Record::Compaction { conv: c, .. } if *c == conv))
