@@ -50,8 +50,48 @@ pub enum Fact {
     ToolUses(Vec<String>),
 }
 
-fn has(line: &[u8], needle: &[u8]) -> bool {
-    memchr::memmem::find(line, needle).is_some()
+/// Which markers a line holds, found in one pass over its quotes (a
+/// marker starts with a quote; a 100 KB tool result has few unescaped
+/// ones), not one scan of the line per marker.
+#[derive(Default)]
+struct Marks {
+    cut: bool,
+    clear: bool,
+    applied: bool,
+    rewound: bool,
+    compacted: bool,
+    replay: bool,
+    user: bool,
+    tool_result: bool,
+    tool_use: bool,
+    mcp: bool,
+}
+
+fn marks(line: &[u8]) -> Marks {
+    let mut m = Marks::default();
+    for i in memchr::memchr_iter(b'"', line) {
+        let r = &line[i..];
+        match r.get(1) {
+            Some(b't') => {
+                m.cut |= r.starts_with(b"\"tool_results_cut\"");
+                m.tool_result |= r.starts_with(b"\"tool_result\"");
+                m.tool_use |= r.starts_with(b"\"tool_use\"");
+            }
+            Some(b'c') => {
+                m.clear |= r.starts_with(b"\"clear_tool_uses_20250919\"");
+                m.compacted |= r.starts_with(b"\"compact_boundary\"");
+            }
+            Some(b'a') => {
+                m.applied |= r.starts_with(b"\"applied_edits\"");
+                m.replay |= r.starts_with(b"\"api-request");
+            }
+            Some(b'r') => m.rewound |= r.starts_with(b"\"rewound\""),
+            Some(b'u') => m.user |= r.starts_with(b"\"user\""),
+            Some(b'm') => m.mcp |= r.starts_with(b"\"mcp__"),
+            _ => {}
+        }
+    }
+    m
 }
 
 /// Classify one complete line (without its newline). Only lines that carry
@@ -66,16 +106,13 @@ pub fn classify(line: &[u8]) -> Fact {
     if line.first() != Some(&b'{') || line.last() != Some(&b'}') {
         return Fact::NotJson;
     }
-    let cut = has(line, b"\"tool_results_cut\"");
-    let cleared = has(line, b"\"clear_tool_uses_20250919\"") && has(line, b"\"applied_edits\"");
-    let rewound = has(line, b"\"rewound\"");
-    let compacted = has(line, b"\"compact_boundary\"");
+    let m = marks(line);
+    let (cut, cleared, rewound, compacted) = (m.cut, m.clear && m.applied, m.rewound, m.compacted);
     // A prompt: a user line with no tool result in it; a tool use: an
     // assistant line naming an MCP tool. Request replays (`api-request*`)
     // repeat both and are not the conversation.
-    let replay = has(line, b"\"api-request");
-    let prompt = !replay && has(line, b"\"user\"") && !has(line, b"\"tool_result\"");
-    let tool = !replay && has(line, b"\"tool_use\"") && has(line, b"\"mcp__");
+    let prompt = !m.replay && m.user && !m.tool_result;
+    let tool = !m.replay && m.tool_use && m.mcp;
     if !(cut || cleared || rewound || compacted || prompt || tool) {
         return Fact::Nothing;
     }
