@@ -118,7 +118,7 @@ pub fn file_report(t: &Target) -> FileReport {
 }
 
 /// How `leanctx serve` stands in a host's user MCP config.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ServerReport {
     #[serde(serialize_with = "crate::base::paths::lossy::path")]
     pub path: PathBuf,

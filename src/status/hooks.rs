@@ -273,7 +273,7 @@ pub fn print(
 }
 
 /// `registered in <file> (as leanctx), last called 3 min ago`.
-pub fn server_line(s: &ServerReport, host: Host, now: u64) -> String {
+pub fn server_line(s: &ServerReport, now: u64) -> String {
     match s.state {
         FileState::Installed | FileState::Outdated => {
             let called = match s.last_call_ms {
@@ -285,9 +285,7 @@ pub fn server_line(s: &ServerReport, host: Host, now: u64) -> String {
             format!("registered in {} (as {}), {outdated}{called}{doc}", s.path.display(), s.names.join(", "))
         }
         FileState::Unreadable => format!("cannot read {}", s.path.display()),
-        FileState::Absent | FileState::NotInstalled => {
-            format!("not registered (`leanctx hooks install {host}` registers it in {})", s.path.display())
-        }
+        FileState::Absent | FileState::NotInstalled => format!("not registered in {}", s.path.display()),
     }
 }
 
@@ -317,7 +315,7 @@ impl HooksStatus {
                     let _ = writeln!(o, "  {:<12}runs {p}", "");
                 }
             }
-            let _ = writeln!(o, "  {:<12}{}", "MCP server", server_line(&h.server, h.host, now));
+            let _ = writeln!(o, "  {:<12}{}", "MCP server", server_line(&h.server, now));
             match &h.last_event {
                 Some(l) => {
                     let _ = writeln!(o, "  {:<12}{}, {}", "last event", l.event, ago(now, l.at_ms));

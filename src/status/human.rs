@@ -50,6 +50,7 @@ impl Status {
                 not_set_up.push(h.name);
             } else {
                 let _ = writeln!(o, "{}: {}", h.name, host_text(h, now));
+                let _ = writeln!(o, "  MCP server {}", super::hooks::server_line(&h.server, now));
             }
         }
         if !not_set_up.is_empty() {

@@ -28,8 +28,7 @@ pub struct Status {
     pub concurrent: bool,
     pub hosts: Vec<HostStatus>,
     pub journal_bytes: u64,
-    /// `false`: the read path cannot trust the state and withholds every
-    /// stub (`state-unavailable`); `problems` says why.
+    /// `false`: the read path cannot trust the state and withholds every stub (`state-unavailable`); see `problems`.
     pub state_available: bool,
     /// Every problem found, each with its fix (`problem: fix`), as in `issues`.
     pub problems: Vec<String>,
@@ -40,8 +39,7 @@ pub struct Status {
     /// The data dir does not exist yet (no hook has run); the first hook
     /// event creates it. Not a problem as long as it can be created.
     pub data_dir_created: bool,
-    /// Open subagents of every conversation (started inside the TTL, not
-    /// yet stopped), oldest first.
+    /// Open subagents of every conversation (started inside the TTL, not yet stopped), oldest first.
     pub subagents: Vec<SubagentStatus>,
     /// Bytes the read path saved today and in the last 7 days (`leanctx stats`).
     pub saved: Option<stats::Saved>,
@@ -63,6 +61,8 @@ pub struct HostLine {
     /// When the config holding leanctx's entries last changed (unix ms).
     pub installed_ms: Option<u64>,
     pub last_event_ms: Option<u64>,
+    /// Whether `leanctx serve` is registered as its MCP server, and its last call.
+    pub server: crate::install::inspect::ServerReport,
 }
 
 /// One problem and what fixes it.
@@ -425,6 +425,7 @@ pub fn gather(rp: &ReadPath) -> Status {
                 state: h.state,
                 installed_ms: h.installed_ms,
                 last_event_ms: h.last_event.as_ref().map(|l| l.at_ms),
+                server: h.server.clone(),
             });
         }
     }

@@ -308,6 +308,12 @@ fn status_says_registered_and_whether_the_server_was_called() {
     assert!(s["last_call_ms"].is_null(), "{st:#}");
     let plain = sb.cmd(["hooks", "status", "claude-code"]).ok().stdout;
     assert!(plain.contains("MCP server  registered in") && plain.contains("never called"), "{plain}");
+    // `leanctx status` says it too, under each host that is set up.
+    let st = sb.cmd(["status", "--json"]).run().json();
+    let claude = st["host_states"].as_array().unwrap().iter().find(|h| h["host"] == "claude-code").unwrap().clone();
+    assert_eq!(claude["server"]["state"], "installed", "{st:#}");
+    let plain = sb.cmd(["status"]).run().stdout;
+    assert!(plain.contains("\n  MCP server registered in") && plain.contains("never called"), "{plain}");
 
     // A call to the registered server, as Claude Code's PreToolUse hook records it.
     let pre = json!({

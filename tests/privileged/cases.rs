@@ -200,3 +200,21 @@ pub fn the_files_owner_is_kept_when_root_edits_it() {
     let bak = std::fs::metadata(dir.join("settings.json.leanctx.bak")).unwrap();
     assert_eq!((bak.uid(), bak.gid()), (4321, 4322));
 }
+
+/// The same for the MCP server's registration: root registering `leanctx
+/// serve` in another user's Codex config.toml keeps its owner and group
+/// on the file and its backup (tests/it/serverinstall.rs has the rest).
+pub fn the_server_files_owner_is_kept_when_root_edits_it() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    let dir = sb.host_dir("codex");
+    let p = dir.join("config.toml");
+    std::fs::write(&p, "model = \"x\"\n").unwrap();
+    std::os::unix::fs::chown(&p, Some(4321), Some(4322)).unwrap();
+    sb.cmd(["hooks", "install", "codex", "--server"]).ok();
+    assert!(std::fs::read_to_string(&p).unwrap().contains("[mcp_servers.leanctx]"));
+    let md = std::fs::metadata(&p).unwrap();
+    assert_eq!((md.uid(), md.gid()), (4321, 4322));
+    let bak = std::fs::metadata(dir.join("config.toml.leanctx.bak")).unwrap();
+    assert_eq!((bak.uid(), bak.gid()), (4321, 4322));
+}

@@ -128,6 +128,11 @@ const CASES: &[Case] = &[
         needs: Need::Chown,
         run: cases::the_files_owner_is_kept_when_root_edits_it,
     },
+    Case {
+        name: "serverinstall::the_server_files_owner_is_kept_when_root_edits_it",
+        needs: Need::Chown,
+        run: cases::the_server_files_owner_is_kept_when_root_edits_it,
+    },
 ];
 
 #[cfg(not(unix))]
