@@ -127,7 +127,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                     // (in the same append, to keep one append per event).
                     if let Some(id) = call_id.as_deref() {
                         let call_ref = leanctx::state::ledger::id_ref(id);
-                        let file = leanctx::state::ledger::name_hash("key", &format!("src/f{}.rs", mix(i) % 200));
+                        let file = secret().name("key", &format!("src/f{}.rs", mix(i) % 200));
                         refs.push((call_ref, file));
                     }
                 }
@@ -188,7 +188,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     .unwrap_or_else(|e| crate::fail(&format!("witness: {e}")));
     let window = format!("proc:{BENCH_HOST_PID}");
     let call_ref = leanctx::state::ledger::id_ref(&claude_call_id);
-    let key = leanctx::state::ledger::name_hash("key", "README.md");
+    let key = secret().name("key", "README.md");
     let d = Delivery {
         t,
         host: Host::ClaudeCode,
@@ -197,7 +197,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
         window: Some(&window),
         call_ref: &call_ref,
         key: &key,
-        version: &leanctx::state::ledger::name_hash("version", "v1"),
+        version: &secret().name("version", "v1"),
         digest: DIGEST,
         len: 4096,
     };
@@ -311,7 +311,8 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
             // happen as they would.
             let now = now + iter as u64 * 1_000;
             let c = cursor_call(iter);
-            let fp = c.fingerprint();
+            // As the hook stores it: sealed with the data dir's secret.
+            let fp = secret().seal_fp(&c.fingerprint());
             let key = format!("bench-{iter}");
             let t = now - 5;
             Journal::new(&h.dir)
@@ -477,6 +478,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
     for &n in cfg.micro_sizes {
         let dir = root.join(format!("micro-{n}"));
         leanctx::fsx::create_private_dir(&dir, false).expect("micro dir");
+        write_secret(&dir);
         let h = write_history(&dir, n, now);
         eprintln!("  {n} events written in {:.1} s; journal {} bytes", h.setup.as_secs_f64(), h.size);
         hist.push(h);
@@ -538,6 +540,8 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         let _ = writeln!(out, " {flat:.2}× | {verdict} |");
     }
 
+    secret_cost(cfg, root, warm, out);
+
     // Reference: the file read a stub saves.
     let file = root.join("reference-32k.rs");
     let body: String = (0..32 * 1024).map(|i| if i % 64 == 63 { '\n' } else { 'x' }).collect();
@@ -582,4 +586,69 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         );
     }
     missed
+}
+
+/// A fixed key for the names the journals here hold.
+fn secret() -> leanctx::state::secret::Secret {
+    leanctx::state::secret::Secret::from_bytes([7; 32])
+}
+
+/// The data dir's secret file holding [`secret`]'s key, so the read path
+/// keys its questions as the history was keyed.
+fn write_secret(dir: &Path) {
+    use std::io::Write as _;
+    let mut f = leanctx::fsx::create_new(&dir.join(leanctx::state::secret::SECRET_FILE), 0o600)
+        .unwrap_or_else(|e| crate::fail(&format!("secret: {e}")));
+    f.write_all(&[7; 32]).unwrap_or_else(|e| crate::fail(&format!("secret: {e}")));
+}
+
+/// What keying costs (issue 21): a process's first read of the secret (a
+/// fresh data dir each time, so nothing is cached), and sealing what a
+/// `PostToolBatch` hook or a `stub --result` stores (a ref, a content
+/// digest, a length; the names of key and version).
+fn secret_cost(cfg: &Config, root: &Path, warm: usize, out: &mut String) {
+    use leanctx::state::ledger::Content;
+    use leanctx::state::secret::Secret;
+    let n = warm + cfg.micro_iters;
+    let dirs: Vec<PathBuf> = (0..n)
+        .map(|i| {
+            let d = root.join(format!("secret-{i}"));
+            leanctx::fsx::create_private_dir(&d, false).expect("secret dir");
+            write_secret(&d);
+            d
+        })
+        .collect();
+    let (mut load, mut seal) = (Vec::new(), Vec::new());
+    let raw = Content { digest: "fedcba9876543210fedcba9876543210".into(), len: 61_440 };
+    let s = secret();
+    for (i, d) in dirs.iter().enumerate() {
+        let t = Instant::now();
+        black_box(Secret::load(black_box(d)).ok());
+        let dl = t.elapsed();
+        let t = Instant::now();
+        black_box(s.seal_content(black_box(&raw)));
+        black_box(s.seal_ref(black_box("fp:0123456789abcdef0123456789abcdef")));
+        black_box(s.name("key", black_box("src/main.rs")));
+        black_box(s.name("version", black_box("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")));
+        let ds = t.elapsed();
+        if i >= warm {
+            load.push(dl);
+            seal.push(ds);
+        }
+    }
+    let (l, k) = (Stats::of(&load), Stats::of(&seal));
+    let _ = writeln!(
+        out,
+        "\nKeyed digests (issue 21): the first read of a data dir's `secret` in a process (open, fstat, \
+         32 bytes; a fresh dir each time) p50 {} (p99 {}); sealing what one delivery stores (its \
+         digest and length, a ref, the key's and the version's names: 4 keyed BLAKE3 of ≤ 64 bytes) \
+         p50 {} (p99 {}). The result's own BLAKE3 is unchanged (unkeyed in memory, then sealed).",
+        fmt_dur(l.p50),
+        fmt_dur(l.p99),
+        fmt_dur(k.p50),
+        fmt_dur(k.p99)
+    );
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

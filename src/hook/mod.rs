@@ -231,6 +231,17 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         }
         _ => {}
     }
+    // Every fingerprint, ref and digest goes into the journal keyed with the
+    // data dir's secret. Without one (unreadable: a FIFO, another user's),
+    // the call is recorded without a fingerprint (its id still names it)
+    // and no acknowledgement is: both only withhold. Read only when needed.
+    let secret = if ev.is_mcp_call() || !ev.acks.is_empty() {
+        Some(crate::state::secret::Secret::load_or_create(dir))
+    } else {
+        None
+    };
+    let sealer = secret.as_ref().and_then(|s| s.as_ref().ok());
+    let fp = sealer.zip(ev.args_fingerprint.as_deref()).map(|(s, fp)| s.seal_fp(fp));
     let key;
     if ev.is_mcp_call() {
         let tool = ev.tool.as_ref().expect("mcp call has a tool");
@@ -242,7 +253,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             agent: ev.agent.as_deref(),
             server: tool.server.as_deref(),
             tool: &tool.tool,
-            fp: ev.args_fingerprint.as_deref().unwrap_or("-"),
+            fp: fp.as_deref().unwrap_or("-"),
             call_id: ev.call_id.as_deref(),
             key: &key,
         }));
@@ -254,15 +265,21 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
     } else {
         crate::state::ledger::CODEX_DEFAULT_BUDGET_TOKENS
     };
-    for a in &ev.acks {
+    let sealed: Vec<_> = match sealer {
+        Some(s) => {
+            ev.acks.iter().map(|a| (s.seal_ref(&a.call_ref), s.seal_content(&a.content), a.whole(budget))).collect()
+        }
+        None => Vec::new(),
+    };
+    for (call_ref, content, whole) in &sealed {
         recs.push(Record::Ack(crate::state::ledger::Ack {
             t: now,
             host,
             scope: ev.agent.as_deref().unwrap_or(conv),
-            call_ref: &a.call_ref,
-            digest: &a.content.digest,
-            len: a.content.len,
-            whole: a.whole(budget),
+            call_ref,
+            digest: &content.digest,
+            len: content.len,
+            whole: *whole,
         }));
     }
     let journal = Journal::new(dir);
@@ -280,6 +297,12 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         }
         None => journal.append(&recs, now),
     };
+    let mut journal_result = journal_result;
+    if let Some(Err(e)) = secret {
+        journal_result = journal_result.and(Err(std::io::Error::other(format!(
+            "recorded without fingerprints or acknowledgements: the data dir's secret: {e}"
+        ))));
+    }
 
     let slot_result = match ev.kind {
         EventKind::SessionEnd | EventKind::SubagentStop | EventKind::Unknown => Ok(()),

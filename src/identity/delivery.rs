@@ -9,7 +9,7 @@ use crate::state::ledger::{Ack, Confirmation, Content, Delivery, confirmation};
 #[derive(Clone, Debug)]
 pub struct Question<'a> {
     pub scope: &'a str,
-    /// [`name_hash`](crate::state::ledger::name_hash) of key and version.
+    /// Key and version as [`Secret::name`](crate::state::secret::Secret::name) keys them.
     pub key: &'a str,
     pub version: &'a str,
     pub window: Option<&'a str>,

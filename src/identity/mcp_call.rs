@@ -122,6 +122,7 @@ pub fn caller_from_call(c: &crate::state::journal::Call<'_>) -> Caller {
 pub fn choose_claim<'a>(
     view: &View<'a>,
     call: &McpCall,
+    fp: &str,
     claimant: Option<&str>,
     now: u64,
 ) -> Result<(Caller, Option<&'a str>), PerCall> {
@@ -129,8 +130,7 @@ pub fn choose_claim<'a>(
     let caller_of = |c: &crate::state::journal::Call<'_>| {
         Caller::new(Source::Fingerprint, Some(scope_of(c)), Some(c.conv.to_string()), Some(c.host))
     };
-    let fp = call.fingerprint();
-    let candidates = view.claim_candidates(&call.name, &fp, now);
+    let candidates = view.claim_candidates(&call.name, fp, now);
     // The same request asked again (a check, then the delivery) holds its
     // claim, but only inside the claim window, and only while no other
     // scope's hook recorded this same call: two chats behind one shared
@@ -166,15 +166,16 @@ pub fn choose_claim<'a>(
 
 /// The claimant token of one MCP request: the server process, the
 /// request's JSON-RPC id, its progress token (Cursor numbers them per chat)
-/// and the call (hashed; `None` without an id). Two chats of one shared
-/// server can still send the same of all of these: [`choose_claim`] does not
-/// let a token's claim stand for another scope's recorded call.
-pub fn claimant_token(server_pid: u32, call: &McpCall) -> Option<String> {
+/// and the call, its arguments as the sealed fingerprint `fp` (so they
+/// cannot be guessed back from the token; hashed; `None` without an id).
+/// Two chats of one shared server can still send the same of all of these:
+/// [`choose_claim`] does not let a token's claim stand for another scope's
+/// recorded call.
+pub fn claimant_token(server_pid: u32, call: &McpCall, fp: &str) -> Option<String> {
     let id = call.request_id.as_deref()?;
     let progress = call.meta.get("progressToken").map(Value::to_string).unwrap_or_default();
-    let h = crate::base::fingerprint::sha256_hex(
-        format!("{server_pid}\0{id}\0{progress}\0{}\0{}", call.name, call.fingerprint()).as_bytes(),
-    );
+    let h =
+        crate::base::fingerprint::sha256_hex(format!("{server_pid}\0{id}\0{progress}\0{}\0{fp}", call.name).as_bytes());
     Some(h[..32].to_string())
 }
 
@@ -204,7 +205,7 @@ mod tests {
         let claude = McpCall::from_json(&json!({"name":"x","_meta":{"claudecode/toolUseId":"toolu_9"}})).unwrap();
         assert_eq!((claude.host_call_id(), claude.meta_call_id(), claude.window_id()), (Some("toolu_9"), None, None));
         // Tokens: one per request of one server, none without a request id.
-        let t = |pid, c: &McpCall| claimant_token(pid, c);
+        let t = |pid, c: &McpCall| claimant_token(pid, c, &c.fingerprint());
         assert_eq!(t(1, &bare), None);
         assert_eq!(t(1, &whole), t(1, &whole));
         assert_ne!(t(1, &whole), t(2, &whole));
@@ -232,38 +233,41 @@ mod tests {
         let c = McpCall::from_json(&json!({"name":"ctx_read","arguments":{"path":"a"}})).unwrap();
         let fp: &'static str = Box::leak(c.fingerprint().into_boxed_str());
         let one = View { records: vec![call("A", None, Host::Cursor, "k1", fp)] };
-        let (caller, key) = choose_claim(&one, &c, None, 2_000).unwrap();
+        let (caller, key) = choose_claim(&one, &c, fp, None, 2_000).unwrap();
         assert_eq!((caller.scope.as_deref(), key), (Some("A"), Some("k1")));
         let same_scope =
             View { records: vec![call("A", None, Host::Cursor, "k1", fp), call("A", None, Host::Cursor, "k2", fp)] };
-        assert_eq!(choose_claim(&same_scope, &c, None, 2_000).unwrap().1, Some("k1"));
+        assert_eq!(choose_claim(&same_scope, &c, fp, None, 2_000).unwrap().1, Some("k1"));
         let two =
             View { records: vec![call("A", None, Host::Cursor, "k1", fp), call("B", None, Host::Cursor, "k2", fp)] };
-        assert_eq!(choose_claim(&two, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        assert_eq!(choose_claim(&two, &c, fp, None, 2_000).unwrap_err(), PerCall::Ambiguous);
         let sub = View {
             records: vec![call("A", None, Host::Cursor, "k1", fp), call("A", Some("task:t"), Host::Cursor, "k2", fp)],
         };
-        assert_eq!(choose_claim(&sub, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        assert_eq!(choose_claim(&sub, &c, fp, None, 2_000).unwrap_err(), PerCall::Ambiguous);
         let claude = View { records: vec![call("A", None, Host::ClaudeCode, "k1", fp)] };
-        assert_eq!(choose_claim(&claude, &c, None, 2_000).unwrap_err(), PerCall::Ambiguous);
+        assert_eq!(choose_claim(&claude, &c, fp, None, 2_000).unwrap_err(), PerCall::Ambiguous);
         // A held claim: the same request asked again, unless another scope
         // recorded the same call since (two chats, one server, one request id).
         let claim = |key: &'static str| Record::Claim { t: 1_500, key, claimant: Some("tok") };
         let held = View { records: vec![call("A", None, Host::Cursor, "k1", fp), claim("k1")] };
-        let got = choose_claim(&held, &c, Some("tok"), 2_000).unwrap();
+        let got = choose_claim(&held, &c, fp, Some("tok"), 2_000).unwrap();
         assert_eq!((got.0.scope.as_deref(), got.1), (Some("A"), None));
         let mut again = held.records.clone();
         again.push(call("A", None, Host::Cursor, "k2", fp));
-        assert_eq!(choose_claim(&View { records: again }, &c, Some("tok"), 2_000).unwrap().1, None);
+        assert_eq!(choose_claim(&View { records: again }, &c, fp, Some("tok"), 2_000).unwrap().1, None);
         let mut other = held.records.clone();
         other.push(call("B", None, Host::Cursor, "k2", fp));
-        assert_eq!(choose_claim(&View { records: other }, &c, Some("tok"), 2_000).unwrap_err(), PerCall::Ambiguous);
+        assert_eq!(choose_claim(&View { records: other }, &c, fp, Some("tok"), 2_000).unwrap_err(), PerCall::Ambiguous);
         // Another token, or the held record past the claim window: no claim is held.
-        let other_token = choose_claim(&held, &c, Some("tik"), 2_000).unwrap_err();
+        let other_token = choose_claim(&held, &c, fp, Some("tik"), 2_000).unwrap_err();
         assert_eq!(other_token, PerCall::NoMatch);
-        assert_eq!(choose_claim(&held, &c, Some("tok"), 1_000 + CLAIM_WINDOW_MS + 1).unwrap_err(), PerCall::NoMatch);
+        assert_eq!(
+            choose_claim(&held, &c, fp, Some("tok"), 1_000 + CLAIM_WINDOW_MS + 1).unwrap_err(),
+            PerCall::NoMatch
+        );
         let other_args = View { records: vec![call("A", None, Host::Cursor, "k1", "00")] };
-        assert_eq!(choose_claim(&other_args, &c, None, 2_000).unwrap_err(), PerCall::NoMatch);
+        assert_eq!(choose_claim(&other_args, &c, fp, None, 2_000).unwrap_err(), PerCall::NoMatch);
         let rec = View {
             records: vec![Record::Call(Call {
                 t: 1,

@@ -150,7 +150,11 @@ impl ReadPath {
                 let call_ref = match caller.source {
                     Source::MetaSession => call.meta_call_id().map(ledger::id_ref),
                     Source::ToolUseId => call.claude_tool_use_id().map(ledger::id_ref),
-                    Source::Fingerprint => Some(ledger::fp_ref(&call.name, &call.fingerprint())),
+                    // Sealed as the hooks' acknowledgements are (a ref of
+                    // raw arguments could be guessed back).
+                    Source::Fingerprint => {
+                        self.secret().map(|s| s.seal_ref(&ledger::fp_ref(&call.name, &call.fingerprint())))
+                    }
                     _ => None,
                 };
                 // A Cursor task hook without CURSOR_TASK_ID records its call
@@ -189,11 +193,12 @@ impl ReadPath {
     ) -> Result<LedgerAnswer, InputError> {
         ledger::check_name("--key", key)?;
         ledger::check_name("--version", version)?;
-        let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
+        let (keyh, verh, no_secret) = self.sealed_names(key, version);
         let now = self.now();
         let window = self.window_of(call);
         let deadline = Instant::now() + READ_WAIT;
         let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
+            let unavailable = unavailable || no_secret;
             let lc = self.ledger_caller(call, view, unavailable, now, deadline);
             let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, result), window.clone());
             (ans, lc)
@@ -219,11 +224,11 @@ impl ReadPath {
     pub fn deliver(&self, call: &McpCall, key: &str, version: &str, result: &Content) -> Result<Recorded, InputError> {
         ledger::check_name("--key", key)?;
         ledger::check_name("--version", version)?;
-        let (keyh, verh) = (ledger::name_hash("key", key), ledger::name_hash("version", version));
+        let (keyh, verh, no_secret) = self.sealed_names(key, version);
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;
         let lc = self.with_journal(now, deadline, |view, unavailable| {
-            self.ledger_caller(call, view, unavailable, now, deadline)
+            self.ledger_caller(call, view, unavailable || no_secret, now, deadline)
         });
         if let Some((via, dir)) = self.stats_sink() {
             let o = Outcome {
@@ -239,6 +244,18 @@ impl ReadPath {
             crate::stats::record_in(Some(dir), &o);
         }
         Ok(self.record_delivery(&lc, self.window_of(call).as_deref(), &keyh, &verh, result, now))
+    }
+
+    /// The journal's names for `key` and `version` (keyed with the data
+    /// dir's secret), and whether a usable data dir's secret is missing or
+    /// unreadable: then no digest can be computed and every answer withholds
+    /// (`state-unavailable`). No data dir at all: no record exists, so the
+    /// names are placeholders nothing matches.
+    fn sealed_names(&self, key: &str, version: &str) -> (String, String, bool) {
+        match self.secret() {
+            Some(s) => (s.name("key", key), s.name("version", version), false),
+            None => ("-".into(), "-".into(), self.usable_dir().is_some()),
+        }
     }
 
     fn ledger_decide(
@@ -364,6 +381,10 @@ impl ReadPath {
             return not("a subagent of this conversation is running, and a fingerprint cannot tell them apart");
         }
         let Some(dir) = self.usable_dir() else { return not("no usable data dir (has any hook run?)") };
+        let Some(secret) = self.secret() else {
+            return not("the data dir's secret (which keys every digest) cannot be read or created");
+        };
+        let content = secret.seal_content(content);
         let conv = lc.caller.conversation.as_deref().unwrap_or(scope);
         let host = lc.caller.host.unwrap_or(crate::Host::ClaudeCode);
         let d = ledger::Delivery {

@@ -92,14 +92,6 @@ pub fn check_name(what: &'static str, s: &str) -> Result<(), InputError> {
     Ok(())
 }
 
-/// The journal's name for a key or version: a hash, so no path or content
-/// hash of the server's reaches the disk in the clear.
-pub fn name_hash(kind: &str, s: &str) -> String {
-    let mut h = sha256_hex(format!("leanctx-{kind}\0{s}").as_bytes());
-    h.truncate(32);
-    h
-}
-
 /// What a result shows, as one text, and its digest.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Content {
@@ -279,7 +271,8 @@ pub struct Delivery<'a> {
     pub window: Option<&'a str>,
     #[serde(rename = "ref")]
     pub call_ref: &'a str,
-    /// [`name_hash`] of the key and version.
+    /// The key and version as [`Secret::name`](crate::state::secret::Secret::name)
+    /// keys them.
     pub key: &'a str,
     pub version: &'a str,
     pub digest: &'a str,
@@ -531,9 +524,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn names_are_hashed_and_distinct() {
-        assert_eq!(name_hash("key", "src/main.rs").len(), 32);
-        assert_ne!(name_hash("key", "a"), name_hash("version", "a"));
+    fn refs_are_hashed_and_distinct() {
         assert_eq!(fp_ref("ctx_read", "ab"), fp_ref("ctx_read", "ab"));
         assert_ne!(fp_ref("ctx_read", "ab"), fp_ref("ctx_outline", "ab"));
     }

@@ -1,6 +1,7 @@
 //! The shared state hooks write and readers read, in the data dir: the
 //! slot, the journal with the delivery records of the ledger ([`ledger`]),
-//! and the incremental reader that keeps a parsed journal up to date.
+//! the incremental reader that keeps a parsed journal up to date, and the
+//! secret that keys every digest and name hash the journal stores.
 //! Formats: docs/ARCHITECTURE.md. Only the ledger's records and content
 //! rules are library API; the rest is the binary's.
 
@@ -9,5 +10,6 @@ pub mod digest;
 #[doc(hidden)]
 pub mod journal;
 pub mod ledger;
+pub mod secret;
 #[doc(hidden)]
 pub mod slot;

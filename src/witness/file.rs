@@ -22,6 +22,10 @@ pub const MAX_READ_BYTES: u64 = 8 << 20;
 pub const MAX_STATE_BYTES: u64 = 1 << 20;
 /// Witness files kept before old ones (a day untouched) are removed.
 pub const MAX_FILES: usize = 512;
+/// How a transcript is opened: any regular file (it is the host's, not
+/// state), never a FIFO or a device; its size is not capped here (the
+/// witness reads at most MAX_READ_BYTES on from its offset).
+const TRANSCRIPT: fsx::ReadRule = fsx::ReadRule::any(u64::MAX);
 /// A witness untouched this long is forgotten (with it, every delivery of
 /// its conversation: no witness, no stub).
 pub const KEEP_MS: u64 = crate::state::ledger::DELIVERY_KEEP_MS;
@@ -179,10 +183,10 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
             let mut st = State { transcript: transcript.to_string(), since_ms: now, ..State::default() };
             // Start at the transcript's end: what is already in it concerns
             // deliveries this witness did not watch, which end now.
-            if let Ok(f) = fsx::open_nonblocking(Path::new(transcript))
-                && let Ok(md) = f.metadata()
-                && md.is_file()
-            {
+            // The bounded open (fsx::open_file): a FIFO or a link to a
+            // device is refused without blocking; the size is the witness's
+            // own business (it reads on from an offset).
+            if let Ok(Some((f, md))) = fsx::open_file(Path::new(transcript), &TRANSCRIPT) {
                 st.file = fsx::handle_id(&f, &md)?;
                 st.offset = md.len();
                 // At the end, or in a line being written: skip to its end.
@@ -310,11 +314,8 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
 
 /// Read on from `st.offset`: `(why every delivery ended, bytes left unread)`.
 fn read_on(st: &mut State) -> io::Result<(Option<String>, u64)> {
-    let f: File = fsx::open_nonblocking(Path::new(&st.transcript))?;
-    let md = f.metadata()?;
-    if !md.is_file() {
-        return Err(io::Error::other("is not a regular file"));
-    }
+    let (f, md): (File, _) = fsx::open_file(Path::new(&st.transcript), &TRANSCRIPT)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the transcript is gone"))?;
     let id = fsx::handle_id(&f, &md)?;
     let mut ended = None;
     let restart = |st: &mut State, why: &str| {

@@ -119,7 +119,7 @@ fn claude_baseline_records_sightings_call_and_end() {
     let calls = Sandbox::calls(&j);
     let c = calls.first().expect("call record");
     assert_eq!((c.host, c.conv, c.agent, c.server, c.tool), (Host::ClaudeCode, sid, None, Some("ctx"), "ctx_read"));
-    assert_eq!(c.fp.len(), 64, "sha256 fingerprint");
+    assert_eq!(c.fp.len(), 32, "the fingerprint, sealed with the data dir's secret");
     assert_eq!(c.call_id, Some("toolu_mock_3ea9fac1ab1948ea"));
     assert!(Sandbox::count(&j, |r| matches!(r, Record::End { conv, .. } if *conv == sid)) > 0);
     // ToolSearch is not an MCP tool: one call record only.

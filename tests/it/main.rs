@@ -27,6 +27,7 @@ mod newuser;
 mod readpath;
 mod rng;
 mod secondtry;
+mod secret;
 #[cfg(unix)]
 mod security;
 mod serverinstall;

@@ -315,7 +315,7 @@ fn ids_never_reach_a_path() {
     // Inside: only the names we write.
     for f in walk(&sb.data) {
         let rel = f.strip_prefix(&sb.data).unwrap().to_string_lossy().into_owned();
-        let ok = matches!(rel.as_str(), "active_transcript.json" | "journal" | "journal.lock" | "scopes")
+        let ok = matches!(rel.as_str(), "active_transcript.json" | "journal" | "journal.lock" | "scopes" | "secret")
             || rel
                 .strip_prefix("scopes/")
                 .and_then(|n| n.strip_suffix(".json"))

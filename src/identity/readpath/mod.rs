@@ -234,6 +234,13 @@ impl ReadPath {
         paths::check_data_dir(d).ok().map(|()| d)
     }
 
+    /// The usable data dir's secret, created if it has none yet (a data dir
+    /// from before digests were keyed). `None`: no usable dir, or a secret
+    /// that cannot be read or made (every digest question then withholds).
+    pub(crate) fn secret(&self) -> Option<crate::state::secret::Secret> {
+        crate::state::secret::Secret::load_or_create(self.usable_dir()?).ok()
+    }
+
     /// Resolve the caller: the whole scope chain, per-call identity included
     /// when `call` is given. A Cursor fingerprint match is claimed here.
     pub fn resolve(&self, call: Option<&McpCall>, now: u64) -> Resolution {
@@ -397,9 +404,13 @@ impl ReadPath {
         }
         // Fingerprint: decide and claim under one exclusive lock, so a call
         // record is claimed exactly once across processes.
+        // Call records keep the fingerprint sealed with the data dir's
+        // secret: without it no record can be found or ruled out.
         let Some(dir) = self.usable_dir() else { return Err(PerCall::StateError) };
-        let token = mcp_call::claimant_token(self.server_pid, call);
-        claim(dir, call, token.as_deref(), now, view.reader(), deadline).unwrap_or(Err(PerCall::StateError))
+        let Some(secret) = self.secret() else { return Err(PerCall::StateError) };
+        let fp = secret.seal_fp(&call.fingerprint());
+        let token = mcp_call::claimant_token(self.server_pid, call, &fp);
+        claim(dir, call, &fp, token.as_deref(), now, view.reader(), deadline).unwrap_or(Err(PerCall::StateError))
     }
 
     /// What the journal says around `caller` at `now`.

@@ -39,6 +39,7 @@ pub(super) fn reader_for<'r>(
 pub(super) fn claim(
     dir: &Path,
     call: &McpCall,
+    fp: &str,
     claimant: Option<&str>,
     now: u64,
     seed: Option<&Reader>,
@@ -63,8 +64,8 @@ pub(super) fn claim(
     }
     reader.refresh_held(&journal)?;
     reader.index_claims();
-    let view = reader.digest().claim_view(&call.name, &call.fingerprint(), claimant, now);
-    let (result, key) = match mcp_call::choose_claim(&view, call, claimant, now) {
+    let view = reader.digest().claim_view(&call.name, fp, claimant, now);
+    let (result, key) = match mcp_call::choose_claim(&view, call, fp, claimant, now) {
         Ok((caller, key)) => (Ok(caller), key),
         Err(p) => (Err(p), None),
     };

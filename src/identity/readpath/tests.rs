@@ -54,7 +54,8 @@ fn a_bound_task_scope_takes_only_its_own_conversations_compactions() {
     let tmp = tempfile::tempdir().unwrap();
     let now = clock::now_ms();
     let call = McpCall::from_json(&serde_json::json!({"name": "ctx_read", "arguments": {"path": "a.rs"}})).unwrap();
-    let fp = call.fingerprint();
+    // As a hook records it: sealed with the data dir's secret.
+    let fp = crate::state::secret::Secret::load_or_create(tmp.path()).unwrap().seal_fp(&call.fingerprint());
     let rec = Record::Call(crate::state::journal::Call {
         t: now - 50,
         host: Host::Cursor,

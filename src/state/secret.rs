@@ -1,0 +1,233 @@
+//! The data dir's secret: 32 random bytes in `<data dir>/secret` (0600,
+//! created with the first record that needs it) that key every content
+//! digest, argument fingerprint and name hash the journal stores (BLAKE3
+//! keyed mode). An unkeyed hash of a short secret is a dictionary away from
+//! the secret (`DB_PIN=4821` came back from a journal in under a second);
+//! keyed, a journal read without this file gives nothing away. Whoever can
+//! read the secret too (the user, root) can still test guesses: the data
+//! dir is private (0700) for that reason.
+//!
+//! Lengths are stored coarse ([`coarse_len`]): the ledger compares them
+//! only alongside the digest, and `leanctx stats` needs a size, not the
+//! size.
+
+use crate::fsx;
+use crate::state::ledger::Content;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The file's name in the data dir.
+pub const SECRET_FILE: &str = "secret";
+/// Its size: exactly this many bytes, nothing else is a secret.
+pub const SECRET_BYTES: usize = 32;
+
+/// A data dir's key. Not `Debug`: it is never printed.
+#[derive(Clone)]
+pub struct Secret([u8; SECRET_BYTES]);
+
+/// Secrets this process has read, by data dir (a long-lived server asks
+/// many times; a replaced secret only makes its later records match
+/// nothing, which withholds).
+static CACHE: Mutex<Vec<(PathBuf, Secret)>> = Mutex::new(Vec::new());
+
+impl Secret {
+    /// The key itself, for tests and benches that build one.
+    pub fn from_bytes(b: [u8; SECRET_BYTES]) -> Secret {
+        Secret(b)
+    }
+
+    /// Read the secret of `dir`: `Ok(None)` when there is none yet; an error
+    /// when the file is not one (a FIFO, a symlink, another user's, readable
+    /// by others, not 32 bytes).
+    pub fn load(dir: &Path) -> io::Result<Option<Secret>> {
+        if let Some(s) = cached(dir) {
+            return Ok(Some(s));
+        }
+        let path = dir.join(SECRET_FILE);
+        let Some((f, md)) = fsx::open_state_md(&path, false, SECRET_BYTES as u64)? else { return Ok(None) };
+        // State may be group-readable; the secret may not.
+        if fsx::mode_of(&md) & 0o077 != 0 {
+            return Err(fsx::untrusted(&path, &format!("has mode {:o}: readable by others", fsx::mode_of(&md))));
+        }
+        let mut bytes = Vec::with_capacity(SECRET_BYTES + 1);
+        io::Read::read_to_end(&mut io::Read::take(f, SECRET_BYTES as u64 + 1), &mut bytes)?;
+        let s = from_file(&path, &bytes)?;
+        remember(dir, &s);
+        Ok(Some(s))
+    }
+
+    /// [`Secret::load`], creating it when missing: 32 bytes from the OS, in a
+    /// fresh 0600 temp file, published by a hard link (which fails if the
+    /// name exists), so a reader never sees a partial secret and, when two
+    /// processes race, the loser reads the winner's.
+    pub fn load_or_create(dir: &Path) -> io::Result<Secret> {
+        if let Some(s) = Secret::load(dir)? {
+            return Ok(s);
+        }
+        let mut key = [0u8; SECRET_BYTES];
+        getrandom::fill(&mut key).map_err(|e| io::Error::other(format!("no random bytes from the OS: {e}")))?;
+        let tmp = dir.join(format!("{}secret-{}", fsx::TEMP_PREFIX, std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let write = |path: &Path| -> io::Result<()> {
+            let mut f = fsx::create_new(path, 0o600)?;
+            io::Write::write_all(&mut f, &key)?;
+            f.sync_all()
+        };
+        let published = write(&tmp).and_then(|()| std::fs::hard_link(&tmp, dir.join(SECRET_FILE)));
+        let _ = std::fs::remove_file(&tmp);
+        // A file system without hard links: create the name itself. A racer
+        // may then read it short for a moment, which it refuses (withholds).
+        let published = match published {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists && dir.join(SECRET_FILE).symlink_metadata().is_err() => {
+                write(&dir.join(SECRET_FILE))
+            }
+            r => r,
+        };
+        match published {
+            Ok(()) => {
+                let s = Secret(key);
+                remember(dir, &s);
+                Ok(s)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Secret::load(dir)?
+                .ok_or_else(|| io::Error::other(format!("{} vanished while created", dir.join(SECRET_FILE).display()))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// 32 hex digits: the keyed BLAKE3 of `raw` in `domain` (a domain each
+    /// for names, fingerprints, refs and digests, so one never stands for
+    /// another).
+    pub fn seal(&self, domain: &str, raw: &str) -> String {
+        let mut h = blake3::Hasher::new_keyed(&self.0);
+        h.update(domain.as_bytes());
+        h.update(&[0]);
+        h.update(raw.as_bytes());
+        hex32(h.finalize().as_bytes())
+    }
+
+    /// The journal's name for a `--key` or `--version`.
+    pub fn name(&self, kind: &str, s: &str) -> String {
+        self.seal(kind, s)
+    }
+
+    /// The journal's form of a call ref: a fingerprint ref (`fp:`) sealed,
+    /// a host's call id (`id:`) as it is (an id, not content).
+    pub fn seal_ref(&self, r: &str) -> String {
+        match r.strip_prefix("fp:") {
+            Some(fp) => format!("fp:{}", self.seal("ref", fp)),
+            None => r.to_string(),
+        }
+    }
+
+    /// The journal's form of a call record's argument fingerprint.
+    pub fn seal_fp(&self, fp: &str) -> String {
+        self.seal("fp", fp)
+    }
+
+    /// The journal's form of a result: its digest sealed, its length coarse.
+    pub fn seal_content(&self, c: &Content) -> Content {
+        Content { digest: self.seal("digest", &c.digest), len: coarse_len(c.len) }
+    }
+}
+
+/// A length as the journal keeps it: up to 64 bytes, 64; above, rounded up
+/// to four significant bits (less than 12.5 % over). A short secret's exact
+/// length is not kept; a size for `leanctx stats` is.
+pub fn coarse_len(len: u64) -> u64 {
+    if len <= 64 {
+        return 64;
+    }
+    // Four significant bits: the unit is 1/8 of the highest bit or less.
+    let shift = 60 - len.leading_zeros();
+    let unit = 1u64 << shift;
+    len.div_ceil(unit).saturating_mul(unit)
+}
+
+fn from_file(path: &Path, bytes: &[u8]) -> io::Result<Secret> {
+    let key: [u8; SECRET_BYTES] = bytes
+        .try_into()
+        .map_err(|_| fsx::untrusted(path, &format!("is {} bytes, not a {SECRET_BYTES}-byte secret", bytes.len())))?;
+    Ok(Secret(key))
+}
+
+fn cached(dir: &Path) -> Option<Secret> {
+    let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    c.iter().find(|(d, _)| d == dir).map(|(_, s)| s.clone())
+}
+
+fn remember(dir: &Path, s: &Secret) {
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if !c.iter().any(|(d, _)| d == dir) {
+        c.push((dir.to_path_buf(), s.clone()));
+    }
+}
+
+fn hex32(d: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(32);
+    for &b in &d[..16] {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarse_lengths() {
+        for (len, want) in [(0, 64), (12, 64), (64, 64), (65, 72), (72, 72), (73, 80), (1000, 1024), (1025, 1152)] {
+            assert_eq!(coarse_len(len), want, "{len}");
+        }
+        for len in [65u64, 100, 4097, 60_000, 1 << 40] {
+            let c = coarse_len(len);
+            assert!(c >= len && c - len <= len / 8, "{len} -> {c}");
+        }
+    }
+
+    #[test]
+    fn created_once_0600_and_read_back() {
+        let t = tempfile::tempdir().unwrap();
+        let a = Secret::load_or_create(t.path()).unwrap();
+        let b = Secret::load_or_create(t.path()).unwrap();
+        assert_eq!(a.0, b.0);
+        let on_disk = std::fs::read(t.path().join(SECRET_FILE)).unwrap();
+        assert_eq!(on_disk, a.0);
+        #[cfg(unix)]
+        assert_eq!(fsx::mode_of(&std::fs::metadata(t.path().join(SECRET_FILE)).unwrap()), 0o600);
+        let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [SECRET_FILE], "no temp left");
+    }
+
+    #[test]
+    fn a_wrong_size_is_refused_and_missing_is_none() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(Secret::load(t.path()).unwrap().is_none());
+        let p = t.path().join(SECRET_FILE);
+        std::fs::write(&p, [1u8; 31]).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let e = Secret::load(t.path()).err().unwrap().to_string();
+        assert!(e.contains("31 bytes"), "{e}");
+        assert!(Secret::load_or_create(t.path()).is_err(), "never replaced");
+    }
+
+    #[test]
+    fn seals_differ_by_key_and_domain() {
+        let (a, b) = (Secret([1; 32]), Secret([2; 32]));
+        assert_ne!(a.seal("fp", "x"), b.seal("fp", "x"));
+        assert_ne!(a.seal("fp", "x"), a.seal("digest", "x"));
+        assert_eq!(a.seal("fp", "x").len(), 32);
+        assert_eq!(a.seal_ref("id:toolu_1"), "id:toolu_1");
+        assert!(a.seal_ref("fp:abc").starts_with("fp:") && a.seal_ref("fp:abc") != "fp:abc");
+        let c = Content { digest: "d".into(), len: 12 };
+        assert_eq!(a.seal_content(&c), Content { digest: a.seal("digest", "d"), len: 64 });
+    }
+}
