@@ -197,10 +197,13 @@ impl ReadPath {
         let now = self.now();
         let window = self.window_of(call);
         let deadline = Instant::now() + READ_WAIT;
+        // The result to compare with the confirmed delivery, as the journal
+        // keeps it (sealed digest, coarse length).
+        let sealed = result.and_then(|c| Some(self.secret()?.seal_content(c)));
         let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
             let unavailable = unavailable || no_secret;
             let lc = self.ledger_caller(call, view, unavailable, now, deadline);
-            let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, result), window.clone());
+            let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, sealed.as_ref()), window.clone());
             (ans, lc)
         });
         if ans.decision.allow {
