@@ -73,16 +73,14 @@ fn stats_counts_what_the_read_path_answered() {
     );
     let r = sb.cmd(["stats", "--json"]).ok().json();
     let t = &r["totals"];
-    // The result's text is 2000 bytes; a CLI stub is counted at 200. The
-    // stub's whole size comes from the ledger, which keeps lengths coarse
-    // (2000 is kept as 2048: src/state/secret.rs).
+    // The result's text is 2000 bytes; a CLI stub is counted at 200.
     assert_eq!(
         (&t["reads"], &t["whole"], &t["stubs"], &t["diffs"], &t["withheld"], &t["errors"]),
         (&json!(4), &json!(2), &json!(1), &json!(0), &json!(1), &json!(0)),
         "{r:#}"
     );
-    assert_eq!((&t["bytes_whole"], &t["bytes_sent"], &t["bytes_saved"]), (&json!(8048), &json!(6200), &json!(1848)));
-    assert_eq!(t["tokens_saved_est"], 462);
+    assert_eq!((&t["bytes_whole"], &t["bytes_sent"], &t["bytes_saved"]), (&json!(8000), &json!(6200), &json!(1800)));
+    assert_eq!(t["tokens_saved_est"], 450);
     assert_eq!(r["withheld"][0]["reason"], "window-changed");
     assert!(r["withheld"][0]["what_to_do"].as_str().unwrap().contains("Codex"));
     assert_eq!(r["rows"].as_array().unwrap().len(), 7, "one row a day");
@@ -98,13 +96,13 @@ fn stats_counts_what_the_read_path_answered() {
     assert!(text.contains("4 reads: 2 whole, 1 stubs, 0 diffs, 1 withheld"), "{text}");
     assert!(!text.contains('█'), "no bars when stdout is not a terminal: {text}");
     let st = sb.cmd(["status", "--json"]).run().json();
-    assert_eq!(st["saved"]["today_bytes"], 1848, "{st:#}");
+    assert_eq!(st["saved"]["today_bytes"], 1800, "{st:#}");
     assert!(sb.cmd(["status"]).run().stdout.contains("saved         1.8 kB today"));
     let bad = sb.cmd(["stats", "--since", "week"]).run();
     assert_eq!(bad.code, 2, "{bad:?}");
     assert!(bad.stderr.contains("expected Nd"), "{bad:?}");
     let p = sb.cmd(["stats", "--json", "--input-price", "3", "--cache-read-price", "0.3"]).ok().json();
-    assert_eq!(p["cost"]["saved_at_input"], json!(462.0 * 3.0 / 1e6));
+    assert_eq!(p["cost"]["saved_at_input"], json!(450.0 * 3.0 / 1e6));
 }
 
 /// `LEANCTX_STATS=0` records nothing; the answer is the same.

@@ -33,6 +33,11 @@ mod faults;
 mod files;
 
 #[cfg(unix)]
+#[allow(unused)]
+#[path = "../it/secret.rs"]
+mod secret;
+
+#[cfg(unix)]
 mod cases;
 
 use std::process::ExitCode;
@@ -122,6 +127,15 @@ const CASES: &[Case] = &[
         name: "files::another_users_file_anywhere_leanctx_reads_answers_in_bounded_time",
         needs: Need::Chown,
         run: || crate::files::every_command_answers(crate::files::Kind::OtherOwner),
+    },
+    Case {
+        name: "secret::a_secret_of_another_user_withholds_every_stub",
+        needs: Need::Chown,
+        run: || {
+            crate::secret::untrusted_secret_withholds("another user's", |p| {
+                std::os::unix::fs::chown(p, Some(4242), Some(4242)).unwrap()
+            })
+        },
     },
     Case {
         name: "install::the_files_owner_is_kept_when_root_edits_it",
