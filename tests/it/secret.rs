@@ -17,6 +17,13 @@ fn s(p: &Path) -> String {
 /// A Claude Code MCP read of `path` with tool-use id `id` (the hook's
 /// record, then the server's request in a file).
 fn claude_call(sb: &Sandbox, session: &str, id: &str, path: &str) -> PathBuf {
+    // The turn names the session's transcript (the stub's second witness).
+    let t = sb.tmp.path().join(format!("transcript-{session}.jsonl"));
+    if !t.exists() {
+        std::fs::write(&t, "").unwrap();
+    }
+    let turn = json!({"session_id": session, "hook_event_name": "UserPromptSubmit", "transcript_path": t, "cwd": "/p"});
+    sb.hook("claude-code", turn.to_string()).ok();
     let pre = json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
         "tool_input": {"path": path}, "tool_use_id": id, "cwd": "/p"});
     sb.hook("claude-code", pre.to_string()).ok();
