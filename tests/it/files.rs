@@ -68,6 +68,7 @@ fn files(sb: &Sandbox) -> Vec<(PathBuf, &'static str)> {
         (d.join("journal"), ""),
         (d.join("journal.lock"), ""),
         (d.join("active_transcript.json"), "{}"),
+        (d.join("secret"), ""),
         (d.join("stats.log"), ""),
         (d.join("stats.json"), "{}"),
         (d.join("stats.lock"), ""),
@@ -89,6 +90,7 @@ fn files(sb: &Sandbox) -> Vec<(PathBuf, &'static str)> {
         (p.join(".cursor/hooks.json"), r#"{"version": 1, "hooks": {}}"#),
         (p.join(".codebuddy/settings.json"), hooks_json),
         (p.join(".codebuddy/settings.local.json"), hooks_json),
+        (sb.tmp.path().join("transcript.jsonl"), ""),
         (sb.tmp.path().join("call.json"), ""),
         (sb.tmp.path().join("result.json"), ""),
     ]
@@ -109,6 +111,11 @@ fn prepare(sb: &Sandbox) {
         std::fs::create_dir_all(sb.home.join(dir)).unwrap();
     }
     let cwd = sb.project.to_str().unwrap();
+    let transcript = sb.tmp.path().join("transcript.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let turn =
+        json!({"session_id": "A", "hook_event_name": "UserPromptSubmit", "cwd": cwd, "transcript_path": transcript});
+    sb.hook("claude-code", turn.to_string()).ok();
     let pre = json!({"session_id": "A", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
         "tool_input": {"path": "a.rs"}, "tool_use_id": "toolu_1", "cwd": cwd});
     sb.hook("claude-code", pre.to_string()).ok();
@@ -123,6 +130,11 @@ fn commands(sb: &Sandbox) -> Vec<(&'static str, Vec<String>, Option<String>)> {
     let cwd = sb.project.to_str().unwrap();
     let s = |p: PathBuf| p.to_str().unwrap().to_string();
     let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The turn names the transcript the second witness reads.
+    let transcript = sb.tmp.path().join("transcript.jsonl");
+    let claude_turn = json!({"session_id": "A", "hook_event_name": "UserPromptSubmit", "cwd": cwd,
+        "transcript_path": transcript});
+    let claude_stop = json!({"session_id": "A", "hook_event_name": "Stop", "cwd": cwd, "transcript_path": transcript});
     let claude_pre = json!({"session_id": "A", "hook_event_name": "PreToolUse", "tool_name": "mcp__gh__danger_zone",
         "tool_input": {}, "tool_use_id": "toolu_2", "cwd": cwd});
     let claude_batch = json!({"session_id": "A", "hook_event_name": "PostToolBatch", "cwd": cwd, "tool_calls": [
@@ -143,6 +155,8 @@ fn commands(sb: &Sandbox) -> Vec<(&'static str, Vec<String>, Option<String>)> {
         a
     };
     vec![
+        ("hook claude-code UserPromptSubmit", v(&["hook", "claude-code"]), Some(claude_turn.to_string())),
+        ("hook claude-code Stop", v(&["hook", "claude-code"]), Some(claude_stop.to_string())),
         ("hook claude-code PreToolUse", v(&["hook", "claude-code"]), Some(claude_pre.to_string())),
         ("hook claude-code PostToolBatch", v(&["hook", "claude-code"]), Some(claude_batch.to_string())),
         ("hook codex PreToolUse", v(&["hook", "codex"]), Some(codex_pre.to_string())),
