@@ -16,7 +16,7 @@
 //! (docs/ARCHITECTURE.md), public only so the tests and benchmarks can
 //! reach them, and hidden from these docs:
 //! `fsx` (file primitives) < `base` < `state` / `gate` < `witness` <
-//! `identity` / `hosts` < `hook` / `install` < `status` < `cli`.
+//! `identity` / `hosts` < `hook` / `install` < `status` / `serve` < `cli`.
 
 #[doc(hidden)]
 pub mod base;
@@ -33,6 +33,8 @@ pub mod hosts;
 pub mod identity;
 #[doc(hidden)]
 pub mod install;
+#[doc(hidden)]
+pub mod serve;
 pub mod state;
 pub mod stats;
 #[doc(hidden)]

@@ -77,6 +77,9 @@ pub(crate) enum Command {
     /// Install, remove or inspect leanctx's entries in a host's hook config.
     #[command(subcommand)]
     Hooks(HooksCmd),
+    /// Run the MCP server (stdio): tool `read` serves a file whole the first
+    /// time and a stub only where the delivery ledger says the caller holds it.
+    Serve,
     /// Print a shell completion script (e.g. `leanctx completions bash > ~/.local/share/bash-completion/completions/leanctx`).
     Completions {
         /// bash, zsh, fish, elvish or powershell.

@@ -95,6 +95,7 @@ pub fn run() -> ExitCode {
             let json = a.json;
             exit_as(stats::stats(a), json)
         }
+        Command::Serve => ExitCode::from(crate::serve::serve_stdio()),
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics on a failed write.
             let mut script = Vec::new();

@@ -263,8 +263,12 @@ pub fn sync_dir(_: &Path) -> io::Result<()> {
 /// left beside the user's config).
 pub fn dir_lock_file(dir: &Path) -> io::Result<File> {
     let dir = fs::canonicalize(dir)?;
-    let h = crate::base::fingerprint::sha256_hex(dir.as_os_str().to_string_lossy().to_lowercase().as_bytes());
-    let p = std::env::temp_dir().join(format!("leanctx-edit-{}.lock", &h[..32]));
+    // sha256 here, not `base::fingerprint` (fsx is the bottom layer); the
+    // same hex, so the name is the one every leanctx computes.
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(dir.as_os_str().to_string_lossy().to_lowercase().as_bytes());
+    let h: String = d.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let p = std::env::temp_dir().join(format!("leanctx-edit-{h}.lock"));
     OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p)
 }
 

@@ -234,6 +234,40 @@ pub fn profile(host: Host) -> &'static HostProfile {
     }
 }
 
+/// What `leanctx serve` declares for Claude Code in `tools/list`
+/// (`_meta["anthropic/maxResultSizeChars"]`): results up to it reach the model
+/// whole instead of as a 2 KB preview (docs/DELIVERY.md §1, fixture
+/// `claude/size-60k-annot500k`).
+pub const CLAUDE_MAX_RESULT_CHARS: u64 = 500_000;
+
+/// The host an MCP client is, from the `clientInfo.name` of its
+/// `initialize` (Claude Code `claude-code`, Codex `codex-mcp-client`, Cursor
+/// `cursor-vscode`; CodeBuddy's is not verified: any name with `codebuddy`).
+pub fn host_of_mcp_client(name: &str) -> Option<Host> {
+    let n = name.to_ascii_lowercase();
+    [("claude", Host::ClaudeCode), ("codex", Host::Codex), ("cursor", Host::Cursor), ("codebuddy", Host::CodeBuddy)]
+        .into_iter()
+        .find(|(needle, _)| n.contains(needle))
+        .map(|(_, h)| h)
+}
+
+/// The largest result (bytes of text) `leanctx serve` hands `host` in one
+/// piece: the most that host was verified to give the model whole, so that
+/// every delivery can be confirmed and none arrives cut (docs/DELIVERY.md
+/// §1). Claude Code: 400 KB were seen whole under the declared
+/// [`CLAUDE_MAX_RESULT_CHARS`]; Codex: its output budget's whole size
+/// ([`crate::state::ledger::codex_whole`]); Cursor, CodeBuddy and an
+/// unknown client: the unverified hosts' cap. Larger files go out as line
+/// ranges.
+pub fn whole_delivery_limit(host: Option<Host>, codex_budget_tokens: u64) -> u64 {
+    use crate::state::ledger;
+    match host {
+        Some(Host::ClaudeCode) => 400_000,
+        Some(Host::Codex) => codex_budget_tokens.saturating_mul(ledger::CODEX_WHOLE_BYTES_PER_1000_TOKENS) / 1000,
+        Some(Host::Cursor | Host::CodeBuddy) | None => ledger::UNVERIFIED_HOST_CAP_BYTES,
+    }
+}
+
 impl HostProfile {
     /// The host's user config dir: its variable if set (empty counts as
     /// unset), else `config_dir` under `home`.
@@ -273,5 +307,20 @@ mod tests {
         for h in Host::ALL {
             assert_eq!(profile(h).host, h);
         }
+    }
+
+    #[test]
+    fn mcp_clients_and_their_limits() {
+        assert_eq!(host_of_mcp_client("claude-code"), Some(Host::ClaudeCode));
+        assert_eq!(host_of_mcp_client("codex-mcp-client"), Some(Host::Codex));
+        assert_eq!(host_of_mcp_client("cursor-vscode"), Some(Host::Cursor));
+        assert_eq!(host_of_mcp_client("CodeBuddy"), Some(Host::CodeBuddy));
+        assert_eq!(host_of_mcp_client("inspector"), None);
+        // Each limit is one the host's acknowledgement rule still calls whole.
+        let l = whole_delivery_limit(Some(Host::Codex), 2_500);
+        assert!(crate::state::ledger::codex_whole(l, 2_500) && !crate::state::ledger::codex_whole(l + 1, 2_500));
+        assert_eq!(whole_delivery_limit(Some(Host::Cursor), 0), crate::state::ledger::UNVERIFIED_HOST_CAP_BYTES);
+        assert_eq!(whole_delivery_limit(None, 0), crate::state::ledger::UNVERIFIED_HOST_CAP_BYTES);
+        assert!(whole_delivery_limit(Some(Host::ClaudeCode), 0) < CLAUDE_MAX_RESULT_CHARS);
     }
 }

@@ -30,6 +30,7 @@ mod secondtry;
 mod secret;
 #[cfg(unix)]
 mod security;
+mod serve;
 mod serverinstall;
 // Unix-only: the scope-check simulation's fault episodes make FIFOs and
 // change the data dir's modes.

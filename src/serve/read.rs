@@ -1,0 +1,87 @@
+//! Tool `read`: whole content first; a stub only where the ledger says the
+//! caller holds this version, confirmed whole, in its window.
+
+use super::page::{self, ReadArgs};
+use super::workspace::Workspace;
+use crate::identity::decision::Reason;
+use crate::identity::mcp_call::McpCall;
+use crate::identity::readpath::ReadPath;
+use crate::identity::stub::LedgerAnswer;
+use crate::state::ledger::Content;
+use serde_json::{Value, json};
+
+/// What a read answered, for the tests and the server's own counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Content,
+    Stub,
+    Error,
+}
+
+/// The server's side of one read.
+pub struct Reader<'a> {
+    pub rp: &'a ReadPath,
+    pub ws: &'a Workspace,
+    /// The most bytes handed over in one piece ([`crate::hosts::profile::whole_delivery_limit`]).
+    pub limit: u64,
+}
+
+/// A tool result.
+pub fn tool_result(text: String, is_error: bool) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": is_error})
+}
+
+impl Reader<'_> {
+    /// Answer `read` for the request `call` (its `_meta` names the caller).
+    pub fn read(&self, call: &McpCall) -> (Kind, Value) {
+        let err = |e: String| (Kind::Error, tool_result(e, true));
+        let args = match page::parse_args(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return err(e),
+        };
+        let f = match self.ws.read(&args.path) {
+            Ok(f) => f,
+            Err(e) => return err(e.0),
+        };
+        let ReadArgs { offset, limit, .. } = args;
+        let p = match page::page(&f.text, offset, limit, usize::try_from(self.limit).unwrap_or(usize::MAX)) {
+            Ok(p) => p,
+            Err(e) => return err(e),
+        };
+        let version = format!("blake3:{}", blake3::hash(f.text.as_bytes()).to_hex());
+        let whole_key = f.path.to_string_lossy().into_owned();
+        let key = if p.whole { whole_key.clone() } else { format!("{whole_key}#L{}-{}", p.first, p.last) };
+        // A range is covered by a held whole copy of this version too.
+        // Only a confirmed delivery backs a stub: the legacy kill switch's
+        // blanket allow (`scope-disabled`) would stub files never sent.
+        let held = |k: &str| {
+            self.rp.stub(call, k, &version, None).ok().filter(|a| a.decision.reason == Reason::ConfirmedDelivery)
+        };
+        let stub = if p.whole { held(&key) } else { held(&whole_key).or_else(|| held(&key)) };
+        if let Some(ans) = stub {
+            return (Kind::Stub, tool_result(stub_text(&f.shown, &p, &version, &ans, self.rp.now()), false));
+        }
+        let text = page::render(&f.shown, &f.text, &p);
+        let content = Content::of_text(&text);
+        // Recorded for the caller when the call names it exactly; a call
+        // that does not is served all the same (it never gets a stub).
+        if let Err(e) = self.rp.deliver(call, &key, &version, &content) {
+            eprintln!("leanctx serve: delivery of {} not recorded: {e}", f.shown);
+        }
+        (Kind::Content, tool_result(text, false))
+    }
+}
+
+/// The stub: which file, which version, when the caller got it.
+fn stub_text(shown: &str, p: &page::Page, version: &str, ans: &LedgerAnswer, now: u64) -> String {
+    let what = if p.whole { "this file".to_string() } else { format!("lines {}-{} of this file", p.first, p.last) };
+    let short = &version[..version.len().min("blake3:".len() + 12)];
+    let when = match &ans.delivery {
+        Some(d) => format!("delivered to you {} s ago", now.saturating_sub(d.delivered_at_ms) / 1000),
+        None => "delivered to you earlier".into(),
+    };
+    format!(
+        "[unchanged] {shown}: you already have {what} in this conversation ({when}, version {short}); \
+         it has not changed since. Use that copy."
+    )
+}
