@@ -153,6 +153,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                         version: VER_H,
                         digest: DIGEST,
                         len: 4096,
+                        base: None,
                     }),
                     Record::Ack(Ack { t, host, scope: &conv, call_ref, digest: DIGEST, len: 4096, whole: true }),
                 ]
@@ -200,6 +201,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
         version: &secret().name("version", "v1"),
         digest: DIGEST,
         len: 4096,
+        base: None,
     };
     let a = Ack {
         t,

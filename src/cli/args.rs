@@ -157,6 +157,10 @@ pub(crate) struct LedgerArgs {
     /// The content's version (a hash); only its hash is kept.
     #[arg(long)]
     pub(crate) version: String,
+    /// The result is a diff against this version of the key (recorded with
+    /// it: a stub then also needs that version still held).
+    #[arg(long)]
+    pub(crate) base: Option<String>,
     /// Print the decision, reason, caller and the delivery it relied on as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -150,13 +150,14 @@ pub(crate) fn ledger_args(mut args: impl Iterator<Item = std::ffi::OsString>) ->
         _ => return None,
     };
     let rest: Vec<String> = args.map(|a| a.into_string().ok()).collect::<Option<_>>()?;
-    let (mut call, mut key, mut version, mut result, mut json) = (None, None, None, None, false);
-    for (name, value) in fast_opts(&rest, &["--call", "--key", "--version", "--result"])? {
+    let (mut call, mut key, mut version, mut result, mut base, mut json) = (None, None, None, None, None, false);
+    for (name, value) in fast_opts(&rest, &["--call", "--key", "--version", "--result", "--base"])? {
         match name {
             "--call" if call.is_none() => call = value.map(PathBuf::from),
             "--key" if key.is_none() => key = value,
             "--version" if version.is_none() => version = value,
             "--result" if result.is_none() => result = value.map(PathBuf::from),
+            "--base" if base.is_none() => base = Some(value?),
             "--json" if !json => json = true,
             _ => return None,
         }
@@ -164,7 +165,7 @@ pub(crate) fn ledger_args(mut args: impl Iterator<Item = std::ffi::OsString>) ->
     if deliver && result.is_none() {
         return None;
     }
-    let args = LedgerArgs { call: call?, key: key?, version: version?, json };
+    let args = LedgerArgs { call: call?, key: key?, version: version?, base, json };
     Some(LedgerCmd { deliver, args, result })
 }
 
@@ -315,6 +316,10 @@ mod tests {
             &["deliver", "--call", "-", "--key", "a", "--version", "v", "--result", "-"],
             &["deliver", "--call", "-", "--key", "a", "--version", "v"],
             &["deliver", "--help"],
+            &["deliver", "--call", "-", "--key", "a", "--version", "v2", "--base", "v1", "--result", "-"],
+            &["stub", "--call", "-", "--key", "a", "--version", "v2", "--base=v1", "--result", "r"],
+            &["stub", "--call", "-", "--key", "a", "--version", "v2", "--base", "v1", "--base", "v0"],
+            &["stub", "--call", "-", "--key", "a", "--version", "v2", "--base"],
             &["stub"],
         ];
         let mut fast_paths = 0;
@@ -322,7 +327,7 @@ mod tests {
             let fast = ledger_args(argv.iter().map(std::ffi::OsString::from));
             let clap = Cli::try_parse_from(std::iter::once("leanctx").chain(argv.iter().copied()));
             let fields = |deliver: bool, a: &LedgerArgs, r: &Option<PathBuf>| {
-                format!("{deliver} {:?} {} {} {} {r:?}", a.call, a.key, a.version, a.json)
+                format!("{deliver} {:?} {} {} {:?} {} {r:?}", a.call, a.key, a.version, a.base, a.json)
             };
             match (fast, clap) {
                 (Some(f), Ok(Cli { command: Command::Stub { ledger, result } })) => {

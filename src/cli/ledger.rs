@@ -34,7 +34,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
     let rp = ReadPath::from_process_for_cli();
     if deliver {
         let rec = match content.expect("deliver takes --result") {
-            Ok(content) => rp.deliver(&call, &args.key, &args.version, &content)?,
+            Ok(content) => rp.deliver_with_base(&call, &args.key, &args.version, args.base.as_deref(), &content)?,
             Err(why) => not_recorded(why),
         };
         if args.json {
@@ -49,7 +49,7 @@ pub(crate) fn ledger_cmd(cmd: LedgerCmd) -> Result<u8, CliError> {
         return Ok(if rec.recorded { 0 } else { 1 });
     }
     let sent = content.as_ref().and_then(|c| c.as_ref().ok());
-    let mut ans = rp.stub(&call, &args.key, &args.version, sent)?;
+    let mut ans = rp.stub_with_base(&call, &args.key, &args.version, args.base.as_deref(), sent)?;
     if let Some(Err(why)) = content
         && !ans.decision.allow
     {

@@ -58,6 +58,9 @@ pub enum Reason {
     /// Ledger: the host's transcript, the second witness, could not be read
     /// (missing, not a regular file, not JSON lines, over the read budget).
     TranscriptUnavailable,
+    /// Ledger: the newest delivery is a diff whose base the caller no longer
+    /// provably holds (compacted, unconfirmed, another window, forgotten).
+    BaseNotHeld,
 }
 
 impl Reason {
@@ -82,6 +85,7 @@ impl Reason {
             Reason::ResultChanged => "result-changed",
             Reason::Withdrawn => "withdrawn",
             Reason::TranscriptUnavailable => "transcript-unavailable",
+            Reason::BaseNotHeld => "base-not-held",
         }
     }
 }
@@ -321,7 +325,7 @@ mod tests {
         #[rustfmt::skip]
         let all = [ScopeDisabled, SameConversation, SingleConversation, OtherConversation, Concurrent, Compacted,
             UnknownCaller, UnknownDelivery, SubagentActive, StateUnavailable, UnrecordedCall, ConfirmedDelivery,
-            NotDelivered, VersionChanged, WindowChanged, Unconfirmed, ResultChanged, Withdrawn, TranscriptUnavailable];
+            NotDelivered, VersionChanged, WindowChanged, Unconfirmed, ResultChanged, Withdrawn, TranscriptUnavailable, BaseNotHeld];
         let mut seen = std::collections::HashSet::new();
         for r in all {
             assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.as_str().into()));

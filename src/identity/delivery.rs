@@ -32,7 +32,20 @@ pub struct Facts<'a> {
     /// whole, so it loaded it from the transcript with the rest of the
     /// history: a delivery of another process of the session backs it.
     pub reloaded_after: bool,
+    /// When the latest is a diff: the deliveries it rests on, newest first
+    /// (its base, the base's base, …), as far as the journal has them.
+    pub bases: Vec<Held<'a>>,
 }
+
+/// A delivery a diff rests on, with what follows it in the journal.
+#[derive(Clone, Debug)]
+pub struct Held<'a> {
+    pub delivery: Delivery<'a>,
+    pub acks_after: Vec<Ack<'a>>,
+    pub compacted_after: bool,
+}
+
+pub use crate::state::ledger::MAX_BASE_CHAIN;
 
 /// The decision, pure: may the caller named per call by `q` be served a stub
 /// for `q.key`@`q.version`?
@@ -62,7 +75,34 @@ pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
     if q.sent.is_some_and(|s| s.digest != d.digest || s.len != d.len) {
         return deny(Reason::ResultChanged);
     }
+    if !bases_held(d, q.window, &f.bases) {
+        return deny(Reason::BaseNotHeld);
+    }
     Decision { allow: true, reason: Reason::ConfirmedDelivery }
+}
+
+/// A diff backs a stub only while the model still holds what it applies
+/// to: each base, in turn, the delivery of exactly that version, in the same
+/// window, confirmed whole, with no compaction after it; the chain ends in
+/// a whole delivery within [`MAX_BASE_CHAIN`]. (A compaction after the
+/// base but before the diff is caught here: the diff itself follows it.)
+fn bases_held(d: &Delivery<'_>, window: Option<&str>, bases: &[Held<'_>]) -> bool {
+    let mut want = d.base;
+    for h in bases.iter().take(MAX_BASE_CHAIN) {
+        let Some(v) = want else { return true };
+        let b = &h.delivery;
+        if b.version != v
+            || b.scope != d.scope
+            || b.key != d.key
+            || b.window != window
+            || h.compacted_after
+            || confirmation(b, &h.acks_after) != Confirmation::Whole
+        {
+            return false;
+        }
+        want = b.base;
+    }
+    want.is_none()
 }
 
 #[cfg(test)]
@@ -115,5 +155,67 @@ mod tests {
         for (i, (q, f, allow, reason)) in rows.into_iter().enumerate() {
             assert_eq!(decide(q, &f), Decision { allow, reason }, "row {i}");
         }
+    }
+
+    #[test]
+    fn a_diff_backs_a_stub_only_while_its_base_is_held() {
+        use Reason::*;
+        let q = Question { scope: "S", key: "K", version: "v2", window: None, sent: None };
+        let diff = Delivery { version: "v2", base: Some("v1"), call_ref: "id:c2", digest: "dd", ..d("v2", None, "dd") };
+        let diff_ack = ack("id:c2", "S", "dd", 10, true);
+        let base = |version, window, base| Delivery { version, window, base, ..d(version, window, "dg") };
+        let held =
+            |delivery, acks: Vec<Ack<'static>>, compacted_after| Held { delivery, acks_after: acks, compacted_after };
+        let good = ack("id:c1", "S", "dg", 10, true);
+        let f = |bases: Vec<Held<'static>>| Facts {
+            latest: Some(diff.clone()),
+            acks_after: vec![diff_ack.clone()],
+            bases,
+            ..Facts::default()
+        };
+        let v0_to_v1 = Delivery { call_ref: "id:c0", ..base("v1", None, Some("v0")) };
+        #[rustfmt::skip]
+        let rows: Vec<(Facts, bool, Reason)> = vec![
+            (f(vec![held(base("v1", None, None), vec![good.clone()], false)]), true, ConfirmedDelivery),
+            // Forgotten (trimmed), compacted, unconfirmed, another version or window.
+            (f(vec![]), false, BaseNotHeld),
+            (f(vec![held(base("v1", None, None), vec![good.clone()], true)]), false, BaseNotHeld),
+            (f(vec![held(base("v1", None, None), vec![], false)]), false, BaseNotHeld),
+            (f(vec![held(base("v1", None, None), vec![ack("id:c1", "S", "preview", 10, true)], false)]), false, BaseNotHeld),
+            (f(vec![held(base("v0", None, None), vec![good.clone()], false)]), false, BaseNotHeld),
+            (f(vec![held(base("v1", Some("S:0"), None), vec![good.clone()], false)]), false, BaseNotHeld),
+            // A chain: each link held, ending in a whole delivery.
+            (f(vec![held(v0_to_v1.clone(), vec![ack("id:c0", "S", "dg", 10, true)], false),
+                    held(base("v0", None, None), vec![good.clone()], false)]), true, ConfirmedDelivery),
+            (f(vec![held(v0_to_v1.clone(), vec![ack("id:c0", "S", "dg", 10, true)], false)]), false, BaseNotHeld),
+            (f(vec![held(v0_to_v1, vec![ack("id:c0", "S", "dg", 10, true)], false),
+                    held(base("v0", None, None), vec![good.clone()], true)]), false, BaseNotHeld),
+            // The diff itself unconfirmed: that reason first.
+            (Facts { acks_after: vec![], ..f(vec![held(base("v1", None, None), vec![good.clone()], false)]) }, false, Unconfirmed),
+        ];
+        for (i, (f, allow, reason)) in rows.into_iter().enumerate() {
+            assert_eq!(decide(&q, &f), Decision { allow, reason }, "row {i}");
+        }
+        // Too long a chain withholds.
+        let link = |i: usize| Held {
+            delivery: Delivery { version: VERS[i + 1], base: Some(VERS[i + 2]), ..d("x", None, "dg") },
+            acks_after: vec![good.clone()],
+            compacted_after: false,
+        };
+        const VERS: [&str; 12] = ["v2", "v1", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+        let mut chain: Vec<Held> = (0..MAX_BASE_CHAIN - 1).map(link).collect();
+        chain.push(Held {
+            delivery: Delivery { version: VERS[MAX_BASE_CHAIN], base: None, ..d("x", None, "dg") },
+            acks_after: vec![good.clone()],
+            compacted_after: false,
+        });
+        assert_eq!(decide(&q, &f(chain.clone())).reason, ConfirmedDelivery);
+        let mut longer: Vec<Held> = (0..MAX_BASE_CHAIN).map(link).collect();
+        longer.push(Held {
+            delivery: Delivery { version: VERS[MAX_BASE_CHAIN + 1], base: None, ..d("x", None, "dg") },
+            acks_after: vec![good.clone()],
+            compacted_after: false,
+        });
+        assert_eq!(decide(&q, &f(longer)).reason, BaseNotHeld);
     }
 }

@@ -191,9 +191,31 @@ impl ReadPath {
         version: &str,
         result: Option<&Content>,
     ) -> Result<LedgerAnswer, InputError> {
+        self.stub_with_base(call, key, version, None, result)
+    }
+
+    /// [`ReadPath::stub`], where the `result` that would be recorded is a
+    /// diff against version `base` of `key`: recorded with its base, it backs
+    /// a later stub only while a delivery of `base` before it is still held.
+    pub fn stub_with_base(
+        &self,
+        call: &McpCall,
+        key: &str,
+        version: &str,
+        base: Option<&str>,
+        result: Option<&Content>,
+    ) -> Result<LedgerAnswer, InputError> {
         ledger::check_name("--key", key)?;
         ledger::check_name("--version", version)?;
         let (keyh, verh, no_secret) = self.sealed_names(key, version);
+        // A diff's base is named as its version would be (the same seal).
+        let baseh = match base {
+            Some(b) => {
+                ledger::check_name("--base", b)?;
+                Some(self.sealed_names(key, b).1)
+            }
+            None => None,
+        };
         let now = self.now();
         let window = self.window_of(call);
         let deadline = Instant::now() + READ_WAIT;
@@ -212,7 +234,7 @@ impl ReadPath {
         if let Some(content) = result
             && !ans.decision.allow
         {
-            ans.recorded = Some(self.record_delivery(&lc, window.as_deref(), &keyh, &verh, content, now));
+            ans.recorded = Some(self.record_delivery(&lc, window.as_deref(), (&keyh, &verh, baseh.as_deref()), content, now));
         }
         if let Some((via, dir)) = self.stats_sink() {
             crate::stats::record_in(Some(dir), &ans.outcome(via, key, result.map(|c| c.len), now));
@@ -225,9 +247,30 @@ impl ReadPath {
     /// (`recorded: false` and why) when the call does not name its caller
     /// exactly: such a delivery could never back a stub.
     pub fn deliver(&self, call: &McpCall, key: &str, version: &str, result: &Content) -> Result<Recorded, InputError> {
+        self.deliver_with_base(call, key, version, None, result)
+    }
+
+    /// [`ReadPath::deliver`] of a diff against version `base` of `key` (see
+    /// [`ReadPath::stub_with_base`]).
+    pub fn deliver_with_base(
+        &self,
+        call: &McpCall,
+        key: &str,
+        version: &str,
+        base: Option<&str>,
+        result: &Content,
+    ) -> Result<Recorded, InputError> {
         ledger::check_name("--key", key)?;
         ledger::check_name("--version", version)?;
         let (keyh, verh, no_secret) = self.sealed_names(key, version);
+        // A diff's base is named as its version would be (the same seal).
+        let baseh = match base {
+            Some(b) => {
+                ledger::check_name("--base", b)?;
+                Some(self.sealed_names(key, b).1)
+            }
+            None => None,
+        };
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;
         let lc = self.with_journal(now, deadline, |view, unavailable| {
@@ -246,7 +289,7 @@ impl ReadPath {
             };
             crate::stats::record_in(Some(dir), &o);
         }
-        Ok(self.record_delivery(&lc, self.window_of(call).as_deref(), &keyh, &verh, result, now))
+        Ok(self.record_delivery(&lc, self.window_of(call).as_deref(), (&keyh, &verh, baseh.as_deref()), result, now))
     }
 
     /// The journal's names for `key` and `version` (keyed with the data
@@ -298,6 +341,19 @@ impl ReadPath {
             facts.acks_after = view.acks_after(d.call_ref, at);
             facts.compacted_after = view.compacted_after(d.conv, at);
             facts.reloaded_after = reloaded_after(view, &d, window.as_deref(), at);
+            // A diff: the deliveries it rests on, each before the last.
+            let (mut want, mut before) = (d.base, at);
+            while let Some(v) = want
+                && facts.bases.len() < delivery::MAX_BASE_CHAIN
+                && let Some((bat, b)) = view.delivery_before(scope, keyh, v, before)
+            {
+                facts.bases.push(delivery::Held {
+                    acks_after: view.acks_after(b.call_ref, bat),
+                    compacted_after: view.compacted_after(b.conv, bat),
+                    delivery: b.clone(),
+                });
+                (want, before) = (b.base, bat);
+            }
             seen = Some(DeliverySeen {
                 delivered_at_ms: d.t,
                 host: d.host,
@@ -365,8 +421,7 @@ impl ReadPath {
         &self,
         lc: &LedgerCaller,
         window: Option<&str>,
-        keyh: &str,
-        verh: &str,
+        (keyh, verh, baseh): (&str, &str, Option<&str>),
         content: &Content,
         now: u64,
     ) -> Recorded {
@@ -401,6 +456,7 @@ impl ReadPath {
             version: verh,
             digest: &content.digest,
             len: content.len,
+            base: baseh,
         };
         match Journal::new(dir).append(&[Record::Delivery(d)], now) {
             Ok(()) => Recorded { recorded: true, why: None, call_ref: Some(call_ref.to_string()) },

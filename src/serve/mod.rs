@@ -9,6 +9,7 @@
 //! changes nothing (its delivery stays recorded, and only the host's hooks
 //! can confirm it, so a cancelled result never backs a stub).
 
+pub mod bases;
 pub mod page;
 pub mod protocol;
 pub mod read;
@@ -43,6 +44,7 @@ pub struct Server {
     roots_asked: u64,
     codex_budget: Option<u64>,
     cancelled: VecDeque<Value>,
+    bases: bases::Bases,
 }
 
 impl Server {
@@ -55,6 +57,7 @@ impl Server {
             roots_asked: 0,
             codex_budget: None,
             cancelled: VecDeque::new(),
+            bases: bases::Bases::default(),
         }
     }
 
@@ -207,7 +210,7 @@ impl Server {
             "read" => {
                 let host = self.call_host(&call);
                 let limit = crate::hosts::profile::whole_delivery_limit(host, self.codex_budget(host));
-                let r = read::Reader { rp: &self.rp, ws: &self.ws, limit };
+                let mut r = read::Reader { rp: &self.rp, ws: &self.ws, limit, bases: &mut self.bases };
                 Ok(r.read(&call).1)
             }
             _ => Err((protocol::INVALID_PARAMS, format!("name: unknown tool {name:?} (this server has: read)"))),

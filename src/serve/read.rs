@@ -1,6 +1,7 @@
 //! Tool `read`: whole content first; a stub only where the ledger says the
 //! caller holds this version, confirmed whole, in its window.
 
+use super::bases::Bases;
 use super::page::{self, ReadArgs};
 use super::workspace::Workspace;
 use crate::identity::decision::Reason;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 pub enum Kind {
     Content,
     Stub,
+    Diff,
     Error,
 }
 
@@ -24,7 +26,12 @@ pub struct Reader<'a> {
     pub ws: &'a Workspace,
     /// The most bytes handed over in one piece ([`crate::hosts::profile::whole_delivery_limit`]).
     pub limit: u64,
+    pub bases: &'a mut Bases,
 }
+
+/// A diff goes out only when at most this fraction of the file's size
+/// (1/2): "clearly smaller", else the file whole.
+const DIFF_AT_MOST_DIVISOR: usize = 2;
 
 /// A tool result.
 pub fn tool_result(text: String, is_error: bool) -> Value {
@@ -33,7 +40,7 @@ pub fn tool_result(text: String, is_error: bool) -> Value {
 
 impl Reader<'_> {
     /// Answer `read` for the request `call` (its `_meta` names the caller).
-    pub fn read(&self, call: &McpCall) -> (Kind, Value) {
+    pub fn read(&mut self, call: &McpCall) -> (Kind, Value) {
         let err = |e: String| (Kind::Error, tool_result(e, true));
         let args = match page::parse_args(&call.arguments) {
             Ok(a) => a,
@@ -59,7 +66,16 @@ impl Reader<'_> {
         };
         let stub = if p.whole { held(&key) } else { held(&whole_key).or_else(|| held(&key)) };
         if let Some(ans) = stub {
+            if p.whole {
+                self.bases.put(&key, &version, &f.text);
+            }
             return (Kind::Stub, tool_result(stub_text(&f.shown, &p, &version, &ans, self.rp.now()), false));
+        }
+        if p.whole {
+            self.bases.put(&key, &version, &f.text);
+            if let Some(diff) = self.diff(call, &key, &version, &f.shown, &f.text) {
+                return (Kind::Diff, tool_result(diff, false));
+            }
         }
         let text = page::render(&f.shown, &f.text, &p);
         let content = Content::of_text(&text);
@@ -69,6 +85,37 @@ impl Reader<'_> {
             eprintln!("leanctx serve: delivery of {} not recorded: {e}", f.shown);
         }
         (Kind::Content, tool_result(text, false))
+    }
+}
+
+impl Reader<'_> {
+    /// A diff against the version this caller provably holds (its newest
+    /// delivery of the key, confirmed whole, in this window, its own bases
+    /// held), recorded as a delivery with that base; `None` when it holds
+    /// none the server still has, or the diff is not clearly smaller.
+    fn diff(&mut self, call: &McpCall, key: &str, version: &str, shown: &str, text: &str) -> Option<String> {
+        let (base, old) = self.bases.candidates(key, version).into_iter().find(|(v, _)| {
+            self.rp.stub(call, key, v, None).is_ok_and(|a| a.decision.reason == Reason::ConfirmedDelivery)
+        })?;
+        let short = |v: &str| v[..v.len().min("blake3:".len() + 12)].to_string();
+        let udiff = similar::TextDiff::from_lines(&*old, text)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{shown}"), &format!("b/{shown}"))
+            .to_string();
+        let out = format!(
+            "[{shown} changed since you read it: a unified diff from the version you have ({}) to the current one ({}); apply it to your copy]\n{udiff}",
+            short(&base),
+            short(version)
+        );
+        if out.len() > text.len() / DIFF_AT_MOST_DIVISOR {
+            return None;
+        }
+        match self.rp.deliver_with_base(call, key, version, Some(&base), &Content::of_text(&out)) {
+            Ok(r) if r.recorded => Some(out),
+            // Not recorded (the caller cannot be named): the file whole.
+            _ => None,
+        }
     }
 }
 

@@ -56,6 +56,9 @@ pub const UNVERIFIED_HOST_CAP_BYTES: u64 = 10_000;
 pub const DELIVERY_KEEP_MS: u64 = 24 * 60 * 60 * 1000;
 /// At most this many deliveries survive a trim (the newest).
 pub const MAX_DELIVERIES: usize = 512;
+/// The longest chain of diffs a stub may rest on (a diff against a diff
+/// against …); a longer one withholds, and a trim keeps no more of it.
+pub const MAX_BASE_CHAIN: usize = 8;
 
 /// Why a `--result`, key or version was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -277,6 +280,11 @@ pub struct Delivery<'a> {
     pub version: &'a str,
     pub digest: &'a str,
     pub len: u64,
+    /// A diff: [`name_hash`] of the version it is a diff against. It backs a
+    /// stub only while a delivery of that version, before it, is still held
+    /// (see [`crate::identity::delivery`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<&'a str>,
 }
 
 /// An acknowledgement record (`A`).
@@ -386,6 +394,7 @@ pub(crate) mod tests {
             version,
             digest,
             len: 10,
+            base: None,
         }
     }
 

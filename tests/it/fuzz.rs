@@ -540,6 +540,7 @@ impl Rec {
                 version: &s[2],
                 digest: &s[1],
                 len: u64::from(self.pid),
+                base: o(self.opt[1], &s[4]),
             }),
             9 => Record::Ack(leanctx::state::ledger::Ack {
                 t,

@@ -429,3 +429,98 @@ fn roots_from_the_client_are_the_workspace() {
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
     assert_eq!(s.recv()["method"], "roots/list");
 }
+
+/// An edit outside: a unified diff against the version the caller holds,
+/// recorded with its base; a re-read of the new version is then a stub. A
+/// caller that does not hold the old version (another chat, after a
+/// compaction) gets the file whole; so does a change that is not clearly
+/// smaller as a diff.
+#[test]
+fn edits_go_out_as_diffs_against_the_held_version() {
+    let sb = Sandbox::new();
+    let a = sb.project.join("a.rs");
+    let v1: String = (0..200).map(|i| format!("fn f{i}() {{ {i} }}\n")).collect();
+    std::fs::write(&a, &v1).unwrap();
+    let mut s = Serve::init(&sb, "claude-code");
+    let mut n = 0;
+    let mut read = |s: &mut Serve, session: &str, ack: bool| {
+        n += 1;
+        let id = format!("toolu_d{n:03}");
+        let r = s.read(json!({"path": "a.rs"}), claude_pre(&sb, session, None, &id, "a.rs"));
+        if ack {
+            claude_batch(&sb, session, &id, &r);
+        }
+        text(&r).to_string()
+    };
+    assert_eq!(read(&mut s, "A", true), v1);
+    let v2 = v1.replace("fn f100() { 100 }", "fn f100() { changed }");
+    std::fs::write(&a, &v2).unwrap();
+    // B never read it: whole. A holds v1: the diff.
+    assert_eq!(read(&mut s, "B", true), v2);
+    let d = read(&mut s, "A", true);
+    assert!(d.starts_with("[a.rs changed since you read it"), "{d}");
+    assert!(d.contains("-fn f100() { 100 }\n+fn f100() { changed }\n"), "{d}");
+    assert!(d.len() < v2.len() / 2);
+    // The diff was confirmed and its base is held: a stub.
+    assert!(read(&mut s, "A", true).starts_with("[unchanged]"));
+    // An unconfirmed diff backs nothing: A's next change is whole again,
+    // since the version A holds is not provable.
+    let v3 = v2.replace("fn f5() { 5 }", "fn f5() { five }");
+    std::fs::write(&a, &v3).unwrap();
+    let d = read(&mut s, "A", false);
+    assert!(d.starts_with("[a.rs changed"), "{d}");
+    std::fs::write(&a, &v2).unwrap();
+    assert_eq!(read(&mut s, "A", true), v2, "the diff to v3 was never confirmed: v2 is not provably held");
+    // A compaction: whole, never a diff.
+    std::fs::write(&a, &v1).unwrap();
+    sb.hook("claude-code", json!({"session_id": "A", "hook_event_name": "PreCompact"}).to_string()).ok();
+    assert_eq!(read(&mut s, "A", true), v1);
+    // A rewrite: the diff would not be clearly smaller, so whole.
+    let v4: String = (0..200).map(|i| format!("let x{i} = {i};\n")).collect();
+    std::fs::write(&a, &v4).unwrap();
+    assert_eq!(read(&mut s, "A", true), v4);
+}
+
+/// The ledger's base rule for every server (`deliver --base`): a diff
+/// whose base this caller does not hold backs no stub, confirmed or not.
+#[test]
+fn a_diff_without_its_base_backs_no_stub() {
+    let sb = Sandbox::new();
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let call = |id: &str| {
+        let meta = claude_pre(&sb, "A", None, id, "m.rs");
+        let p = sb.tmp.path().join(format!("{id}.json"));
+        std::fs::write(&p, json!({"name": "read", "arguments": {"path": "m.rs"}, "_meta": meta}).to_string()).unwrap();
+        p
+    };
+    let res = sb.tmp.path().join("diff.json");
+    let diff = json!({"content": [{"type": "text", "text": "@@ -1 +1 @@\n-a\n+b\n"}]});
+    std::fs::write(&res, diff.to_string()).unwrap();
+    let c1 = call("toolu_b1");
+    let o = sb
+        .cmd(["deliver", "--call", &s(&c1), "--key", "m.rs", "--version", "v2", "--base", "v1", "--result", &s(&res)])
+        .run();
+    assert_eq!(o.code, 0, "{o:?}");
+    claude_batch(&sb, "A", "toolu_b1", &diff);
+    let c2 = call("toolu_b2");
+    let o = sb.cmd(["stub", "--call", &s(&c2), "--key", "m.rs", "--version", "v2"]).run();
+    assert_eq!((o.code, o.stdout.trim()), (1, "send-content base-not-held"));
+    // With its base delivered and confirmed first, the same diff backs a stub.
+    let whole = json!({"content": [{"type": "text", "text": "a\n"}]});
+    let wres = sb.tmp.path().join("whole.json");
+    std::fs::write(&wres, whole.to_string()).unwrap();
+    let c3 = call("toolu_b3");
+    sb.cmd(["deliver", "--call", &s(&c3), "--key", "m.rs", "--version", "v1", "--result", &s(&wres)]).ok();
+    claude_batch(&sb, "A", "toolu_b3", &whole);
+    let c4 = call("toolu_b4");
+    sb.cmd(["stub", "--call", &s(&c4), "--key", "m.rs", "--version", "v2", "--base", "v1", "--result", &s(&res)]).run();
+    claude_batch(&sb, "A", "toolu_b4", &diff);
+    let o = sb.cmd(["stub", "--call", &s(&c2), "--key", "m.rs", "--version", "v2"]).run();
+    assert_eq!((o.code, o.stdout.trim()), (0, "serve-stub confirmed-delivery"));
+    // An empty --base is bad input, named.
+    let o = sb
+        .cmd(["deliver", "--call", &s(&c1), "--key", "m.rs", "--version", "v2", "--base=", "--result", &s(&res)])
+        .run();
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--base"), "{o:?}");
+}

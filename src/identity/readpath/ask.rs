@@ -24,6 +24,9 @@ pub(crate) trait Ask {
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
     /// The ledger: the newest delivery of `key` to `scope`, with its position.
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)>;
+    /// The newest delivery of `version` of `key` to `scope` before position
+    /// `before` (a diff's base).
+    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)>;
     /// Acknowledgements of `call_ref` after position `after`.
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
     /// A compaction of `conv` after position `after`.
@@ -74,6 +77,9 @@ impl Ask for Reader {
     }
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         self.digest().latest_delivery(scope, key)
+    }
+    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)> {
+        self.digest().delivery_before(scope, key, version, before)
     }
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         self.digest().acks_after(call_ref, after)
@@ -129,6 +135,9 @@ impl Ask for View<'_> {
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         View::latest_delivery(self, scope, key).map(|(i, d)| (i, d.clone()))
     }
+    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)> {
+        View::delivery_before(self, scope, key, version, before).map(|(i, d)| (i, d.clone()))
+    }
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         View::acks_after(self, call_ref, after)
     }
@@ -179,6 +188,9 @@ impl Ask for Digest {
     }
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         Digest::latest_delivery(self, scope, key)
+    }
+    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)> {
+        Digest::delivery_before(self, scope, key, version, before)
     }
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         Digest::acks_after(self, call_ref, after)

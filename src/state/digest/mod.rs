@@ -480,6 +480,23 @@ impl Digest {
         })
     }
 
+    /// [`View::delivery_before`].
+    pub fn delivery_before(
+        &self,
+        scope: &str,
+        key: &str,
+        version: &str,
+        before: usize,
+    ) -> Option<(usize, crate::state::ledger::Delivery<'_>)> {
+        let lines = self.deliveries.get(&hash_of(&[scope, key]))?;
+        lines.iter().rev().filter(|(at, _)| *at < before).find_map(|(at, span)| {
+            match journal::parse_line(self.at(*span))? {
+                Record::Delivery(d) if d.scope == scope && d.key == key && d.version == version => Some((*at, d)),
+                _ => None,
+            }
+        })
+    }
+
     /// [`View::acks_after`].
     pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<crate::state::ledger::Ack<'_>> {
         let Some(lines) = self.acks.get(&hash_of(&[call_ref])) else { return Vec::new() };

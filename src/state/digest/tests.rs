@@ -38,8 +38,10 @@ fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
                 let scope = if rng.below(3) == 0 { format!("agent:{}", rng.below(2)) } else { c.to_string() };
                 let window = ["-", "w:0", "w:1"][rng.below(3) as usize];
                 let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
+                // Now and then a diff, on one of the versions.
+                let base = ["", "", "\tver0", "\tver1"][rng.below(4) as usize];
                 format!(
-                    "D\t{tt}\t{h}\t{c}\t{scope}\t{window}\t{r}\tkey{}\tver{}\tdg{}\t{}",
+                    "D\t{tt}\t{h}\t{c}\t{scope}\t{window}\t{r}\tkey{}\tver{}\tdg{}\t{}{base}",
                     rng.below(2),
                     rng.below(2),
                     rng.below(2),
@@ -131,6 +133,14 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
             if let (Some((da, dd)), Some((va, vd))) = (dv, vv) {
                 assert_eq!(d.acks_after(dd.call_ref, da), v.acks_after(vd.call_ref, va), "acks {ctx}");
                 assert_eq!(d.compacted_after(dd.conv, da), v.compacted_after(vd.conv, va), "compacted {ctx}");
+                for ver in ["ver0", "ver1", "nover"] {
+                    let db = d.delivery_before(scope, key, ver, da);
+                    let vb = v.delivery_before(scope, key, ver, va);
+                    assert_eq!(db.as_ref().map(|x| &x.1), vb.map(|x| x.1), "base {scope} {key} {ver} {ctx}");
+                    if let (Some((dba, dbd)), Some((vba, vbd))) = (db, vb) {
+                        assert_eq!(d.acks_after(dbd.call_ref, dba), v.acks_after(vbd.call_ref, vba), "base acks {ctx}");
+                    }
+                }
             }
         }
     }

@@ -122,9 +122,12 @@ impl Record<'_> {
                 writeln!(out, "L\t{t}\t{host}\t{pid}\t{}", f(conv))
             }
             Record::Floor { t } => writeln!(out, "F\t{t}"),
+            // A diff's base is a last field, only when there is one: a
+            // reader that predates it skips such a line (malformed to it),
+            // which forgets the delivery, the safe direction.
             Record::Delivery(d) => writeln!(
                 out,
-                "D\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                "D\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}{}",
                 d.t,
                 d.host,
                 f(d.conv),
@@ -134,7 +137,8 @@ impl Record<'_> {
                 f(d.key),
                 f(d.version),
                 f(d.digest),
-                d.len
+                d.len,
+                Base(d.base)
             ),
             Record::Ack(a) => writeln!(
                 out,
@@ -173,6 +177,18 @@ fn field(s: &str) -> String {
         out.push_str("%00");
     }
     out
+}
+
+/// A delivery's optional last field: `\t<base>` when it has one.
+struct Base<'a>(Option<&'a str>);
+
+impl std::fmt::Display for Base<'_> {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(b) => write!(out, "\t{}", field(b)),
+            None => Ok(()),
+        }
+    }
 }
 
 fn opt(s: &str) -> Option<&str> {
@@ -265,6 +281,7 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
             version: it.next()?,
             digest: it.next()?,
             len: it.next()?.parse().ok()?,
+            base: it.next(),
         }),
         "A" => Record::Ack(Ack {
             t,

@@ -323,6 +323,7 @@ mod ledger_trim_tests {
             version: "v",
             digest: "dg",
             len: 1,
+            base: None,
         })
     }
 
@@ -355,6 +356,31 @@ mod ledger_trim_tests {
         assert!(v.latest_delivery("y", "k1").is_none(), "a dead delivery must not survive its compaction's eviction");
         // File order throughout: a trim of the trim changes nothing.
         assert_eq!(trim(&kept, now), kept);
+    }
+
+    #[test]
+    fn trim_keeps_what_a_diff_rests_on() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let dv = |t, version, r, base| {
+            let Record::Delivery(d) = d(t, "x", "k", r) else { unreachable!() };
+            Record::Delivery(Delivery { version, base, ..d })
+        };
+        let recs = vec![
+            dv(now - 9, "v0", "id:0", None),       // an older version nothing rests on: dropped
+            dv(now - 8, "v1", "id:1", None),       // the base of the base: kept
+            a(now - 7, "x", "id:1"),               // with its acknowledgement
+            dv(now - 6, "v2", "id:2", Some("v1")), // the base, itself a diff: kept
+            a(now - 5, "x", "id:2"),
+            dv(now - 4, "v3", "id:3", Some("v2")), // the newest: kept
+            a(now - 3, "x", "id:3"),
+        ];
+        let kept = trim(&recs, now);
+        let ledger: Vec<&Record> = kept.iter().filter(|r| matches!(r, Record::Delivery(_) | Record::Ack(_))).collect();
+        assert_eq!(ledger, recs[1..].iter().collect::<Vec<_>>());
+        assert_eq!(trim(&kept, now), kept);
+        // A base that is gone stays gone: the diff alone is kept.
+        let kept = trim(&[recs[5].clone(), recs[6].clone()], now);
+        assert_eq!(kept.iter().filter(|r| matches!(r, Record::Delivery(_))).count(), 1);
     }
 
     #[test]

@@ -166,6 +166,9 @@ fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
     use std::cmp::Reverse;
     let mut last_compaction: HashMap<&str, usize> = HashMap::new();
     let mut newest: HashMap<(&str, &str), usize> = HashMap::new();
+    // Every delivery of each scope and key, in file order: where a diff's
+    // base is looked for.
+    let mut all: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
     for (i, r) in records.iter().enumerate() {
         match r {
             Record::Compaction { conv, .. } => {
@@ -173,6 +176,7 @@ fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
             }
             Record::Delivery(d) => {
                 newest.insert((d.scope, d.key), i);
+                all.entry((d.scope, d.key)).or_default().push(i);
             }
             _ => {}
         }
@@ -189,6 +193,29 @@ fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
         .collect();
     live.sort_unstable_by_key(|&i| Reverse(i));
     live.truncate(crate::state::ledger::MAX_DELIVERIES);
+    // A kept diff keeps the deliveries it rests on (its base, the base's
+    // base, within the chain a decision reads): without them it backs no stub.
+    let mut bases = Vec::new();
+    for &i in &live {
+        let mut at = i;
+        for _ in 0..crate::state::ledger::MAX_BASE_CHAIN {
+            let Record::Delivery(d) = &records[at] else { break };
+            let Some(v) = d.base else { break };
+            let same = all.get(&(d.scope, d.key)).map(Vec::as_slice).unwrap_or_default();
+            let found = same
+                .iter()
+                .rev()
+                .copied()
+                .filter(|&j| j < at)
+                .find(|&j| matches!(&records[j], Record::Delivery(b) if b.version == v));
+            let Some(b) = found else { break };
+            bases.push(b);
+            at = b;
+        }
+    }
+    live.extend(bases);
+    live.sort_unstable();
+    live.dedup();
     // The first kept delivery of each call: an acknowledgement after it may count.
     let mut first_of_ref: HashMap<&str, usize> = HashMap::new();
     for &i in &live {

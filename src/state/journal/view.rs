@@ -310,6 +310,20 @@ impl<'a> View<'a> {
         })
     }
 
+    /// The newest delivery of `version` of `key` to `scope` before index `before`.
+    pub fn delivery_before(
+        &self,
+        scope: &str,
+        key: &str,
+        version: &str,
+        before: usize,
+    ) -> Option<(usize, &Delivery<'a>)> {
+        self.records[..before.min(self.records.len())].iter().enumerate().rev().find_map(|(i, r)| match r {
+            Record::Delivery(d) if d.scope == scope && d.key == key && d.version == version => Some((i, d)),
+            _ => None,
+        })
+    }
+
     /// Acknowledgements of the call `call_ref` after index `after`.
     pub fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'a>> {
         self.records
