@@ -13,6 +13,7 @@ pub mod bases;
 pub mod page;
 pub mod protocol;
 pub mod read;
+pub mod session;
 pub mod workspace;
 
 use crate::Host;
@@ -45,6 +46,7 @@ pub struct Server {
     codex_budget: Option<u64>,
     cancelled: VecDeque<Value>,
     bases: bases::Bases,
+    memory: session::Memory,
 }
 
 impl Server {
@@ -58,6 +60,7 @@ impl Server {
             codex_budget: None,
             cancelled: VecDeque::new(),
             bases: bases::Bases::default(),
+            memory: session::Memory::default(),
         }
     }
 
@@ -210,10 +213,19 @@ impl Server {
             "read" => {
                 let host = self.call_host(&call);
                 let limit = crate::hosts::profile::whole_delivery_limit(host, self.codex_budget(host));
-                let mut r = read::Reader { rp: &self.rp, ws: &self.ws, limit, bases: &mut self.bases };
+                let mut r = read::Reader {
+                    rp: &self.rp,
+                    ws: &self.ws,
+                    limit,
+                    bases: &mut self.bases,
+                    memory: &mut self.memory,
+                };
                 Ok(r.read(&call).1)
             }
-            _ => Err((protocol::INVALID_PARAMS, format!("name: unknown tool {name:?} (this server has: read)"))),
+            "session" => Ok(session::session(&self.rp, &mut self.memory, &call)),
+            _ => {
+                Err((protocol::INVALID_PARAMS, format!("name: unknown tool {name:?} (this server has: read, session)")))
+            }
         }
     }
 
@@ -261,6 +273,25 @@ pub fn tools() -> Value {
             "additionalProperties": false
         },
         "_meta": {"anthropic/maxResultSizeChars": crate::hosts::profile::CLAUDE_MAX_RESULT_CHARS}
+    }, {
+        "name": "session",
+        "description": "This chat's session as leanctx sees it. action=status: the files you hold now (path, \
+            version, size, when delivered, which hook confirmed it), compactions seen, your context window and \
+            task. action=task (with `task`): record your next useful step; status shows it, across compactions. \
+            action=compact (with `summary`, optional `keep_recent_turns`, default 6, at least 4): for a proxy \
+            that drops old turns: every earlier delivery ends; at most one every 5 minutes, the directive lives \
+            30 minutes. action=restore: clear the directive (no delivery comes back).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["status", "task", "compact", "restore"]},
+                "task": {"type": "string", "description": "action=task: the next useful step"},
+                "summary": {"type": "string", "description": "action=compact: what the dropped turns said"},
+                "keep_recent_turns": {"type": "integer", "minimum": 4, "description": "action=compact: turns kept (default 6)"}
+            },
+            "required": ["action"],
+            "additionalProperties": false
+        }
     }])
 }
 

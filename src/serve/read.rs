@@ -3,6 +3,7 @@
 
 use super::bases::Bases;
 use super::page::{self, ReadArgs};
+use super::session::Memory;
 use super::workspace::Workspace;
 use crate::identity::decision::Reason;
 use crate::identity::mcp_call::McpCall;
@@ -27,6 +28,7 @@ pub struct Reader<'a> {
     /// The most bytes handed over in one piece ([`crate::hosts::profile::whole_delivery_limit`]).
     pub limit: u64,
     pub bases: &'a mut Bases,
+    pub memory: &'a mut Memory,
 }
 
 /// A diff goes out only when at most this fraction of the file's size
@@ -61,10 +63,15 @@ impl Reader<'_> {
         // A range is covered by a held whole copy of this version too.
         // Only a confirmed delivery backs a stub: the legacy kill switch's
         // blanket allow (`scope-disabled`) would stub files never sent.
-        let held = |k: &str| {
-            self.rp.stub(call, k, &version, None).ok().filter(|a| a.decision.reason == Reason::ConfirmedDelivery)
+        let ask = |k: &str| self.rp.stub(call, k, &version, None).ok();
+        let confirmed = |a: &LedgerAnswer| a.decision.reason == Reason::ConfirmedDelivery;
+        let first = ask(&whole_key);
+        let scope = first.as_ref().and_then(exact_scope);
+        let stub = match first {
+            Some(a) if confirmed(&a) => Some(a),
+            _ if !p.whole => ask(&key).filter(confirmed),
+            _ => None,
         };
-        let stub = if p.whole { held(&key) } else { held(&whole_key).or_else(|| held(&key)) };
         if let Some(ans) = stub {
             if p.whole {
                 self.bases.put(&key, &version, &f.text);
@@ -74,6 +81,9 @@ impl Reader<'_> {
         if p.whole {
             self.bases.put(&key, &version, &f.text);
             if let Some(diff) = self.diff(call, &key, &version, &f.shown, &f.text) {
+                if let Some(s) = &scope {
+                    self.memory.note(s, &key, &f.shown, &version, diff.len() as u64);
+                }
                 return (Kind::Diff, tool_result(diff, false));
             }
         }
@@ -81,8 +91,14 @@ impl Reader<'_> {
         let content = Content::of_text(&text);
         // Recorded for the caller when the call names it exactly; a call
         // that does not is served all the same (it never gets a stub).
-        if let Err(e) = self.rp.deliver(call, &key, &version, &content) {
-            eprintln!("leanctx serve: delivery of {} not recorded: {e}", f.shown);
+        match self.rp.deliver(call, &key, &version, &content) {
+            Ok(r) if r.recorded => {
+                if let Some(s) = &scope {
+                    self.memory.note(s, &key, &f.shown, &version, content.len);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("leanctx serve: delivery of {} not recorded: {e}", f.shown),
         }
         (Kind::Content, tool_result(text, false))
     }
@@ -117,6 +133,12 @@ impl Reader<'_> {
             _ => None,
         }
     }
+}
+
+/// The caller's scope, when the call names it exactly (the only callers
+/// the ledger records deliveries for).
+pub fn exact_scope(a: &LedgerAnswer) -> Option<String> {
+    (a.per_call == crate::identity::mcp_call::PerCall::Resolved).then(|| a.caller.scope.clone()).flatten()
 }
 
 /// The stub: which file, which version, when the caller got it.

@@ -524,3 +524,70 @@ fn a_diff_without_its_base_backs_no_stub() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("--base"), "{o:?}");
 }
+
+/// Tool `session`: what this chat holds (confirmed only), its task across
+/// a compaction, a proxy's compaction ending every earlier delivery, at
+/// most one every 5 minutes, and bad input naming the field.
+#[test]
+fn session_status_task_compact_restore() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.project.join("a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(sb.project.join("b.rs"), "fn b() {}\n").unwrap();
+    let mut s = Serve::init(&sb, "claude-code");
+    let mut n = 0;
+    let mut call = |s: &mut Serve, tool: &str, args: Value| {
+        n += 1;
+        let id = format!("toolu_s{n:03}");
+        let meta = claude_pre(&sb, "A", None, &id, "x");
+        let r = s.request("tools/call", json!({"name": tool, "arguments": args, "_meta": meta}))["result"].clone();
+        (id, r)
+    };
+    let (id, r) = call(&mut s, "read", json!({"path": "a.rs"}));
+    claude_batch(&sb, "A", &id, &r);
+    call(&mut s, "read", json!({"path": "b.rs"})); // never confirmed
+    let (_, r) = call(&mut s, "session", json!({"action": "task", "task": "fix the parser next"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let status = |s: &mut Serve, call: &mut dyn FnMut(&mut Serve, &str, Value) -> (String, Value)| {
+        let (_, r) = call(s, "session", json!({"action": "status"}));
+        serde_json::from_str::<Value>(text(&r)).unwrap()
+    };
+    let st = status(&mut s, &mut call);
+    assert_eq!(st["scope"], "A");
+    let holds = st["holds"].as_array().unwrap();
+    assert_eq!(holds.len(), 1, "{st}");
+    assert_eq!((holds[0]["path"].clone(), holds[0]["confirmed_by"].clone()), (json!("a.rs"), json!("PostToolBatch")));
+    assert_eq!(holds[0]["size"], 10);
+    assert_eq!(st["task"], "fix the parser next");
+    assert_eq!(st["remembered_files"], 2);
+    // A proxy compacts: every earlier delivery ends.
+    let (_, r) = call(&mut s, "session", json!({"action": "compact", "summary": "we read a.rs"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let st = status(&mut s, &mut call);
+    assert_eq!(st["holds"], json!([]), "{st}");
+    assert!(st["last_compaction_ms"].is_u64());
+    assert_eq!(st["compaction_directive"]["keep_recent_turns"], 6);
+    assert_eq!(st["task"], "fix the parser next", "the task outlives the compaction");
+    let (_, r) = call(&mut s, "read", json!({"path": "a.rs"}));
+    assert_eq!(text(&r), "fn a() {}\n", "after the compaction: whole");
+    // At most one compaction every 5 minutes.
+    let (_, r) = call(&mut s, "session", json!({"action": "compact", "summary": "again"}));
+    assert_eq!(r["isError"], true);
+    assert!(text(&r).starts_with("action: at most one compaction every 5 minutes"), "{r}");
+    let (_, r) = call(&mut s, "session", json!({"action": "restore"}));
+    assert!(text(&r).starts_with("compaction directive cleared"), "{r}");
+    assert_eq!(status(&mut s, &mut call)["compaction_directive"], Value::Null);
+    // Bad input names the field.
+    let (_, r) = call(&mut s, "session", json!({"action": "compact", "summary": "s", "keep_recent_turns": 2}));
+    assert!(text(&r).starts_with("keep_recent_turns:"), "{r}");
+    let (_, r) = call(&mut s, "session", json!({}));
+    assert!(text(&r).starts_with("action:"), "{r}");
+    // A call that names no caller gets no session.
+    let r = s.request(
+        "tools/call",
+        json!({"name": "session", "arguments": {"action": "status"},
+        "_meta": {"claudecode/toolUseId": "toolu_ghost"}}),
+    )["result"]
+        .clone();
+    assert_eq!(r["isError"], true);
+    assert!(text(&r).contains("does not name its caller"), "{r}");
+}
