@@ -98,22 +98,13 @@ impl Workspace {
     }
 }
 
-/// Read at most [`MAX_FILE_BYTES`] + 1 (a file that grew since its
-/// metadata was read is refused, not served cut). Opened without blocking:
-/// a FIFO swapped in must not hang the server.
+/// Read through the one bounded reader (`fsx`): opened without blocking,
+/// checked on the handle to be a regular file of at most [`MAX_FILE_BYTES`]
+/// (a file that grew meanwhile is refused, not served cut), read under a
+/// deadline.
 fn read_capped(p: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let f = crate::fsx::open_nonblocking(p)?;
-    // What was opened, not what the path named a moment before.
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut v = Vec::new();
-    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut v)?;
-    if v.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::other("grew past the size limit while being read"));
-    }
-    Ok(v)
+    let rule = crate::fsx::ReadRule::any(MAX_FILE_BYTES);
+    crate::fsx::read_file(p, &rule)?.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
 }
 
 /// The path of a `file://` URI (percent-decoded); `None` for other schemes.
