@@ -70,9 +70,11 @@ impl Server {
         let mut queue: VecDeque<Incoming> = VecDeque::new();
         loop {
             if queue.is_empty() {
+                // Idle: the stats buffered so far reach the log.
+                crate::stats::flush();
                 match rx.recv() {
                     Ok(m) => queue.push_back(m),
-                    Err(_) => return,
+                    Err(_) => return crate::stats::flush(),
                 }
             }
             // Everything already waiting: a cancellation behind its request
@@ -81,7 +83,7 @@ impl Server {
             self.note_cancellations(&queue);
             let Some(next) = queue.pop_front() else { continue };
             let replies = match next {
-                Incoming::End => return,
+                Incoming::End => return crate::stats::flush(),
                 Incoming::TooLarge(n) => vec![protocol::error(
                     &Value::Null,
                     protocol::INVALID_REQUEST,
@@ -301,7 +303,9 @@ pub fn serve_stdio() -> u8 {
     std::thread::spawn(move || {
         protocol::read_lines(std::io::stdin().lock(), tx, protocol::MAX_LINE_BYTES);
     });
-    let mut server = Server::new(ReadPath::from_process(), Workspace::from_cwd());
+    // The server records its own answers in the stats (one per read, a diff
+    // as a diff), not each ledger question it asks on the way.
+    let mut server = Server::new(ReadPath::from_process().with_stats(None), Workspace::from_cwd());
     server.run(rx, &mut std::io::stdout().lock());
     0
 }

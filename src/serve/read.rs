@@ -10,6 +10,7 @@ use crate::identity::mcp_call::McpCall;
 use crate::identity::readpath::ReadPath;
 use crate::identity::stub::LedgerAnswer;
 use crate::state::ledger::Content;
+use crate::stats::Kind as SKind;
 use serde_json::{Value, json};
 
 /// What a read answered, for the tests and the server's own counts.
@@ -43,19 +44,22 @@ pub fn tool_result(text: String, is_error: bool) -> Value {
 impl Reader<'_> {
     /// Answer `read` for the request `call` (its `_meta` names the caller).
     pub fn read(&mut self, call: &McpCall) -> (Kind, Value) {
-        let err = |e: String| (Kind::Error, tool_result(e, true));
+        let err = |e: String, file: &str| {
+            self.stat(None, file, SKind::Error, 0, 0);
+            (Kind::Error, tool_result(e, true))
+        };
         let args = match page::parse_args(&call.arguments) {
             Ok(a) => a,
-            Err(e) => return err(e),
+            Err(e) => return err(e, ""),
         };
         let f = match self.ws.read(&args.path) {
             Ok(f) => f,
-            Err(e) => return err(e.0),
+            Err(e) => return err(e.0, &args.path),
         };
         let ReadArgs { offset, limit, .. } = args;
         let p = match page::page(&f.text, offset, limit, usize::try_from(self.limit).unwrap_or(usize::MAX)) {
             Ok(p) => p,
-            Err(e) => return err(e),
+            Err(e) => return err(e, &f.path.to_string_lossy()),
         };
         let version = format!("blake3:{}", blake3::hash(f.text.as_bytes()).to_hex());
         let whole_key = f.path.to_string_lossy().into_owned();
@@ -67,8 +71,8 @@ impl Reader<'_> {
         let confirmed = |a: &LedgerAnswer| a.decision.reason == Reason::ConfirmedDelivery;
         let first = ask(&whole_key);
         let scope = first.as_ref().and_then(exact_scope);
-        let stub = match first {
-            Some(a) if confirmed(&a) => Some(a),
+        let stub = match &first {
+            Some(a) if confirmed(a) => Some(a.clone()),
             _ if !p.whole => ask(&key).filter(confirmed),
             _ => None,
         };
@@ -76,7 +80,10 @@ impl Reader<'_> {
             if p.whole {
                 self.bases.put(&key, &version, &f.text);
             }
-            return (Kind::Stub, tool_result(stub_text(&f.shown, &p, &version, &ans, self.rp.now()), false));
+            let text = stub_text(&f.shown, &p, &version, &ans, self.rp.now());
+            let whole = ans.delivery.as_ref().map_or(0, |d| d.len);
+            self.stat(Some(&ans), &whole_key, SKind::Stub, text.len() as u64, whole);
+            return (Kind::Stub, tool_result(text, false));
         }
         if p.whole {
             self.bases.put(&key, &version, &f.text);
@@ -84,6 +91,7 @@ impl Reader<'_> {
                 if let Some(s) = &scope {
                     self.memory.note(s, &key, &f.shown, &version, diff.len() as u64);
                 }
+                self.stat(first.as_ref(), &whole_key, SKind::Diff, diff.len() as u64, f.text.len() as u64);
                 return (Kind::Diff, tool_result(diff, false));
             }
         }
@@ -100,7 +108,29 @@ impl Reader<'_> {
             Ok(_) => {}
             Err(e) => eprintln!("leanctx serve: delivery of {} not recorded: {e}", f.shown),
         }
+        // Whole where nothing could be stubbed; withheld (with the reason)
+        // where something of this file was delivered but is not provably held.
+        let kind = match first.as_ref().map(|a| a.decision.reason) {
+            None | Some(Reason::NotDelivered | Reason::VersionChanged) => SKind::Whole,
+            Some(r) => SKind::Withheld(r.as_str()),
+        };
+        self.stat(first.as_ref(), &whole_key, kind, content.len, content.len);
         (Kind::Content, tool_result(text, false))
+    }
+
+    /// The answer in the stats (`leanctx stats`): names and sizes only.
+    fn stat(&self, ans: Option<&LedgerAnswer>, file: &str, kind: SKind<'_>, sent: u64, whole: u64) {
+        let o = crate::stats::Outcome {
+            via: crate::stats::Via::Serve,
+            host: ans.and_then(|a| a.caller.host),
+            conversation: ans.and_then(|a| a.caller.conversation.as_deref().or(a.caller.scope.as_deref())),
+            file,
+            kind,
+            sent: Some(sent),
+            whole,
+            t_ms: Some(self.rp.now()),
+        };
+        crate::stats::record_in(self.rp.data_dir(), &o);
     }
 }
 

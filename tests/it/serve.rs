@@ -479,6 +479,15 @@ fn edits_go_out_as_diffs_against_the_held_version() {
     let v4: String = (0..200).map(|i| format!("let x{i} = {i};\n")).collect();
     std::fs::write(&a, &v4).unwrap();
     assert_eq!(read(&mut s, "A", true), v4);
+    // The stats count each answer once, as what it was (not each ledger
+    // question the server asked on the way).
+    assert_eq!(s.finish(), 0);
+    let t = sb.cmd(["stats", "--json"]).ok().json()["totals"].clone();
+    assert_eq!(
+        (t["reads"].clone(), t["whole"].clone(), t["stubs"].clone(), t["diffs"].clone()),
+        (json!(8), json!(5), json!(1), json!(2)),
+        "{t}"
+    );
 }
 
 /// The ledger's base rule for every server (`deliver --base`): a diff
