@@ -44,6 +44,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-budget-elsewhere", &["codex"]),
     ("ledger-structured", BOTH),
     ("ledger-rewind", &["claude"]),
+    ("serve", BOTH),
 ];
 
 /// How the test ended, when it did not panic.

@@ -151,8 +151,9 @@ class MockModel:
     """The mock model server as a subprocess on 127.0.0.1:<random port>. Stops with the harness
     (stop()/context manager, and the server itself exits when this process is gone)."""
 
-    def __init__(self, log_path, dump_dir=None, max_lifetime=1800):
+    def __init__(self, log_path, dump_dir=None, max_lifetime=1800, mcp_tool=None):
         self.log_path = log_path
+        self.mcp_tool = mcp_tool
         self.proc = None
         self.port = None
         self.dump_dir = dump_dir
@@ -166,6 +167,8 @@ class MockModel:
                 "--parent-pid", str(os.getpid()), "--max-lifetime", str(self.max_lifetime)]
         if self.dump_dir:
             argv += ["--dump-dir", self.dump_dir]
+        if self.mcp_tool:
+            argv += ["--mcp-tool", self.mcp_tool]
         self._err = open(self.log_path + ".stderr", "ab")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._err, env=_base_env_for_helpers())
@@ -276,8 +279,9 @@ class Sandbox:
 
     def __init__(self, hooks=None, root=None, name="e2e", keep=None, mock=None, project_files=None,
                  codex_config_extra="", codex_features=None, claude_settings_extra=None,
-                 mock_dump=False, mcp_argv=None, codex_config_top=""):
+                 mock_dump=False, mcp_argv=None, codex_config_top="", mcp_tool=None):
         self.keep = (os.environ.get("E2E_KEEP") == "1") if keep is None else keep
+        self.mcp_tool = mcp_tool
         if root is None:
             base = os.environ.get("E2E_SANDBOX_BASE") or None
             root = tempfile.mkdtemp(prefix="leanctx-%s-" % name, dir=base)
@@ -420,7 +424,7 @@ trust_level = "trusted"
         with self._mock_lock:
             if self._mock is None:
                 self._mock = MockModel(self.mock_log, dump_dir=os.path.join(self.logs, "mock-bodies")
-                                       if self._mock_dump else None)
+                                       if self._mock_dump else None, mcp_tool=self.mcp_tool)
             if self._mock.proc is None:
                 self._mock.start()
             return self._mock
@@ -670,11 +674,13 @@ def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=Non
 
 
 def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume=None,
-               allowed_tools=("mcp__ctx__ctx_read",), debug_file=True, interrupt_when=None):
+               allowed_tools=None, debug_file=True, interrupt_when=None):
     """claude -p PROMPT --mcp-config ... --strict-mcp-config --allowedTools mcp__ctx__ctx_read
     --output-format stream-json --verbose [--resume ID] EXTRA_ARGS"""
     argv = [claude_bin(), "-p", prompt, "--mcp-config", sb.claude_mcp_config, "--strict-mcp-config",
             "--output-format", "stream-json", "--verbose"]
+    if allowed_tools is None:  # the sandbox's MCP tool (ctx_read, or `leanctx serve`'s read)
+        allowed_tools = ("mcp__ctx__%s" % (sb.mcp_tool or "ctx_read"),)
     if allowed_tools:
         argv += ["--allowedTools", ",".join(allowed_tools)]
     if resume:
