@@ -16,6 +16,7 @@
 mod micro;
 mod quiet;
 mod scale;
+mod serve;
 mod spawn;
 mod stats;
 
@@ -859,6 +860,12 @@ fn main() {
         eprintln!("leanctx bench: read path in process…");
         let _ = writeln!(report, "## Read path in process\n");
         missed.extend(micro::run(&cfg, &sb.root, &mut report));
+        report.push('\n');
+    }
+    if want("serve") {
+        eprintln!("leanctx bench: serve's read in process…");
+        let _ = writeln!(report, "## `leanctx serve` read in process\n");
+        missed.extend(serve::run(&cfg, &sb.root, &mut report));
         report.push('\n');
     }
     if want("stats") {
