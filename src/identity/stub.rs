@@ -234,7 +234,8 @@ impl ReadPath {
         if let Some(content) = result
             && !ans.decision.allow
         {
-            ans.recorded = Some(self.record_delivery(&lc, window.as_deref(), (&keyh, &verh, baseh.as_deref()), content, now));
+            ans.recorded =
+                Some(self.record_delivery(&lc, window.as_deref(), (&keyh, &verh, baseh.as_deref()), content, now));
         }
         if let Some((via, dir)) = self.stats_sink() {
             crate::stats::record_in(Some(dir), &ans.outcome(via, key, result.map(|c| c.len), now));
