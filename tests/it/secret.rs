@@ -246,6 +246,7 @@ fn records_from_before_the_change_never_back_a_stub() {
         version: &ver,
         digest: &digest,
         len: text.len() as u64,
+        base: None,
     });
     let a = Record::Ack(leanctx::state::ledger::Ack {
         t: now,
