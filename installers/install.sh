@@ -14,7 +14,9 @@ usage: installers/install.sh [options] [host...]
                 codex, codebuddy), or its config dir with something in it
                 (~/.cursor, ~/.claude or $CLAUDE_CONFIG_DIR, ~/.codex or
                 $CODEX_HOME, ~/.codebuddy or $CODEBUDDY_CONFIG_DIR)
-  --prefix DIR  install the binary as DIR/bin/leanctx (default: ${CARGO_HOME:-~/.cargo})
+  --prefix DIR  install the binary as DIR/bin/leanctx (default: where
+                `cargo install` puts it: $CARGO_INSTALL_ROOT, else
+                $CARGO_HOME, else ~/.cargo)
   --binary PATH install this already built binary instead of building one
                 (same as LEANCTX_BIN=PATH)
   --no-build    use the leanctx already on your PATH as it is (the hooks run it
@@ -22,11 +24,14 @@ usage: installers/install.sh [options] [host...]
                 leanctx is on PATH
   --create      create a named host's config dir if it does not exist yet
                 (the host is not installed yet, or keeps its config elsewhere)
-  --dry-run     show what would change, change nothing (no build, no copy)
+  --dry-run     show what would change, change nothing (no install, no copy;
+                with no leanctx anywhere yet, this checkout is built in its
+                target dir first, to compute the change)
   --no-server   hooks only: do not register (or, with --uninstall, remove)
                 \`leanctx serve\` as each host's MCP server
-  --uninstall   remove leanctx's hook entries (the binary stays; the script
-                says how to remove it)
+  --uninstall   remove leanctx's hook entries; then says what stays (the
+                binary, the backups of your configs, leanctx's data dir) and
+                how to remove each
   -h, --help    this text
 USAGE
 }
@@ -37,7 +42,9 @@ die() {
 }
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-prefix=${CARGO_HOME:-${HOME:?HOME is not set}/.cargo}
+# Where `cargo install` itself would put it (its --root, else
+# CARGO_INSTALL_ROOT, else CARGO_HOME, else ~/.cargo).
+prefix=${CARGO_INSTALL_ROOT:-${CARGO_HOME:-${HOME:?HOME is not set}/.cargo}}
 binary=${LEANCTX_BIN:-}
 uninstall=0
 dry_run=
@@ -89,14 +96,55 @@ if [ "$uninstall" = 1 ]; then
     else
         die "no leanctx binary found to remove the hooks with (build one, or pass --binary PATH)"
     fi
-    # One run for every host: leanctx says once that the binary stays.
+    # One run for every host. leanctx's own "the binary stays" line is left
+    # out: the summary below says what stays, with the right paths.
     # shellcheck disable=SC2086
-    "$run" hooks uninstall $dry_run $no_server ${hosts:-$all_hosts} || failed=1
+    out=$("$run" hooks uninstall $dry_run ${hosts:-$all_hosts}) || failed=1
+    while IFS= read -r line; do
+        case $line in
+            *"the leanctx binary stays"*) ;;
+            *) printf '%s\n' "$line" ;;
+        esac
+    done <<EOF
+$out
+EOF
     if [ -z "$dry_run" ]; then
         echo
-        echo "To remove the binary too:"
-        echo "  cargo uninstall --root '$prefix' leanctx    (if cargo installed it), or"
-        echo "  rm '$bin'"
+        echo "What stays (remove it yourself if you want):"
+        if [ -x "$bin" ]; then
+            cargo_made=
+            if [ -f "$prefix/.crates.toml" ]; then
+                while IFS= read -r l; do
+                    case $l in *leanctx*) cargo_made=1 ;; esac
+                done <"$prefix/.crates.toml"
+            fi
+            if [ -n "$cargo_made" ]; then
+                echo "  the binary $bin: cargo uninstall --root '$prefix' leanctx"
+            else
+                echo "  the binary $bin: rm '$bin'"
+            fi
+        elif [ -n "$on_path" ]; then
+            echo "  the binary $on_path: rm '$on_path' (or cargo uninstall leanctx, if cargo installed it)"
+        fi
+        # The config as it was before leanctx first changed it (kept once,
+        # never overwritten: after an uninstall your config is already back).
+        for d in "$HOME/.cursor" "${CLAUDE_CONFIG_DIR:-$HOME/.claude}" "${CODEX_HOME:-$HOME/.codex}" \
+            "${CODEBUDDY_CONFIG_DIR:-$HOME/.codebuddy}"; do
+            for f in "$d"/*.leanctx.bak; do
+                if [ -e "$f" ]; then echo "  a backup of your config from before leanctx's first change: $f"; fi
+            done
+        done
+        # The data dir, as leanctx finds it (README "State").
+        data=${LEAN_CTX_DATA_DIR:-}
+        if [ -z "$data" ]; then
+            if [ -d "$HOME/.lean-ctx" ]; then data=$HOME/.lean-ctx
+            elif [ -d "$HOME/Library/Application Support/lean-ctx" ]; then data="$HOME/Library/Application Support/lean-ctx"
+            else data=${XDG_DATA_HOME:-$HOME/.local/share}/lean-ctx
+            fi
+        fi
+        if [ -d "$data/" ]; then
+            echo "  leanctx's state (ids, hashes, times; shared with lean-ctx if you use it): $data"
+        fi
     fi
     exit "$failed"
 fi
@@ -123,7 +171,14 @@ if [ -n "$dry_run" ]; then
     if [ -x "$bin" ]; then run=$bin
     elif [ -n "$binary" ]; then run=$binary
     elif [ -n "$on_path" ]; then run=$on_path
-    else die "--dry-run needs a leanctx to compute the change with (build one, or pass --binary PATH)"
+    elif command -v cargo >/dev/null 2>&1; then
+        # A first install: build this checkout where cargo builds (nothing
+        # is installed) and compute the change with that.
+        echo "dry run: building this checkout to compute the change (cargo build; nothing is installed)"
+        cargo build --locked --quiet --manifest-path "$repo/Cargo.toml" || die "cargo build failed"
+        run=${CARGO_TARGET_DIR:-$repo/target}/debug/leanctx
+        case $run in /*) ;; *) run=$repo/$run ;; esac
+    else die "--dry-run needs a leanctx to compute the change with, or cargo to build one (or pass --binary PATH)"
     fi
     LEANCTX_HOOK_BINARY=$bin
     export LEANCTX_HOOK_BINARY

@@ -39,13 +39,13 @@ pub fn file_id(md: &fs::Metadata) -> (u64, u64) {
     (md.dev(), md.ino())
 }
 
-/// [`file_id`] of an open file, from its metadata (`fstat`).
+/// `file_id` of an open file, from its metadata (`fstat`).
 #[inline]
 pub fn handle_id(_: &File, md: &fs::Metadata) -> io::Result<(u64, u64)> {
     Ok(file_id(md))
 }
 
-/// [`file_id`] of what is at a path, from its metadata (`lstat`).
+/// `file_id` of what is at a path, from its metadata (`lstat`).
 #[inline]
 pub fn path_id(_: &Path, md: &fs::Metadata) -> io::Result<(u64, u64)> {
     Ok(file_id(md))

@@ -33,6 +33,7 @@ pub(crate) fn mark_workspace(p: &mut Policy, user: Option<&Path>, trusted: &[Pat
 }
 
 /// Why a workspace file's allow did not count, for `gate check`.
+#[cfg(feature = "cli")]
 pub(crate) fn allow_ignored_note(user: Option<&Path>) -> String {
     let file = user.map(|u| u.display().to_string()).unwrap_or_else(|| "the user policy file".into());
     format!(

@@ -134,7 +134,7 @@ fn config_overrides(argv: &[String]) -> impl Iterator<Item = (&str, &str)> {
 /// if several: `-c tool_output_token_limit=N` and
 /// `-c profiles.<p>.tool_output_token_limit=N` (Codex splits the key at
 /// dots; any profile counts, active or not), in every `-c` spelling
-/// ([`config_overrides`]) and every TOML integer form ([`toml_count`]).
+/// (`config_overrides`) and every TOML integer form (`toml_count`).
 pub fn codex_budget_from_argv(argv: &[String]) -> Option<u64> {
     let is_limit = |k: &str| {
         let parts: Vec<&str> = k.split('.').map(|p| p.trim().trim_matches('"')).collect();

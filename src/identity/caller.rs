@@ -31,6 +31,7 @@ pub enum Source {
 }
 
 impl Source {
+    /// The source's name as `--json` and status print it (`tool-use-id`, `slot`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Disabled => "disabled",
@@ -73,21 +74,27 @@ pub struct Caller {
     /// The top-level conversation behind the scope (for compaction and
     /// subagent checks), when known.
     pub conversation: Option<String>,
+    /// Where the scope came from (the first match of the scope chain).
     pub source: Source,
+    /// The source names this very call's caller (per call, or a proven process env): never a guess.
     pub exact: bool,
+    /// The host the source belongs to, when it says.
     pub host: Option<Host>,
 }
 
 impl Caller {
+    /// A caller from `source`; `exact` follows from the source.
     pub fn new(source: Source, scope: Option<String>, conversation: Option<String>, host: Option<Host>) -> Caller {
         let exact = source.is_exact() && scope.is_some();
         Caller { scope, conversation, source, exact, host }
     }
 
+    /// Nothing named the caller.
     pub fn unknown() -> Caller {
         Caller::new(Source::None, None, None, None)
     }
 
+    /// Scoping is switched off (`LEAN_CTX_CONVERSATION_SCOPE=0`).
     pub fn disabled() -> Caller {
         Caller::new(Source::Disabled, None, None, None)
     }
@@ -109,6 +116,7 @@ pub struct ScopeEnv {
 }
 
 impl ScopeEnv {
+    /// Read the MCP server's own environment and parent process, once.
     pub fn from_process() -> ScopeEnv {
         ScopeEnv::from_vars(|k| std::env::var(k).ok(), Some(crate::fsx::parent_pid()))
     }

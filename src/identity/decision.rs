@@ -5,6 +5,7 @@ use crate::base::scope::ScopeKind;
 use crate::identity::caller::{Caller, Source};
 use serde::Serialize;
 
+/// Why a stub is allowed or withheld (README, "Stub decisions and reason codes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Reason {
@@ -64,6 +65,7 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// The reason code as `--json` and the plain output print it (`same-conversation`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::ScopeDisabled => "scope-disabled",
@@ -90,9 +92,12 @@ impl Reason {
     }
 }
 
+/// A stub decision: allow or withhold, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Decision {
+    /// `true`: serve the stub; `false`: send the content.
     pub allow: bool,
+    /// Why.
     pub reason: Reason,
 }
 

@@ -8,10 +8,13 @@ use crate::state::ledger::{Ack, Confirmation, Content, Delivery, confirmation};
 /// The stub question, after the caller was resolved per call.
 #[derive(Clone, Debug)]
 pub struct Question<'a> {
+    /// The caller's scope (conversation, `agent:<id>`, `task:<id>`).
     pub scope: &'a str,
     /// Key and version as [`Secret::name`](crate::state::secret::Secret::name) keys them.
     pub key: &'a str,
+    /// [`name_hash`](crate::state::ledger::name_hash) of the content's version.
     pub version: &'a str,
+    /// Codex `_meta.windowId` of this call, if any.
     pub window: Option<&'a str>,
     /// The result the server would send now (`--result`), when given: a
     /// stub stands in for it only if it is the very content confirmed.
@@ -21,7 +24,9 @@ pub struct Question<'a> {
 /// What the journal says about the newest delivery of the key to the scope.
 #[derive(Clone, Debug, Default)]
 pub struct Facts<'a> {
+    /// The state cannot be trusted: withhold.
     pub unavailable: bool,
+    /// The newest delivery of the key to the scope, if any.
     pub latest: Option<Delivery<'a>>,
     /// Acknowledgements of the latest delivery's call, after it.
     pub acks_after: Vec<Ack<'a>>,

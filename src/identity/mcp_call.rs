@@ -15,8 +15,11 @@ use serde_json::Value;
 pub struct McpCall {
     /// The JSON-RPC request id, when the whole request was given.
     pub request_id: Option<String>,
+    /// The tool's name as the server knows it.
     pub name: String,
+    /// The call's arguments (`{}` when absent).
     pub arguments: Value,
+    /// The call's `_meta` (`{}` when absent): where hosts put per-call ids.
     pub meta: Value,
 }
 
@@ -39,6 +42,7 @@ impl McpCall {
         })
     }
 
+    /// SHA-256 of the tool name and canonical arguments: what a Cursor call record is matched by.
     pub fn fingerprint(&self) -> String {
         args_fingerprint(Some(&self.arguments))
     }

@@ -31,9 +31,11 @@ use std::time::Instant;
 /// The answer to a stub question through the ledger.
 #[derive(Clone, Debug, Serialize)]
 pub struct LedgerAnswer {
+    /// Allow (serve the stub) or withhold (send the content), and why.
     pub decision: Decision,
     /// The caller, as this call names it (never a guess from the slot).
     pub caller: Caller,
+    /// Whether the call named its caller.
     pub per_call: PerCall,
     /// Codex `_meta.windowId` of this call.
     pub window: Option<String>,
@@ -49,25 +51,38 @@ pub struct LedgerAnswer {
 /// A delivery as the decision saw it.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeliverySeen {
+    /// When it was recorded (unix ms).
     pub delivered_at_ms: u64,
+    /// The host of the call it was delivered on.
     pub host: crate::Host,
+    /// The top-level conversation.
     pub conversation: String,
+    /// The scope it was delivered to.
     pub scope: String,
+    /// Codex `_meta.windowId`, if any.
     pub window: Option<String>,
+    /// The call it was delivered on (`id:<call id>` or `fp:<tool>:<fingerprint>`).
     #[serde(rename = "ref")]
     pub call_ref: String,
+    /// It was of the version asked about.
     pub same_version: bool,
+    /// Its length in bytes.
     pub len: u64,
+    /// What the host confirmed the model got (`whole`, `different-content`, `cut`, `none`).
     pub confirmation: Confirmation,
+    /// A compaction of the conversation follows it.
     pub compacted_after: bool,
 }
 
 /// Whether a delivery was recorded, and if not, why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Recorded {
+    /// The delivery was recorded.
     pub recorded: bool,
+    /// Why not, when it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The call it was recorded on.
     #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     pub call_ref: Option<String>,
 }

@@ -63,9 +63,13 @@ pub const MAX_BASE_CHAIN: usize = 8;
 /// Why a `--result`, key or version was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InputError {
+    /// A name (`--key`, `--version`) is empty.
     Empty(&'static str),
+    /// A name is longer than the limit (its name, the limit).
     TooLong(&'static str, usize),
+    /// The result is not an MCP result (why).
     NotAResult(String),
+    /// The result is an error (`isError`): it delivers no content.
     ErrorResult,
 }
 
@@ -105,6 +109,7 @@ pub struct Content {
 }
 
 impl Content {
+    /// The digest and length of a text, as if it were a result's only content.
     pub fn of_text(text: &str) -> Content {
         Content { digest: hex32(blake3::hash(text.as_bytes()).as_bytes()), len: text.len() as u64 }
     }
@@ -250,6 +255,7 @@ pub fn id_ref(call_id: &str) -> String {
     format!("id:{call_id}")
 }
 
+/// The reference of a call known only by its tool and argument fingerprint.
 pub fn fp_ref(tool: &str, fp: &str) -> String {
     let mut h = sha256_hex(format!("{tool}\0{fp}").as_bytes());
     h.truncate(32);
@@ -264,7 +270,9 @@ pub fn ref_needs_conv(r: &str) -> bool {
 /// A delivery record (`D`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Delivery<'a> {
+    /// When it was recorded (unix ms).
     pub t: u64,
+    /// The host of the call.
     pub host: Host,
     /// The top-level conversation.
     pub conv: &'a str,
@@ -272,13 +280,17 @@ pub struct Delivery<'a> {
     pub scope: &'a str,
     /// Codex `_meta.windowId`.
     pub window: Option<&'a str>,
+    /// The call it was delivered on (`id:…` or `fp:…`).
     #[serde(rename = "ref")]
     pub call_ref: &'a str,
     /// The key and version as [`Secret::name`](crate::state::secret::Secret::name)
     /// keys them.
     pub key: &'a str,
+    /// [`name_hash`] of the version.
     pub version: &'a str,
+    /// BLAKE3 digest of the content sent.
     pub digest: &'a str,
+    /// Length of the content sent, in bytes.
     pub len: u64,
     /// A diff: [`name_hash`] of the version it is a diff against. It backs a
     /// stub only while a delivery of that version, before it, is still held
@@ -290,16 +302,21 @@ pub struct Delivery<'a> {
 /// An acknowledgement record (`A`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Ack<'a> {
+    /// When the hook saw it (unix ms).
     pub t: u64,
+    /// The host whose hook acknowledged it.
     pub host: Host,
     /// The scope of the acknowledging hook (its conversation, or the
     /// subagent's `agent:`/`task:` scope): a fingerprint names a call only
     /// within one scope (a subagent of the same session may make the same
     /// call and must not confirm the main agent's delivery).
     pub scope: &'a str,
+    /// The call it acknowledges (`id:…` or `fp:…`).
     #[serde(rename = "ref")]
     pub call_ref: &'a str,
+    /// BLAKE3 digest of what the model got.
     pub digest: &'a str,
+    /// Length of what the model got, in bytes.
     pub len: u64,
     /// The host's rule says the model got it whole (size within budget).
     pub whole: bool,
@@ -321,8 +338,11 @@ pub enum SizeRule {
 /// An acknowledgement a hook saw, before it is journaled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AckOut {
+    /// The call acknowledged.
     pub call_ref: String,
+    /// What the model got.
     pub content: Content,
+    /// How to tell whether it was whole.
     pub rule: SizeRule,
 }
 

@@ -23,9 +23,15 @@
 //! stats::flush(); // when idle, and before exiting
 //! ```
 
+// `leanctx stats`'s own parts, public for the CLI, tests and benches; a
+// server records through `record` and `flush` alone.
+#[doc(hidden)]
 pub mod agg;
+#[doc(hidden)]
 pub mod line;
+#[doc(hidden)]
 pub mod report;
+#[doc(hidden)]
 pub mod store;
 
 use crate::base::host::Host;
@@ -62,12 +68,14 @@ pub struct Outcome<'a> {
     /// Who answered: the `read` tool of `leanctx serve`, `leanctx stub`/
     /// `deliver`, or the library.
     pub via: Via,
+    /// The host of the call, when known.
     pub host: Option<Host>,
     /// The caller's conversation (a host id), when known.
     pub conversation: Option<&'a str>,
     /// The server's name for the content (a path): names are stored, never
     /// content (README, "State").
     pub file: &'a str,
+    /// What was answered: whole, stub, diff, withheld (with its reason), error.
     pub kind: Kind<'a>,
     /// Bytes this answer sent; `None`: a stub whose size the server did not
     /// give (counted as [`STUB_BYTES_ASSUMED`]). For whole and withheld
@@ -112,6 +120,7 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// A sink writing to the data dir `dir` (none: records nothing).
     pub const fn new(dir: Option<PathBuf>) -> Sink {
         Sink { dir, buf: String::new(), since: None }
     }
@@ -141,10 +150,12 @@ impl Sink {
         self.buf.clear();
     }
 
+    /// The data dir it writes to, if any.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
+    /// Write to `dir` from now on (none: record nothing).
     pub fn set_dir(&mut self, dir: Option<&Path>) {
         if self.dir.as_deref() != dir {
             self.flush();

@@ -475,9 +475,20 @@ fn install_sh_says_what_it_found_and_what_to_do_when_nothing_was() {
     assert!(o.stdout.contains("hooks for: claude-code codex"), "{}", o.stdout);
     assert!(o.stdout.contains("not found: cursor codebuddy"), "{}", o.stdout);
     assert!(o.stdout.contains("    codebuddy: codebuddy is not on PATH and there is no "), "{}", o.stdout);
+    // Uninstall says once what stays, each with its path: the binary it
+    // installed, the backups of the configs, the data dir (issue 25: two
+    // removal hints, one naming a binary that did not exist).
+    sb.hook("claude", prompt("s1")).ok();
     let o = run_script(&sb, &path_env(), &["--binary", BIN, "--uninstall"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(o.stdout.matches("binary stays").count(), 1, "{}", o.stdout);
+    assert!(!o.stdout.contains("binary stays"), "{}", o.stdout);
+    assert_eq!(o.stdout.matches("What stays").count(), 1, "{}", o.stdout);
+    let bin = sb.tmp.path().join("prefix/bin/leanctx");
+    assert!(o.stdout.contains(&format!("the binary {}: rm '{}'", bin.display(), bin.display())), "{}", o.stdout);
+    let bak = sb.home.join(".claude/settings.json.leanctx.bak");
+    let data = sb.data.display().to_string();
+    assert!(o.stdout.contains(&data) && o.stdout.contains("leanctx's state"), "{}", o.stdout);
+    assert_eq!(o.stdout.contains(&bak.display().to_string()), bak.exists(), "{}", o.stdout);
 }
 
 #[cfg(unix)] // installers/install.sh

@@ -157,3 +157,30 @@ fn a_users_empty_hooks_object_survives_install_and_uninstall() {
         assert_eq!(fs::read_to_string(&file).unwrap(), text, "byte for byte");
     }
 }
+
+/// install.sh puts the binary where `cargo install` would: under
+/// `$CARGO_INSTALL_ROOT` when set (issue 25: it went to `~/.cargo` always).
+#[cfg(unix)] // installers/install.sh
+#[test]
+fn install_sh_honours_cargo_install_root() {
+    let sb = Sandbox::new();
+    sb.host_dir("claude-code");
+    let root = sb.tmp.path().join("install-root");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/install.sh");
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new("sh");
+        c.arg(&script).args(args).env_clear();
+        c.env("PATH", crate::support::path_without_hosts()).env("HOME", &sb.home).env("LEAN_CTX_DATA_DIR", &sb.data);
+        c.env("CARGO_INSTALL_ROOT", &root).env("CARGO_HOME", sb.tmp.path().join("cargo-home"));
+        c.env("CLAUDE_CONFIG_DIR", sb.home.join(".claude")).current_dir(&sb.project);
+        c.output().unwrap()
+    };
+    let o = run(&["--binary", crate::support::BIN]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(root.join("bin/leanctx").is_file(), "{out}");
+    assert!(!sb.tmp.path().join("cargo-home/bin/leanctx").exists());
+    let o = run(&["--uninstall"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("the binary {}", root.join("bin/leanctx").display())), "{out}");
+}

@@ -87,6 +87,7 @@ pub struct StubQuery<'a> {
 /// The caller and how it was found.
 #[derive(Clone, Debug, Serialize)]
 pub struct Resolution {
+    /// Who is asking, and from which source.
     pub caller: Caller,
     /// What per-call identity made of the call context.
     pub per_call: PerCall,
@@ -106,10 +107,15 @@ impl Resolution {
 /// A stub decision with everything that led to it.
 #[derive(Clone, Debug, Serialize)]
 pub struct StubAnswer {
+    /// Allow or withhold, and why.
     pub decision: Decision,
+    /// The caller the decision was made for.
     pub caller: Caller,
+    /// Whether the call named its caller (`resolved`), named nobody, or was not given.
     pub per_call: PerCall,
+    /// Several conversations are live (slot-based answers are withheld).
     pub concurrent: bool,
+    /// The caller's conversation's last compaction (unix ms), if any.
     pub last_compaction_ms: Option<u64>,
     /// If the server delivers the full content to this caller now (the stub
     /// was withheld), the scope to remember for it: see
@@ -151,6 +157,7 @@ impl ReadPath {
         ReadPath { server_pid, ..rp }
     }
 
+    /// A read path on the data dir `dir`, with the server environment `env` (tests, servers that know both).
     pub fn new(dir: &Path, env: ScopeEnv) -> ReadPath {
         ReadPath {
             dir: Some(dir.to_path_buf()),
@@ -220,10 +227,12 @@ impl ReadPath {
         self.env.scoping_disabled
     }
 
+    /// The data dir, when there is one.
     pub fn data_dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
+    /// Now, unix ms (`LEAN_CTX_NOW_MS` when set, for tests).
     pub fn now(&self) -> u64 {
         self.now_override.unwrap_or_else(clock::now_ms_env)
     }
