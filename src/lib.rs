@@ -87,7 +87,6 @@ pub mod gate;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod hook;
-#[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod hosts;
 pub mod identity;

@@ -1,19 +1,32 @@
 //! Per-host payloads and answers. Each host file turns a payload into an
 //! [`Event`] and a gate verdict into the host's own dialect.
 
+#[cfg(feature = "cli")]
 pub mod claude;
+#[cfg(feature = "cli")]
 pub mod codebuddy;
+#[cfg(feature = "cli")]
 pub mod codex;
+#[cfg(feature = "cli")]
 pub mod cursor;
+#[cfg(feature = "cli")]
 pub mod event;
+#[cfg(feature = "cli")]
 pub mod overlap;
+// The host facts table is also the read path's (a host's idle threshold,
+// whether its transcript can witness a delivery); the rest is the hook's.
 pub mod profile;
 
+#[cfg(feature = "cli")]
 use crate::base::host::Host;
+#[cfg(feature = "cli")]
 use crate::gate::Verdict;
+#[cfg(feature = "cli")]
 use crate::hosts::event::Event;
+#[cfg(feature = "cli")]
 use serde_json::Value;
 
+#[cfg(feature = "cli")]
 /// Parse a payload for `host`. `event_override` is `--event`.
 pub fn parse(host: Host, payload: &Value, event_override: Option<&str>, env: &HookEnv) -> Event {
     match host {
@@ -24,6 +37,7 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>, env: &Ho
     }
 }
 
+#[cfg(feature = "cli")]
 /// What the host wants on stdout for this event and verdict; `None` prints
 /// nothing. `event_name` is the raw event name (may be empty when the payload
 /// could not be read).
@@ -37,6 +51,7 @@ pub fn answer(host: Host, event_name: &str, gated: bool, verdict: &Verdict) -> O
 }
 
 /// The parts of the hook process environment that shape an event.
+#[cfg(feature = "cli")]
 #[derive(Clone, Debug, Default)]
 pub struct HookEnv {
     /// `CURSOR_TASK_ID`: the hook runs inside a Cursor subagent.
@@ -48,6 +63,7 @@ pub struct HookEnv {
     pub codex_home: Option<std::path::PathBuf>,
 }
 
+#[cfg(feature = "cli")]
 impl HookEnv {
     pub fn from_process() -> HookEnv {
         HookEnv {
