@@ -80,8 +80,10 @@ impl Need {
                     .output()
                     .map_err(|e| format!("needs mount(8): {e}"))?;
                 if !o.status.success() {
+                    // One line: libtest's "ignored, <reason>" is a line.
                     let err = String::from_utf8_lossy(&o.stderr);
-                    return Err(format!("needs root to mount a tmpfs (uid {uid}: {})", err.trim()));
+                    let first = err.lines().next().unwrap_or("").trim();
+                    return Err(format!("needs root to mount a tmpfs (uid {uid}: {first})"));
                 }
                 let _ = std::process::Command::new("umount").arg(t.path()).status();
                 Ok(())
