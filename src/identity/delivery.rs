@@ -45,8 +45,11 @@ pub struct Facts<'a> {
 /// A delivery a diff rests on, with what follows it in the journal.
 #[derive(Clone, Debug)]
 pub struct Held<'a> {
+    /// The delivery.
     pub delivery: Delivery<'a>,
+    /// Acknowledgements of its call, after it.
     pub acks_after: Vec<Ack<'a>>,
+    /// A compaction of its conversation follows it.
     pub compacted_after: bool,
 }
 
