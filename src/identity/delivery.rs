@@ -12,7 +12,7 @@ pub struct Question<'a> {
     pub scope: &'a str,
     /// Key and version as [`Secret::name`](crate::state::secret::Secret::name) keys them.
     pub key: &'a str,
-    /// [`name_hash`](crate::state::ledger::name_hash) of the content's version.
+    /// The hash of the content's version.
     pub version: &'a str,
     /// Codex `_meta.windowId` of this call, if any.
     pub window: Option<&'a str>,

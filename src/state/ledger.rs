@@ -286,13 +286,13 @@ pub struct Delivery<'a> {
     /// The key and version as [`Secret::name`](crate::state::secret::Secret::name)
     /// keys them.
     pub key: &'a str,
-    /// [`name_hash`] of the version.
+    /// The hash of the version.
     pub version: &'a str,
     /// BLAKE3 digest of the content sent.
     pub digest: &'a str,
     /// Length of the content sent, in bytes.
     pub len: u64,
-    /// A diff: [`name_hash`] of the version it is a diff against. It backs a
+    /// A diff: the hash of the version it is a diff against. It backs a
     /// stub only while a delivery of that version, before it, is still held
     /// (see [`crate::identity::delivery`]).
     #[serde(skip_serializing_if = "Option::is_none")]
