@@ -81,7 +81,10 @@ impl Reader<'_> {
                 self.bases.put(&key, &version, &f.text);
             }
             let text = stub_text(&f.shown, &p, &version, &ans, self.rp.now());
-            let whole = ans.delivery.as_ref().map_or(0, |d| d.len);
+            // What a plain read would have sent for this request: the
+            // delivery backing the stub may be a diff (its length would
+            // understate the saving), or the whole file for a range.
+            let whole = if p.whole { f.text.len() } else { page::render(&f.shown, &f.text, &p).len() } as u64;
             self.stat(Some(&ans), &whole_key, SKind::Stub, text.len() as u64, whole);
             return (Kind::Stub, tool_result(text, false));
         }

@@ -2,6 +2,7 @@
 //! the report's figures, many recording processes at once, and stats files
 //! that are broken, which must never change a read path answer.
 
+use crate::serve::{Serve, claude_batch, claude_pre, text};
 use crate::support::Sandbox;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -239,4 +240,80 @@ fn the_library_records_its_answers() {
 /// was recorded: tests/it/secondtry.rs checks that part).
 fn said(stdout: &str) -> &str {
     stdout.split(';').next().unwrap_or_default().trim()
+}
+
+/// Issue 24's done-when, in process-level miniature of the workload: a
+/// scripted session through the real `leanctx serve` (240 reads of 30
+/// files, two chats, a subagent, edits, compactions, unacknowledged
+/// results, a call no hook recorded) and `leanctx stats` agree within 1 %
+/// with what the server really sent (the bytes of every result's text) and
+/// what a plain read server would have sent (each file whole every time).
+#[test]
+fn stats_agree_with_what_the_server_sent() {
+    let sb = Sandbox::new();
+    let body =
+        |f: usize, v: usize| -> String { (0..40 + 7 * f).map(|i| format!("fn f{f}_{i}() {{ {v} }}\n")).collect() };
+    let mut version = vec![0usize; 30];
+    for f in 0..30 {
+        std::fs::write(sb.project.join(format!("f{f:02}.rs")), body(f, 0)).unwrap();
+    }
+    let mut s = Serve::init(&sb, "claude-code");
+    let (mut sent, mut plain, mut stubs, mut diffs) = (0u64, 0u64, 0u64, 0u64);
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for n in 0..240usize {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let f = (x % 30) as usize;
+        if n % 17 == 16 {
+            let e = (x as usize / 30) % 30;
+            version[e] += 1;
+            // A one-line change: the held version's diff is small.
+            let mut t = body(e, 0);
+            t = t.replacen(&format!("fn f{e}_3() {{ 0 }}"), &format!("fn f{e}_3() {{ {} }}", version[e]), 1);
+            std::fs::write(sb.project.join(format!("f{e:02}.rs")), t).unwrap();
+        }
+        if n % 80 == 79 {
+            sb.hook("claude-code", json!({"session_id": "A", "hook_event_name": "PreCompact"}).to_string()).ok();
+        }
+        let (session, agent) = match n % 10 {
+            0..=5 => ("A", None),
+            6..=8 => ("B", None),
+            _ => ("A", Some("sub1")),
+        };
+        let path = format!("f{f:02}.rs");
+        let id = format!("toolu_w{n:04}");
+        let meta = if n % 50 == 49 {
+            json!({"claudecode/toolUseId": format!("toolu_ghost{n}")})
+        } else {
+            claude_pre(&sb, session, agent, &id, &path)
+        };
+        let r = s.read(json!({"path": path}), meta);
+        assert_eq!(r["isError"], false, "{r}");
+        let t = text(&r);
+        sent += t.len() as u64;
+        plain += std::fs::metadata(sb.project.join(&path)).unwrap().len();
+        stubs += u64::from(t.starts_with("[unchanged]"));
+        diffs += u64::from(t.contains("changed since you read it"));
+        // Most results reach the model whole; some hooks never say so.
+        if n % 7 != 3 {
+            claude_batch(&sb, session, &id, &r);
+        }
+    }
+    assert_eq!(s.finish(), 0);
+    let st = sb.cmd(["stats", "--json", "--since", "1d"]).ok().json();
+    let t = &st["totals"];
+    let got = |k: &str| t[k].as_u64().unwrap();
+    let within = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.01 * b as f64;
+    eprintln!(
+        "stats vs truth: sent {} / {sent}, whole {} / {plain}, {stubs} stubs, {diffs} diffs",
+        got("bytes_sent"),
+        got("bytes_whole")
+    );
+    assert!(stubs > 20 && diffs > 0, "the script exercises stubs and diffs: {stubs} {diffs}");
+    assert_eq!((got("reads"), got("stubs"), got("diffs"), got("errors")), (240, stubs, diffs, 0), "{st:#}");
+    assert!(within(got("bytes_sent"), sent), "{st:#}");
+    assert!(within(got("bytes_whole"), plain), "{st:#}");
+    assert!(within(got("bytes_saved"), plain - sent), "{st:#}");
+    assert!(st["withheld"].to_string().contains("unrecorded-call"), "{st:#}");
 }
