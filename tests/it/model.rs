@@ -3,7 +3,7 @@
 //! spelling of Codex's output budget, and `stub --result` compared with the
 //! confirmed delivery. Each test here failed before its fix.
 
-use crate::support::{Run, Sandbox, payloads};
+use crate::support::{Sandbox, payloads};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -174,6 +174,7 @@ fn a_different_result_under_one_key_and_version_withholds() {
 /// `leanctx hook codex` run as a child of a process whose command line is
 /// `<BIN> <codex_argv…>` (through `bash -c`, which stays the parent), the
 /// way Codex runs its hooks: the hook reads its parent's argv.
+#[cfg(target_os = "linux")]
 fn codex_hook_under(sb: &Sandbox, codex_argv: &[&str], payload: &Value, cwd: &Path) {
     let base = sb.hook("codex", payload.to_string()).current_dir(cwd);
     let mut c = std::process::Command::new("bash");
@@ -186,7 +187,7 @@ fn codex_hook_under(sb: &Sandbox, codex_argv: &[&str], payload: &Value, cwd: &Pa
         }
     }
     c.current_dir(cwd);
-    let mut run: Run = base;
+    let mut run: crate::support::Run = base;
     run.cmd = c;
     run.ok();
 }

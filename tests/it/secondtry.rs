@@ -6,10 +6,11 @@
 use crate::support::Sandbox;
 use serde_json::json;
 use std::fs;
-use std::process::Stdio;
 
 /// Run `args` in the sandbox with stdout to `out`: (exit code, stderr).
-fn run_to(sb: &Sandbox, args: &[&str], out: Stdio) -> (i32, String) {
+#[cfg(unix)]
+fn run_to(sb: &Sandbox, args: &[&str], out: std::process::Stdio) -> (i32, String) {
+    use std::process::Stdio;
     let mut r = sb.cmd(args);
     r.cmd.stdout(out).stderr(Stdio::piped()).stdin(Stdio::null());
     let o = r.cmd.output().unwrap();

@@ -267,6 +267,9 @@ struct HostStats {
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
 struct Stats {
     seeds: u64,
+    /// Cursor task calls that no record can tell from the parent's (the
+    /// task's start hook died and its hooks lack CURSOR_TASK_ID).
+    unknowable: u64,
     hooks: u64,
     hooks_failed: u64,
     posts_dropped: u64,
@@ -313,6 +316,7 @@ impl Stats {
         self.faults += o.faults;
         self.rewinds += o.rewinds;
         self.idle_cuts += o.idle_cuts;
+        self.unknowable += o.unknowable;
         self.cut_results += o.cut_results;
         self.new_processes += o.new_processes;
         for (h, s) in &o.hosts {
@@ -469,6 +473,10 @@ struct World {
     chats: Vec<Chat>,
     st: Stats,
     trace: bool,
+    /// Cursor subagents whose `subagentStart` hook died: with no
+    /// `CURSOR_TASK_ID` either, their calls are the parent's by every record
+    /// leanctx has (RELIABILITY.md, "What the suites do not prove").
+    lost_starts: std::collections::HashSet<String>,
 }
 
 fn size_draw(rng: &mut Rng) -> usize {
@@ -524,6 +532,11 @@ impl World {
             }
             Kind::Pre | Kind::Other if self.rng.chance(self.knobs.fail_hook) => {
                 self.st.hooks_failed += 1;
+                if event == "subagentStart"
+                    && let Some(raw) = extra.get("subagent_id").and_then(Value::as_str)
+                {
+                    self.lost_starts.insert(raw.to_string());
+                }
                 return;
             }
             _ => {}
@@ -787,8 +800,18 @@ impl World {
         // design (the record is under the parent): counted only if that
         // answer was not withheld as `subagent-active` (nothing recorded).
         let named_parent_withheld = reason == "subagent-active" && ans.recorded.as_ref().is_none_or(|r| !r.recorded);
-        let misresolved =
-            ans.caller.exact && ans.caller.scope.as_deref() != Some(truth_scope.as_str()) && !named_parent_withheld;
+        // A task whose hook lacks CURSOR_TASK_ID and whose `subagentStart`
+        // hook died leaves no record that tells it from its parent: counted
+        // apart (`unknowable`), not as a misresolution.
+        let unknowable = host == H::Cursor
+            && self.chats[c].reads[r].task_env.is_none()
+            && sub.as_deref().is_some_and(|s| self.lost_starts.contains(s))
+            && ans.caller.scope.as_deref() == Some(chat_id.as_str());
+        self.st.unknowable += unknowable as u64;
+        let misresolved = ans.caller.exact
+            && ans.caller.scope.as_deref() != Some(truth_scope.as_str())
+            && !named_parent_withheld
+            && !unknowable;
         if misresolved {
             let detail = format!(
                 "seed {}: t={now} {host:?} caller {truth_scope} ({file}) resolved exactly as {:?} ({:?} {:?})",
@@ -1261,6 +1284,7 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
         chats: Vec::new(),
         st: Stats { seeds: 1, ..Stats::default() },
         trace: std::env::var_os("LEANCTX_SIM_TRACE").is_some(),
+        lost_starts: std::collections::HashSet::new(),
     };
     for host in hosts {
         let id = w.uid("chat-");
@@ -1340,7 +1364,8 @@ fn report(name: &str, s: &Stats) -> String {
     let mut out = format!(
         "sim-ledger[{name}]: {} seeds, {} hook processes ({} died before recording, {} post hooks dropped), \
          {} compactions ({} swallowing a Codex result), {} interrupted calls, {} subagents, {} ends, \
-         {} file changes, {} rewinds, {} idle cuts ({} results cut), {} resumes in a new process: wrong stubs {}",
+         {} file changes, {} rewinds, {} idle cuts ({} results cut), {} resumes in a new process, \
+         {} task calls unknowable (start hook died, no task env): wrong stubs {}",
         s.seeds,
         s.hooks,
         s.hooks_failed,
@@ -1355,6 +1380,7 @@ fn report(name: &str, s: &Stats) -> String {
         s.idle_cuts,
         s.cut_results,
         s.new_processes,
+        s.unknowable,
         s.wrong()
     );
     for (h, hs) in &s.hosts {
