@@ -6,7 +6,7 @@
 //! follow symlinks (dotfile managers link them), but a link to a device is
 //! refused before it is opened (opening some devices acts).
 
-use super::{SpecialFile, state_problem, sys, untrusted};
+use super::{state_problem, sys, untrusted};
 use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
@@ -49,19 +49,7 @@ pub fn file_problem(md: &fs::Metadata, rule: &ReadRule) -> Option<String> {
     }
     let ft = md.file_type();
     if !ft.is_file() {
-        let what = if ft.is_dir() {
-            "a directory"
-        } else if ft.is_symlink() {
-            "a symbolic link"
-        } else {
-            match sys::special_kind(&ft) {
-                SpecialFile::Fifo => "a FIFO",
-                SpecialFile::Socket => "a socket",
-                SpecialFile::Device => "a device",
-                SpecialFile::Other => "not a regular file",
-            }
-        };
-        return Some(format!("is {what}, not a regular file"));
+        return Some(format!("is {}, not a regular file", super::state::kind_of(&ft)));
     }
     if md.len() > rule.max {
         return Some(format!("is {} bytes, larger than the {} bytes read", md.len(), rule.max));

@@ -13,23 +13,29 @@ use std::path::Path;
 /// metadata (`lstat` or `fstat`): only regular files owned by this user,
 /// 0600-like (owner read and write, nobody else writes), no larger than
 /// `max`, are state. `None`: it is.
+/// What a file that is not a regular file is, in words.
+pub(crate) fn kind_of(ft: &fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        match sys::special_kind(ft) {
+            SpecialFile::Fifo => "a FIFO",
+            SpecialFile::Socket => "a socket",
+            SpecialFile::Device => "a device",
+            SpecialFile::Other => "not a regular file",
+        }
+    }
+}
+
 pub fn state_problem(md: &fs::Metadata, max: u64) -> Option<String> {
     let ft = md.file_type();
     if ft.is_symlink() {
         return Some("is a symbolic link, not a regular file".into());
     }
     if !ft.is_file() {
-        let what = if ft.is_dir() {
-            "a directory"
-        } else {
-            match sys::special_kind(&ft) {
-                SpecialFile::Fifo => "a FIFO",
-                SpecialFile::Socket => "a socket",
-                SpecialFile::Device => "a device",
-                SpecialFile::Other => "not a regular file",
-            }
-        };
-        return Some(format!("is {what}, not a regular file"));
+        return Some(format!("is {}, not a regular file", kind_of(&ft)));
     }
     if owner(md) != current_uid() {
         return Some(format!("is owned by uid {}, not by this user (uid {})", owner(md), current_uid()));

@@ -220,17 +220,7 @@ impl ReadPath {
         base: Option<&str>,
         result: Option<&Content>,
     ) -> Result<LedgerAnswer, InputError> {
-        ledger::check_name("--key", key)?;
-        ledger::check_name("--version", version)?;
-        let (keyh, verh, no_secret) = self.sealed_names(key, version);
-        // A diff's base is named as its version would be (the same seal).
-        let baseh = match base {
-            Some(b) => {
-                ledger::check_name("--base", b)?;
-                Some(self.sealed_names(key, b).1)
-            }
-            None => None,
-        };
+        let (keyh, verh, baseh, no_secret) = self.checked_names(key, version, base)?;
         let now = self.now();
         let window = self.window_of(call);
         let deadline = Instant::now() + READ_WAIT;
@@ -276,17 +266,7 @@ impl ReadPath {
         base: Option<&str>,
         result: &Content,
     ) -> Result<Recorded, InputError> {
-        ledger::check_name("--key", key)?;
-        ledger::check_name("--version", version)?;
-        let (keyh, verh, no_secret) = self.sealed_names(key, version);
-        // A diff's base is named as its version would be (the same seal).
-        let baseh = match base {
-            Some(b) => {
-                ledger::check_name("--base", b)?;
-                Some(self.sealed_names(key, b).1)
-            }
-            None => None,
-        };
+        let (keyh, verh, baseh, no_secret) = self.checked_names(key, version, base)?;
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;
         let lc = self.with_journal(now, deadline, |view, unavailable| {
@@ -313,6 +293,28 @@ impl ReadPath {
     /// unreadable: then no digest can be computed and every answer withholds
     /// (`state-unavailable`). No data dir at all: no record exists, so the
     /// names are placeholders nothing matches.
+    /// The question's names checked and sealed: key, version, a diff's base
+    /// (named as its version would be: the same seal), and whether the
+    /// secret is missing from a usable data dir.
+    fn checked_names(
+        &self,
+        key: &str,
+        version: &str,
+        base: Option<&str>,
+    ) -> Result<(String, String, Option<String>, bool), InputError> {
+        ledger::check_name("--key", key)?;
+        ledger::check_name("--version", version)?;
+        let (keyh, verh, no_secret) = self.sealed_names(key, version);
+        let baseh = match base {
+            Some(b) => {
+                ledger::check_name("--base", b)?;
+                Some(self.sealed_names(key, b).1)
+            }
+            None => None,
+        };
+        Ok((keyh, verh, baseh, no_secret))
+    }
+
     fn sealed_names(&self, key: &str, version: &str) -> (String, String, bool) {
         match self.secret() {
             Some(s) => (s.name("key", key), s.name("version", version), false),
