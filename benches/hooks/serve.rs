@@ -13,6 +13,7 @@ use leanctx::serve::Server;
 use leanctx::serve::workspace::Workspace;
 use leanctx::state::journal::{Call, Journal, Record};
 use leanctx::state::ledger::{self, Ack, Content};
+use leanctx::state::secret::Secret;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::Path;
@@ -58,8 +59,10 @@ fn record_call(j: &Journal, t: u64, tool_use: &str) {
 /// The model got this answer whole (Claude Code's PostToolBatch).
 fn ack(j: &Journal, t: u64, tool_use: &str, answer: &serde_json::Value) {
     let text = answer["result"]["content"][0]["text"].as_str().expect("a text result");
-    let c = Content::of_text(text);
-    let r = ledger::id_ref(tool_use);
+    // Sealed with the data dir's secret, as the hook stores them.
+    let secret = Secret::load_or_create(j.path().parent().expect("the data dir")).expect("secret");
+    let c = secret.seal_content(&Content::of_text(text));
+    let r = secret.seal_ref(&ledger::id_ref(tool_use));
     let a = Ack { t, host: Host::ClaudeCode, scope: SESSION, call_ref: &r, digest: &c.digest, len: c.len, whole: true };
     j.append(&[Record::Ack(a)], t).expect("journal");
 }
@@ -76,6 +79,15 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
     let t0 = leanctx::base::clock::now_ms();
     j.append(&[Record::Sighting { t: t0, host: Host::ClaudeCode, conv: SESSION, event: "SessionStart" }], t0)
         .expect("journal");
+    // The session's transcript, as its SessionStart hook names it: Claude
+    // Code's deliveries stand only where the second witness reads one.
+    let transcript = root.join("serve-transcript.jsonl");
+    std::fs::write(&transcript, "").expect("transcript");
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let turn = leanctx::witness::file::Turn::Start { idle_s: None };
+    let tp = transcript.to_str().expect("a UTF-8 temp path");
+    leanctx::witness::file::on_turn(&data, Host::ClaudeCode, SESSION, tp, turn, t0, None, deadline, |_| Ok(()))
+        .expect("witness");
     let rp = ReadPath::new(&data, ScopeEnv::default()).with_stats(None);
     let mut server = Server::new(rp, Workspace::from_dirs([ws.clone()]));
     let iters = cfg.micro_iters.min(2000);
