@@ -101,7 +101,7 @@ pub struct ServerProfile {
 }
 
 /// Claude Code 2.1.328 clears old tool results at the first prompt after
-/// more than 3,900 s without a response (WITHDRAWAL.md §1, docs/DELIVERY.md
+/// more than 3,900 s without a response (measured offline, docs/DELIVERY.md
 /// §8). leanctx times the silence from its Stop hook, which runs just after
 /// the response; a minute's margin covers the hook's own delay.
 pub const CLAUDE_IDLE_CLEAR_MS: u64 = (3_900 - 60) * 1000;

@@ -1,8 +1,8 @@
 //! The pure part of the witness: what one transcript line says, and what
 //! the facts seen so far withdraw. No files, no clock: table-tested.
 //!
-//! The lines (Claude Code 2.1.328, docs/DELIVERY.md §8, measured in
-//! WITHDRAWAL.md §2):
+//! The lines (Claude Code 2.1.328, measured offline; docs/DELIVERY.md §8,
+//! fixtures in tests/fixtures/payloads/withdrawal/):
 //! - `{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":[…]}}`:
 //!   the idle cut replaced those exact tool results with a placeholder;
 //! - an assistant line whose `message.context_management.applied_edits`
