@@ -164,7 +164,7 @@ fn same_json(blocks: &[Value], sc: &Value) -> bool {
 }
 
 /// The first 16 bytes of a digest as 32 lower-case hex digits.
-fn hex32(d: &[u8]) -> String {
+pub(crate) fn hex32(d: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(32);
     for &b in &d[..16] {

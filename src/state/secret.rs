@@ -12,7 +12,7 @@
 //! size.
 
 use crate::fsx;
-use crate::state::ledger::Content;
+use crate::state::ledger::{Content, hex32};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -162,16 +162,6 @@ fn remember(dir: &Path, s: &Secret) {
     if !c.iter().any(|(d, _)| d == dir) {
         c.push((dir.to_path_buf(), s.clone()));
     }
-}
-
-fn hex32(d: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(32);
-    for &b in &d[..16] {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
-    }
-    s
 }
 
 #[cfg(test)]
