@@ -151,9 +151,10 @@ class MockModel:
     """The mock model server as a subprocess on 127.0.0.1:<random port>. Stops with the harness
     (stop()/context manager, and the server itself exits when this process is gone)."""
 
-    def __init__(self, log_path, dump_dir=None, max_lifetime=1800, mcp_tool=None):
+    def __init__(self, log_path, dump_dir=None, max_lifetime=1800, mcp_tool=None, mcp_server=None):
         self.log_path = log_path
         self.mcp_tool = mcp_tool
+        self.mcp_server = mcp_server
         self.proc = None
         self.port = None
         self.dump_dir = dump_dir
@@ -169,6 +170,8 @@ class MockModel:
             argv += ["--dump-dir", self.dump_dir]
         if self.mcp_tool:
             argv += ["--mcp-tool", self.mcp_tool]
+        if self.mcp_server:
+            argv += ["--mcp-server", self.mcp_server]
         self._err = open(self.log_path + ".stderr", "ab")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._err, env=_base_env_for_helpers())
@@ -274,14 +277,19 @@ class Sandbox:
     config.toml (start it with a [table] header); `codex_config_top`: top-level keys (e.g.
     `tool_output_token_limit = 50000`) written before the first table; `project_files`: {relpath: text} added to the
     project; `claude_settings_extra`: keys merged into ~/.claude/settings.json.
+    `installed_mcp`: the name of an MCP server that an installer (e.g. `leanctx hooks install`)
+    registered in the hosts' own user config (~/.claude.json, $CODEX_HOME/config.toml). The harness
+    then writes no MCP server for the hosts: Claude runs without --mcp-config/--strict-mcp-config,
+    Codex's config.toml has no [mcp_servers.ctx], and the mock calls that server's `mcp_tool`.
     Reopen an existing sandbox directory with Sandbox(root=DIR) (no hooks argument).
     """
 
     def __init__(self, hooks=None, root=None, name="e2e", keep=None, mock=None, project_files=None,
                  codex_config_extra="", codex_features=None, claude_settings_extra=None,
-                 mock_dump=False, mcp_argv=None, codex_config_top="", mcp_tool=None):
+                 mock_dump=False, mcp_argv=None, codex_config_top="", mcp_tool=None, installed_mcp=None):
         self.keep = (os.environ.get("E2E_KEEP") == "1") if keep is None else keep
         self.mcp_tool = mcp_tool
+        self.installed_mcp = installed_mcp
         if root is None:
             base = os.environ.get("E2E_SANDBOX_BASE") or None
             root = tempfile.mkdtemp(prefix="leanctx-%s-" % name, dir=base)
@@ -319,12 +327,15 @@ class Sandbox:
             self.codex_config_top = codex_config_top or meta.get("codex_config_top", "")
             self.codex_features = dict(meta.get("codex_features") or CODEX_FEATURES, **(codex_features or {}))
             self.mcp_argv = list(mcp_argv or meta.get("mcp_argv") or self.mcp_argv)
+            self.installed_mcp = installed_mcp or meta.get("installed_mcp")
+            self.mcp_tool = mcp_tool or meta.get("mcp_tool")
         else:
             self._layout(hooks, project_files, claude_settings_extra)
             with open(meta_path, "w") as f:
                 json.dump({"codex_config_extra": self.codex_config_extra, "mcp_argv": self.mcp_argv,
                            "codex_config_top": self.codex_config_top,
-                           "codex_features": self.codex_features, "created": time.time()}, f)
+                           "codex_features": self.codex_features, "installed_mcp": self.installed_mcp,
+                           "mcp_tool": self.mcp_tool, "created": time.time()}, f)
         if os.path.isdir(self.runs_dir):
             self._run_no = len([n for n in os.listdir(self.runs_dir) if n.endswith(".json")])
 
@@ -388,12 +399,7 @@ request_max_retries = 0
 stream_max_retries = 0
 stream_idle_timeout_ms = 60000
 
-[mcp_servers.ctx]
-command = %(mcp_cmd)s
-args = [%(mcp_args)s]
-startup_timeout_sec = 30
-tool_timeout_sec = 60
-
+%(mcp)s
 [features]
 %(features)s
 
@@ -402,8 +408,14 @@ enabled = false
 
 [projects.%(proj)s]
 trust_level = "trusted"
-""" % {"url": self.mock.url, "top": self.codex_config_top, "mcp_cmd": _toml_str(self.mcp_argv[0]),
-       "mcp_args": ", ".join(_toml_str(x) for x in self.mcp_argv[1:]), "proj": _toml_str(self.project),
+""" % {"url": self.mock.url, "top": self.codex_config_top, "mcp": "" if self.installed_mcp else """\
+[mcp_servers.ctx]
+command = %s
+args = [%s]
+startup_timeout_sec = 30
+tool_timeout_sec = 60
+""" % (_toml_str(self.mcp_argv[0]), ", ".join(_toml_str(x) for x in self.mcp_argv[1:])),
+       "proj": _toml_str(self.project),
        "features": "\n".join("%s = %s" % (k, "true" if v else "false")
                               for k, v in sorted(self.codex_features.items()))}
         path = os.path.join(self.codex_home, "config.toml")
@@ -424,7 +436,8 @@ trust_level = "trusted"
         with self._mock_lock:
             if self._mock is None:
                 self._mock = MockModel(self.mock_log, dump_dir=os.path.join(self.logs, "mock-bodies")
-                                       if self._mock_dump else None, mcp_tool=self.mcp_tool)
+                                       if self._mock_dump else None, mcp_tool=self.mcp_tool,
+                                       mcp_server=self.installed_mcp)
             if self._mock.proc is None:
                 self._mock.start()
             return self._mock
@@ -673,16 +686,25 @@ def run_process(sb, host, argv, env, timeout=DEFAULT_TIMEOUT, cwd=None, base=Non
     return r
 
 
-def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume=None,
-               allowed_tools=None, debug_file=True, interrupt_when=None):
-    """claude -p PROMPT --mcp-config ... --strict-mcp-config --allowedTools mcp__ctx__ctx_read
-    --output-format stream-json --verbose [--resume ID] EXTRA_ARGS"""
-    argv = [claude_bin(), "-p", prompt, "--mcp-config", sb.claude_mcp_config, "--strict-mcp-config",
-            "--output-format", "stream-json", "--verbose"]
+def claude_mcp_args(sb, allowed_tools=None):
+    """Claude's MCP arguments for the sandbox: the harness's own `ctx` server only
+    (--mcp-config ... --strict-mcp-config), or none for a server an installer registered in the
+    user config (`installed_mcp`), which Claude then loads itself; and --allowedTools for the MCP
+    tool the mock calls (default), so print mode does not refuse it."""
+    argv = [] if sb.installed_mcp else ["--mcp-config", sb.claude_mcp_config, "--strict-mcp-config"]
     if allowed_tools is None:  # the sandbox's MCP tool (ctx_read, or `leanctx serve`'s read)
-        allowed_tools = ("mcp__ctx__%s" % (sb.mcp_tool or "ctx_read"),)
+        allowed_tools = ("mcp__%s__%s" % (sb.installed_mcp or "ctx", sb.mcp_tool or "ctx_read"),)
     if allowed_tools:
         argv += ["--allowedTools", ",".join(allowed_tools)]
+    return argv
+
+
+def run_claude(sb, prompt, extra_args=(), env=None, timeout=DEFAULT_TIMEOUT, resume=None,
+               allowed_tools=None, debug_file=True, interrupt_when=None):
+    """claude -p PROMPT [--mcp-config ... --strict-mcp-config] --allowedTools mcp__ctx__ctx_read
+    --output-format stream-json --verbose [--resume ID] EXTRA_ARGS (see claude_mcp_args)"""
+    argv = [claude_bin(), "-p", prompt, "--output-format", "stream-json", "--verbose"]
+    argv += claude_mcp_args(sb, allowed_tools)
     if resume:
         argv += ["--resume", resume]
     base = sb._next_run("claude")

@@ -66,7 +66,9 @@ class World:
     [events]} removed from the installed config. codex_config_top: top-level config.toml keys.
     serve_files: ctx_read serves the project's real files (else fixture text only). server: let
     `hooks install` register `leanctx serve` as the hosts' MCP server too (else `--no-server`: the
-    scenarios about the Python ctx server see only that one)."""
+    scenarios about the Python ctx server see only that one). mode "installed": that registration
+    is the only MCP server the hosts have (the harness writes none), and the mock calls its `read`;
+    the mock also saves every request body (World.bodies)."""
 
     def __init__(self, name, mode="scope", max_result_chars=None, drop_hooks=None, codex_config_top="",
                  serve_files=False, server=False, codex_config_first=False):
@@ -79,11 +81,14 @@ class World:
             mcp_argv += ["--max-result-chars", str(max_result_chars)]
         if serve_files:  # ctx_read reads the project's files as they are at each call
             mcp_argv += ["--root", os.path.join(root, "home", "project")]
-        tool = None
+        tool, installed = None, None
         if mode == "serve":  # the server is `leanctx serve` itself: tool `read` on server `ctx`
             mcp_argv, tool = [LEANCTX, "serve"], "read"
+        if mode == "installed":  # `leanctx serve` as `hooks install` registered it, nothing else
+            tool, installed, server = "read", "leanctx", True
         self.sb = H.Sandbox(hooks=None, root=root, name=name, keep=KEEP, mcp_argv=mcp_argv,
-                            codex_config_top=codex_config_top, mcp_tool=tool)
+                            codex_config_top=codex_config_top, mcp_tool=tool, installed_mcp=installed,
+                            mock_dump=installed is not None)
         if codex_config_first:  # config.toml exists before the install, as in a user's CODEX_HOME
             self.sb._write_codex_config()
         # Data dir as leanctx resolves it from the sandbox HOME (XDG_DATA_HOME for the hooks,
@@ -93,7 +98,7 @@ class World:
             out = self.leanctx(["hooks", "install", host] + ([] if server else ["--no-server"]))
             check("%s: leanctx hooks install %s" % (name, host), out.returncode == 0,
                   out.stdout + out.stderr)
-        if mode in ("ledger", "serve"):
+        if mode in ("ledger", "serve", "installed"):
             for host in ("claude-code", "codex"):
                 self.ensure_ack_hook(host)
         for host, events in (drop_hooks or {}).items():
@@ -358,7 +363,7 @@ def sc_compact(host):
 # ---------------------------------------------------------------------------------------------
 # The delivery ledger. The oracle is the mock model's log: what the model received.
 
-CTX_TOOLS = ("mcp__ctx__ctx_read", "ctx_read", "mcp__ctx__read", "read")
+CTX_TOOLS = ("mcp__ctx__ctx_read", "ctx_read", "mcp__ctx__read", "read", "mcp__leanctx__read")
 STUB_RE = re.compile(r"\[unchanged\] (\S+)")
 
 
@@ -1090,13 +1095,14 @@ def sc_server_registered(host):
 
 def run_claude_stream(w, steps, timeout=120):
     """Claude Code driven over `--input-format stream-json`, one message at a time, as an SDK host
-    does: each step is ("user", uuid, prompt) (waits for the turn's result) or ("rewind", uuid)
-    (the control request `rewind_conversation` to that user message; waits for its answer).
+    does: each step is ("user", uuid, prompt) (waits for the turn's result), ("rewind", uuid)
+    (the control request `rewind_conversation` to that user message; waits for its answer) or
+    ("call", fn) (runs fn() between turns, e.g. an edit outside the host). One host process, so
+    one MCP server process, serves the whole session.
     Returns (exit code, the stdout lines as JSON, the session id)."""
     sb = w.sb
     argv = [H.claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-            "--replay-user-messages", "--mcp-config", sb.claude_mcp_config, "--strict-mcp-config",
-            "--allowedTools", "mcp__ctx__ctx_read"]
+            "--replay-user-messages"] + H.claude_mcp_args(sb)
     p = subprocess.Popen(argv, cwd=sb.project, env=sb.env("claude", None), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines, sid = [], None
@@ -1119,8 +1125,10 @@ def run_claude_stream(w, steps, timeout=120):
         return False
 
     try:
-        for step in steps:
-            if step[0] == "user":
+        for n, step in enumerate(steps):
+            if step[0] == "call":
+                step[1]()
+            elif step[0] == "user":
                 _, uuid, prompt = step
                 p.stdin.write(json.dumps({"type": "user", "uuid": uuid, "session_id": "",
                                           "message": {"role": "user", "content": prompt},
@@ -1128,7 +1136,7 @@ def run_claude_stream(w, steps, timeout=120):
                 p.stdin.flush()
                 until(lambda m: m.get("type") == "result")
             else:
-                p.stdin.write(json.dumps({"type": "control_request", "request_id": "rw-1", "request": {
+                p.stdin.write(json.dumps({"type": "control_request", "request_id": "rw-%d" % n, "request": {
                     "subtype": "rewind_conversation", "target_message_uuid": step[1]}}) + "\n")
                 p.stdin.flush()
                 until(lambda m: m.get("type") == "control_response")

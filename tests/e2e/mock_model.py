@@ -743,11 +743,14 @@ def main(argv=None):
     ap.add_argument("--parent-pid", type=int, default=0)
     # The MCP tool the prompts' `ctx_read` markers call on server `ctx` (`leanctx serve`: read).
     ap.add_argument("--mcp-tool", default="ctx_read")
+    # The MCP server that tool is on (Claude names it mcp__<server>__<tool>; Codex's namespace is
+    # read from the tools offered): `leanctx` when leanctx's installer registered it.
+    ap.add_argument("--mcp-server", default="ctx")
     ap.add_argument("--max-requests-per-session", type=int, default=200,
                     help="answer HTTP 400 after this many requests of one session (0: no limit)")
     ARGS = ap.parse_args(argv)
     global MCP_TOOL_CLAUDE, MCP_NAME_CODEX
-    MCP_TOOL_CLAUDE, MCP_NAME_CODEX = "mcp__ctx__" + ARGS.mcp_tool, ARGS.mcp_tool
+    MCP_TOOL_CLAUDE, MCP_NAME_CODEX = "mcp__%s__%s" % (ARGS.mcp_server, ARGS.mcp_tool), ARGS.mcp_tool
 
     srv = Server(("127.0.0.1", ARGS.port), Handler)
     port = srv.server_address[1]
