@@ -1096,7 +1096,9 @@ def sc_server_registered(host):
 def run_claude_stream(w, steps, timeout=120):
     """Claude Code driven over `--input-format stream-json`, one message at a time, as an SDK host
     does: each step is ("user", uuid, prompt) (waits for the turn's result), ("rewind", uuid)
-    (the control request `rewind_conversation` to that user message; waits for its answer) or
+    (the control request `rewind_conversation` to that user message, naming the last user message
+    sent as seen, as an SDK client does: without it Claude Code refuses a rewind past a subagent's
+    turn as `stale_target`; waits for its answer) or
     ("call", fn) (runs fn() between turns, e.g. an edit outside the host). One host process, so
     one MCP server process, serves the whole session.
     Returns (exit code, the stdout lines as JSON, the session id)."""
@@ -1105,7 +1107,7 @@ def run_claude_stream(w, steps, timeout=120):
             "--replay-user-messages"] + H.claude_mcp_args(sb)
     p = subprocess.Popen(argv, cwd=sb.project, env=sb.env("claude", None), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    lines, sid = [], None
+    lines, sid, last_user = [], None, None
     deadline = time.time() + timeout
 
     def until(pred):
@@ -1130,6 +1132,7 @@ def run_claude_stream(w, steps, timeout=120):
                 step[1]()
             elif step[0] == "user":
                 _, uuid, prompt = step
+                last_user = uuid
                 p.stdin.write(json.dumps({"type": "user", "uuid": uuid, "session_id": "",
                                           "message": {"role": "user", "content": prompt},
                                           "parent_tool_use_id": None}) + "\n")
@@ -1137,7 +1140,8 @@ def run_claude_stream(w, steps, timeout=120):
                 until(lambda m: m.get("type") == "result")
             else:
                 p.stdin.write(json.dumps({"type": "control_request", "request_id": "rw-%d" % n, "request": {
-                    "subtype": "rewind_conversation", "target_message_uuid": step[1]}}) + "\n")
+                    "subtype": "rewind_conversation", "target_message_uuid": step[1],
+                    "last_seen_user_message_uuid": last_user}}) + "\n")
                 p.stdin.flush()
                 until(lambda m: m.get("type") == "control_response")
         p.stdin.close()
