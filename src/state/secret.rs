@@ -100,10 +100,15 @@ impl Secret {
     /// for names, fingerprints, refs and digests, so one never stands for
     /// another).
     pub fn seal(&self, domain: &str, raw: &str) -> String {
+        self.seal_bytes(domain, raw.as_bytes())
+    }
+
+    /// [`Secret::seal`] of bytes that need not be text.
+    pub fn seal_bytes(&self, domain: &str, raw: &[u8]) -> String {
         let mut h = blake3::Hasher::new_keyed(&self.0);
         h.update(domain.as_bytes());
         h.update(&[0]);
-        h.update(raw.as_bytes());
+        h.update(raw);
         hex32(h.finalize().as_bytes())
     }
 

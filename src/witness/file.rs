@@ -7,6 +7,7 @@ use super::scan::{Effect, Track, classify};
 use crate::base::fingerprint::sha256_hex;
 use crate::base::host::Host;
 use crate::fsx;
+use crate::state::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
@@ -42,6 +43,9 @@ pub struct State {
     pub offset: u64,
     /// Inside a line longer than [`MAX_READ_BYTES`]: skip to its end.
     pub skipping: bool,
+    /// The seal of the [`TAIL_BYTES`] before `offset` (empty: not read yet).
+    #[serde(default)]
+    pub tail: String,
     /// Unix ms of the conversation's last prompt or stop (0: none seen).
     pub last_turn_ms: u64,
     /// Unix ms the witness started watching this transcript: a delivery
@@ -262,8 +266,12 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
         Ok(None) => return unavailable(NO_WITNESS.into()),
         Err(e) => return unavailable(format!("the witness state: {e}")),
     };
+    let secret = match Secret::load_or_create(dir) {
+        Ok(s) => s,
+        Err(e) => return unavailable(format!("the data dir's secret: {e}")),
+    };
     let before = st.clone();
-    let read = read_on(&mut st);
+    let read = read_on(&mut st, &secret);
     let (ended, behind) = match read {
         Ok(r) => r,
         Err(e) => return unavailable(format!("the transcript {}: {e}", st.transcript)),
@@ -313,7 +321,10 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
 }
 
 /// Read on from `st.offset`: `(why every delivery ended, bytes left unread)`.
-fn read_on(st: &mut State) -> io::Result<(Option<String>, u64)> {
+/// The [`TAIL_BYTES`] before the offset are read again and compared with
+/// their seal from the last question: a file rewritten in place (the same
+/// inode, any length) is caught when its bytes there differ.
+fn read_on(st: &mut State, secret: &Secret) -> io::Result<(Option<String>, u64)> {
     let (f, md): (File, _) = fsx::open_file(Path::new(&st.transcript), &TRANSCRIPT)?
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the transcript is gone"))?;
     let id = fsx::handle_id(&f, &md)?;
@@ -334,30 +345,27 @@ fn read_on(st: &mut State) -> io::Result<(Option<String>, u64)> {
     } else if md.len() < st.offset {
         ended = restart(st, "the transcript shrank");
     }
-    let avail = md.len() - st.offset;
-    let n = avail.min(MAX_READ_BYTES) as usize;
-    let mut buf = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        match fsx::read_at(&f, &mut buf[got..], st.offset + got as u64)? {
-            0 => break,
-            k => got += k,
-        }
+    let (mut buf, mut back) = read_from(&f, st.offset, md.len())?;
+    if ended.is_none() && !st.tail.is_empty() && seal_tail(secret, &buf[..back]) != st.tail {
+        ended = restart(st, "the transcript was rewritten");
+        (buf, back) = read_from(&f, st.offset, md.len())?;
     }
-    buf.truncate(got);
+    let avail = md.len() - st.offset;
+    let got = buf.len() - back;
+    let new = &buf[back..];
     let mut pos = 0usize;
     if st.skipping {
-        match memchr::memchr(b'\n', &buf) {
+        match memchr::memchr(b'\n', new) {
             Some(nl) => {
                 pos = nl + 1;
                 st.skipping = false;
             }
-            None => pos = buf.len(),
+            None => pos = new.len(),
         }
     }
-    while let Some(nl) = memchr::memchr(b'\n', &buf[pos..]) {
+    while let Some(nl) = memchr::memchr(b'\n', &new[pos..]) {
         let at = st.offset + pos as u64;
-        if st.track.apply(classify(&buf[pos..pos + nl]), at) == Effect::All && ended.is_none() {
+        if st.track.apply(classify(&new[pos..pos + nl]), at) == Effect::All && ended.is_none() {
             ended = Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
         }
         pos += nl + 1;
@@ -371,5 +379,39 @@ fn read_on(st: &mut State) -> io::Result<(Option<String>, u64)> {
         ended.get_or_insert_with(|| format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
     }
     st.offset += pos as u64;
+    // The bytes before the new offset are in the buffer: it starts at most
+    // TAIL_BYTES before the old one.
+    let end = back + pos;
+    st.tail = seal_tail(secret, &buf[end - end.min(TAIL_BYTES as usize)..end]);
     Ok((ended, avail - got as u64))
+}
+
+/// Bytes before the offset read again on every question.
+pub const TAIL_BYTES: u64 = 256;
+
+/// Read from `TAIL_BYTES` before `offset` (or the file's start) up to
+/// [`MAX_READ_BYTES`] past it: the buffer, and how many of its bytes lie
+/// before `offset`.
+fn read_from(f: &File, offset: u64, len: u64) -> io::Result<(Vec<u8>, usize)> {
+    let back = offset.min(TAIL_BYTES);
+    let n = (back + len.saturating_sub(offset).min(MAX_READ_BYTES)) as usize;
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match fsx::read_at(f, &mut buf[got..], offset - back + got as u64)? {
+            0 => break,
+            k => got += k,
+        }
+    }
+    if (got as u64) < back {
+        return Err(io::Error::other("the transcript shrank while it was read"));
+    }
+    buf.truncate(got);
+    Ok((buf, back as usize))
+}
+
+/// The seal of the bytes before the offset (keyed: they are the host's
+/// content, which is never stored); empty for none.
+fn seal_tail(secret: &Secret, bytes: &[u8]) -> String {
+    if bytes.is_empty() { String::new() } else { secret.seal_bytes("witness-tail", bytes) }
 }

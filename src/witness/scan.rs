@@ -106,6 +106,13 @@ pub fn classify(line: &[u8]) -> Fact {
     if line.first() != Some(&b'{') || line.last() != Some(&b'}') {
         return Fact::NotJson;
     }
+    // Lines without a marker are never parsed (a 100 KB result would cost
+    // more than the question), but bytes JSON text never holds are seen:
+    // a NUL (a crash's unwritten block) or invalid UTF-8. Both are cheap
+    // passes next to the quote scan.
+    if memchr::memchr(0, line).is_some() || std::str::from_utf8(line).is_err() {
+        return Fact::NotJson;
+    }
     let m = marks(line);
     let (cut, cleared, rewound, compacted) = (m.cut, m.clear && m.applied, m.rewound, m.compacted);
     // A prompt: a user line with no tool result in it; a tool use: an
@@ -266,6 +273,9 @@ mod tests {
             ("not json", Fact::NotJson),
             ("{\"type\":\"user\"", Fact::NotJson),
             ("[1,2]", Fact::NotJson),
+            // Bytes JSON never holds, with no marker to make the line parse.
+            ("{\"type\":\"progress\",\"data\":\"a\0b\"}", Fact::NotJson),
+            ("{\0\0\0}", Fact::NotJson),
             // A marker makes the line parse; a broken one is not JSON.
             ("{\"type\":\"user\",\"uuid\":}", Fact::NotJson),
             (r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["a","b"],"standIn":"x"}}"#, Fact::Cut(vec!["a".into(), "b".into()])),
@@ -289,6 +299,7 @@ mod tests {
         for (i, (line, want)) in rows.into_iter().enumerate() {
             assert_eq!(classify(line.as_bytes()), want, "row {i}: {line}");
         }
+        assert_eq!(classify(b"{\"type\":\"progress\",\"data\":\"\xff\xfe\"}"), Fact::NotJson, "invalid UTF-8");
     }
 
     fn track(facts: &[(Fact, u64)]) -> (Track, Vec<Effect>) {

@@ -20,6 +20,9 @@ mod gate;
 #[cfg(unix)]
 mod gate_agree;
 mod hooks;
+// Unix-only: FIFOs, symlink loops and modes as transcripts.
+#[cfg(unix)]
+mod hostile;
 mod install;
 mod ledger;
 mod model;
