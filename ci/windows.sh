@@ -48,11 +48,10 @@ cargo test --locked --target x86_64-pc-windows-gnu --lib
 # tests/it: the portable modules (each Unix-only test is #[cfg(unix)] in the
 # source, as are the two simulations; fuzz is portable but too slow under
 # Wine; see README "Platforms"). `ledger::` would also match `sim_ledger::`,
-# and `install::` `serverinstall::`: the server registration's tests were
-# written for Unix paths and have not been ported (3 fail under Wine on the
-# paths they expect); they are skipped here until they are.
+# which is skipped; `install::` also matches `serverinstall::`, the MCP server
+# registration, whose tests expect each platform's own paths and quoting.
 cargo test --locked --target x86_64-pc-windows-gnu --test it -- --test-threads 4 \
-  hooks:: readpath:: ledger:: gate:: install:: newuser:: clock:: rng:: --skip sim_ledger:: --skip serverinstall::
+  hooks:: readpath:: ledger:: gate:: install:: newuser:: clock:: rng:: --skip sim_ledger::
 
 echo "== cross: Windows end-to-end smoke under Wine"
 bash ci/windows-smoke.sh "$root/target/x86_64-pc-windows-gnu/debug/leanctx.exe"

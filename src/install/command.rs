@@ -93,11 +93,7 @@ pub fn program_word(bin: &str) -> Result<String, String> {
 /// none. A `\\?\` prefix (what
 /// `canonicalize` returns on Windows) is dropped.
 pub fn windows_word(bin: &str, short: impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let norm = |p: &str| {
-        let p = p.strip_prefix(r"\\?\UNC\").map(|rest| format!(r"\\{rest}")).unwrap_or_else(|| p.to_string());
-        let p = p.strip_prefix(r"\\?\").map(str::to_string).unwrap_or(p);
-        p.replace('\\', "/")
-    };
+    let norm = |p: &str| native_path(p).replace('\\', "/");
     let plain = |p: &str| {
         !p.is_empty()
             && p.bytes().all(|b| {
@@ -115,6 +111,16 @@ pub fn windows_word(bin: &str, short: impl Fn(&str) -> Option<String>) -> Result
              means the same to Git Bash, PowerShell and cmd then), and it has no 8.3 short name: install \
              leanctx under a plain path (installers\\install.ps1 -Prefix C:\\tools\\leanctx)"
         )),
+    }
+}
+
+/// A Windows path as users and hosts write it: without the verbatim
+/// prefix `canonicalize` gives (`\\?\C:\…` is `C:\…`, `\\?\UNC\srv\…` is
+/// `\\srv\…`). Any other path is returned as it is.
+pub fn native_path(p: &str) -> String {
+    match p.strip_prefix(r"\\?\UNC\") {
+        Some(rest) => format!(r"\\{rest}"),
+        None => p.strip_prefix(r"\\?\").unwrap_or(p).to_string(),
     }
 }
 
@@ -227,6 +233,14 @@ mod tests {
         for bad in [r"C:\a&b\leanctx.exe", r"C:\it's\leanctx.exe", r"C:\%x%\leanctx.exe", r"C:\a$b\leanctx.exe"] {
             assert!(windows_word(bad, none).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn native_paths_lose_only_the_verbatim_prefix() {
+        assert_eq!(native_path(r"\\?\C:\tools\leanctx.exe"), r"C:\tools\leanctx.exe");
+        assert_eq!(native_path(r"\\?\UNC\srv\share\leanctx.exe"), r"\\srv\share\leanctx.exe");
+        assert_eq!(native_path(r"\\srv\share\leanctx.exe"), r"\\srv\share\leanctx.exe");
+        assert_eq!(native_path("/usr/bin/leanctx"), "/usr/bin/leanctx");
     }
 
     #[test]

@@ -187,13 +187,14 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     }
     let bin = command::hook_binary()?;
     let bin_str = bin.to_str().ok_or_else(|| format!("the binary path {} is not UTF-8", bin.display()))?;
-    let spec = Spec::for_host(host, &command::program_word(bin_str)?);
+    let word = command::program_word(bin_str)?;
+    let spec = Spec::for_host(host, &word);
     let t = if host == Host::Codex { codex_file(t)? } else { t };
     let server = opts.server && t.scope == Scope::User;
     if server && !opts.dry_run {
         // A server config leanctx would refuse is refused before the hooks
         // are written, so a refusal writes nothing at all.
-        server_edit(host, Some(server_program(bin_str)), true, &mut io::sink(), &mut Report::default())?;
+        server_edit(host, Some(&server_program(bin_str)), true, &mut io::sink(), &mut Report::default())?;
     }
     let res = if is_toml(&t) {
         edit_config(&t, opts.dry_run, false, false, |text| toml_edit_with(&t, text, |doc| nested::upsert(doc, &spec)))?
@@ -204,7 +205,8 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     };
 
     writeln!(out, "{host} ({}): {}", t.describe_scope(), t.file.display()).map_err(out_err)?;
-    writeln!(out, "  hooks run {bin_str} hook {host}").map_err(out_err)?;
+    // As written: quoted on Unix, forward slashes and no `\\?\` on Windows.
+    writeln!(out, "  hooks run {word} hook {host}").map_err(out_err)?;
     if !bin.is_file() {
         let w = format!("{} does not exist (yet); the hooks will fail until it does", bin.display());
         writeln!(out, "  warning: {w}").map_err(out_err)?;
@@ -217,7 +219,7 @@ pub fn install(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Result
     report(&res, opts.dry_run, spec.entries.len(), out)?;
     rep.files.push(FileChange { created_dir: !dir_exists, ..FileChange::of(&t, &res, opts.dry_run) });
     if server {
-        server_edit(host, Some(server_program(bin_str)), opts.dry_run, out, &mut rep)?;
+        server_edit(host, Some(&server_program(bin_str)), opts.dry_run, out, &mut rep)?;
     } else if opts.server {
         // Its command is this user's binary path: not for a project's
         // checked-in config.
@@ -284,10 +286,10 @@ pub fn uninstall(host: Host, opts: &InstallOptions, out: &mut dyn Write) -> Resu
 }
 
 /// The binary as the server entry's `command`: a path hosts start without
-/// a shell, so unquoted; without the `\\?\` prefix `canonicalize` gives on
-/// Windows.
-fn server_program(bin: &str) -> &str {
-    bin.strip_prefix(r"\\?\").unwrap_or(bin)
+/// a shell (an argv word: unquoted, in the platform's own form, `C:\…\leanctx.exe`
+/// on Windows, without the `\\?\` prefix `canonicalize` gives there).
+fn server_program(bin: &str) -> String {
+    command::native_path(bin)
 }
 
 /// The file that holds `host`'s user-scope MCP servers, as a target.

@@ -2,7 +2,7 @@
 //! in a sandbox HOME: every safety case of issue 4 item 3, the host caveats
 //! of item 4 and installers/install.sh (item 5).
 
-use crate::support::{BIN, Out, Sandbox, payload};
+use crate::support::{BIN, HOSTS, Out, Sandbox, backup_of, payload};
 #[cfg(unix)] // used by Unix-only tests
 use leanctx::state::journal::Record;
 use serde_json::{Value, json};
@@ -13,22 +13,9 @@ use std::path::{Path, PathBuf};
 #[cfg(unix)]
 use std::process::{Command, Stdio};
 
-const HOSTS: [&str; 4] = ["cursor", "claude-code", "codex", "codebuddy"];
-
-/// The user config file of a host in the sandbox (the support builder
-/// points CLAUDE_CONFIG_DIR, CODEX_HOME and CODEBUDDY_CONFIG_DIR into HOME).
-fn config(sb: &Sandbox, host: &str) -> PathBuf {
-    match host {
-        "cursor" => sb.home.join(".cursor/hooks.json"),
-        "claude-code" => sb.home.join(".claude/settings.json"),
-        "codex" => sb.home.join(".codex/hooks.json"),
-        "codebuddy" => sb.home.join(".codebuddy/settings.json"),
-        _ => unreachable!(),
-    }
-}
-
+/// The user hooks config of a host in the sandbox, its dir created.
 fn with_dir(sb: &Sandbox, host: &str) -> PathBuf {
-    let c = config(sb, host);
+    let c = sb.hooks_file(host);
     fs::create_dir_all(c.parent().unwrap()).unwrap();
     c
 }
@@ -282,14 +269,8 @@ fn wrong_shapes_are_refused_with_position_and_left_byte_for_byte() {
         assert_eq!(out.code, 1, "{out:?}");
         assert!(out.stderr.contains(want), "{host}: want {want:?} in {}", out.stderr);
         assert_eq!(fs::read_to_string(&p).unwrap(), *text);
-        assert!(!fsio_backup(&p).exists());
+        assert!(!backup_of(&p).exists());
     }
-}
-
-fn fsio_backup(p: &Path) -> PathBuf {
-    let mut s = p.as_os_str().to_os_string();
-    s.push(".leanctx.bak");
-    PathBuf::from(s)
 }
 
 #[cfg(unix)] // file modes
@@ -301,7 +282,7 @@ fn the_files_mode_is_kept() {
     fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
     install(&sb, "claude-code");
     assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o640);
-    assert_eq!(fs::metadata(fsio_backup(&p)).unwrap().permissions().mode() & 0o7777, 0o640, "backup too");
+    assert_eq!(fs::metadata(backup_of(&p)).unwrap().permissions().mode() & 0o7777, 0o640, "backup too");
     fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
     sb.cmd(["hooks", "uninstall", "claude-code"]).ok();
     assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o600);
@@ -317,7 +298,7 @@ fn a_symlinked_config_is_written_through_to_its_target() {
     write_json(&real, &json!({"model": "x"}));
     fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
     fs::create_dir_all(sb.home.join(".claude")).unwrap();
-    let link = config(&sb, "claude-code");
+    let link = sb.hooks_file("claude-code");
     symlink("../dotfiles/claude/settings.json", &link).unwrap();
     let out = install(&sb, "claude-code");
     assert!(out.stdout.contains("symlink"), "{}", out.stdout);
@@ -328,7 +309,7 @@ fn a_symlinked_config_is_written_through_to_its_target() {
     assert_eq!(ours(&v, "claude-code").len(), 10);
     assert_eq!(fs::metadata(&real).unwrap().permissions().mode() & 0o7777, 0o600);
     assert_eq!(litter(&dotfiles, &["settings.json"]), Vec::<String>::new(), "nothing left in the dotfiles repo");
-    assert!(fsio_backup(&link).is_file(), "the backup sits beside the path the user knows");
+    assert!(backup_of(&link).is_file(), "the backup sits beside the path the user knows");
 }
 
 #[test]
@@ -339,7 +320,7 @@ fn a_backup_is_made_the_first_time_only() {
     fs::write(&p, original).unwrap();
     let out = install(&sb, "cursor");
     assert!(out.stdout.contains(".leanctx.bak"), "{}", out.stdout);
-    let bak = fsio_backup(&p);
+    let bak = backup_of(&p);
     assert_eq!(fs::read_to_string(&bak).unwrap(), original);
     sb.cmd(["hooks", "uninstall", "cursor"]).ok();
     install(&sb, "cursor");
@@ -422,7 +403,7 @@ fn install_then_uninstall_gives_back_an_equivalent_file() {
     }
     // A 4-space, no-final-newline file keeps its layout too, and an empty
     // array the user wrote (in an event we do not register) stays.
-    let p = config(&sb, "codex");
+    let p = sb.hooks_file("codex");
     let text = "{\n    \"hooks\": {\n        \"Notification\": [],\n        \"Stop\": [\n            {\n                \"hooks\": [\n                    {\n                        \"type\": \"command\",\n                        \"command\": \"x\"\n                    }\n                ]\n            }\n        ]\n    }\n}";
     fs::write(&p, text).unwrap();
     install(&sb, "codex");
@@ -460,7 +441,7 @@ fn a_missing_config_dir_is_created_only_when_asked() {
     assert!(!sb.home.join(".cursor").exists());
 
     sb.cmd(["hooks", "install", "cursor", "--create"]).ok();
-    assert_eq!(ours(&read_json(&config(&sb, "cursor")), "cursor").len(), 9);
+    assert_eq!(ours(&read_json(&sb.hooks_file("cursor")), "cursor").len(), 9);
 
     // A project is an explicit request: its .claude/ is created.
     let out = sb.cmd(["hooks", "install", "claude-code", "--project", ".", "--local"]).ok();
@@ -570,7 +551,7 @@ fn status_reports_installed_never_fired_and_the_last_event() {
     assert_eq!(claude["files"][0]["state"], "absent");
 
     // An entry of ours someone edited reads as outdated.
-    let p = config(&sb, "codex");
+    let p = sb.hooks_file("codex");
     let text = fs::read_to_string(&p).unwrap().replacen("\"timeout\": 5", "\"timeout\": 50", 1);
     fs::write(&p, text).unwrap();
     let st = sb.cmd(["hooks", "status", "codex", "--json"]).ok().json();
@@ -637,7 +618,7 @@ fn a_binary_not_named_leanctx_is_refused() {
     let out = sb.cmd(["hooks", "install", "codex"]).env("LEANCTX_HOOK_BINARY", "bin/leanctx").run();
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("absolute"), "{}", out.stderr);
-    assert!(!config(&sb, "codex").exists());
+    assert!(!sb.hooks_file("codex").exists());
 }
 
 // --- installers/install.sh ---------------------------------------------
@@ -680,7 +661,7 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
         assert_eq!(out.code, 0, "{shell}: {out:?}");
         assert!(installed_bin.is_file(), "{out:?}");
         for host in ["claude-code", "codex"] {
-            let v = read_json(&config(&sb, host));
+            let v = read_json(&sb.hooks_file(host));
             let c = ours(&v, host);
             assert_eq!(c.len(), 10, "{host}");
             assert!(c.iter().all(|c| c.starts_with(&want)), "{c:?}");
@@ -692,10 +673,10 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
             "{out:?}"
         );
     }
-    let claude = fs::read(config(&sb, "claude-code")).unwrap();
+    let claude = fs::read(sb.hooks_file("claude-code")).unwrap();
     let out = run_script(&sb, "sh", &[]);
     assert!(out.stdout.contains("already up to date"), "{out:?}");
-    assert_eq!(fs::read(config(&sb, "claude-code")).unwrap(), claude);
+    assert_eq!(fs::read(sb.hooks_file("claude-code")).unwrap(), claude);
 
     // Named hosts: only those (and a named host's missing dir is an error).
     let out = run_script(&sb, "sh", &["cursor"]);
@@ -706,7 +687,7 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("cargo uninstall") || out.stdout.contains("rm "), "{out:?}");
     for host in ["claude-code", "codex"] {
-        assert!(!config(&sb, host).exists(), "{host}: the script's install created it; uninstall removes it");
+        assert!(!sb.hooks_file(host).exists(), "{host}: the script's install created it; uninstall removes it");
     }
 }
 
@@ -774,7 +755,7 @@ fn install_then_uninstall_gives_back_the_file_byte_for_byte_in_any_layout() {
         let p = with_dir(&sb, host);
         for (name, text) in layouts(host) {
             fs::write(&p, &text).unwrap();
-            let _ = fs::remove_file(fsio_backup(&p));
+            let _ = fs::remove_file(backup_of(&p));
             install(&sb, host);
             let installed = fs::read_to_string(&p).unwrap();
             // Everything that was there is still there, in the same bytes,
@@ -791,7 +772,7 @@ fn install_then_uninstall_gives_back_the_file_byte_for_byte_in_any_layout() {
             assert!(again.stdout.contains("already up to date"), "{host} {name}: {}", again.stdout);
             sb.cmd(["hooks", "uninstall", host]).ok();
             assert_eq!(fs::read_to_string(&p).unwrap(), text, "{host} {name}: byte for byte");
-            assert_eq!(fs::read_to_string(fsio_backup(&p)).unwrap(), text, "{host} {name}: the backup");
+            assert_eq!(fs::read_to_string(backup_of(&p)).unwrap(), text, "{host} {name}: the backup");
         }
     }
 }
@@ -827,7 +808,7 @@ fn uninstall_from_a_file_leanctx_created_leaves_nothing() {
     }
     // A file leanctx created and the user then added to stays, and its
     // backup is labelled for what it is.
-    let p = config(&sb, "codex");
+    let p = sb.hooks_file("codex");
     install(&sb, "codex");
     let mut v = read_json(&p);
     v["mine"] = json!(true);

@@ -5,37 +5,11 @@
 //! uninstall giving the file back. `--server` forces the registration
 //! whether or not this binary has `serve` yet.
 
-use crate::support::{BIN, Out, Sandbox};
+use crate::support::{BIN, HOSTS, Out, Sandbox, backup_of as backup};
 use serde_json::{Value, json};
 use std::fs;
 #[cfg(unix)]
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::{Path, PathBuf};
-
-const HOSTS: [&str; 4] = ["cursor", "claude-code", "codex", "codebuddy"];
-
-/// The user MCP config of a host in the sandbox (the support builder points
-/// CLAUDE_CONFIG_DIR, CODEX_HOME and CODEBUDDY_CONFIG_DIR into HOME).
-fn server_file(sb: &Sandbox, host: &str) -> PathBuf {
-    match host {
-        "cursor" => sb.home.join(".cursor/mcp.json"),
-        "claude-code" => sb.home.join(".claude/.claude.json"),
-        "codex" => sb.home.join(".codex/config.toml"),
-        "codebuddy" => sb.home.join(".codebuddy.json"),
-        _ => unreachable!(),
-    }
-}
-
-/// The host's config dir exists (the host is installed).
-fn host_dir(sb: &Sandbox, host: &str) {
-    let d = match host {
-        "cursor" => ".cursor",
-        "claude-code" => ".claude",
-        "codex" => ".codex",
-        _ => ".codebuddy",
-    };
-    fs::create_dir_all(sb.home.join(d)).unwrap();
-}
 
 fn install(sb: &Sandbox, host: &str) -> Out {
     sb.cmd(["hooks", "install", host, "--server"]).ok()
@@ -45,19 +19,24 @@ fn uninstall(sb: &Sandbox, host: &str) -> Out {
     sb.cmd(["hooks", "uninstall", host]).ok()
 }
 
+/// The `command` the installer writes: the binary's canonical path as one
+/// argv word in the platform's own form: on Windows `C:\…\leanctx.exe`,
+/// backslashes, without the `\\?\` that canonicalize puts in front
+/// (hosts start the server without a shell, so nothing is quoted).
 fn bin() -> String {
-    fs::canonicalize(BIN).unwrap().to_str().unwrap().to_string()
-}
-
-fn backup(p: &Path) -> PathBuf {
-    let mut s = p.as_os_str().to_os_string();
-    s.push(".leanctx.bak");
-    PathBuf::from(s)
+    let p = fs::canonicalize(BIN).unwrap().to_str().unwrap().to_string();
+    if cfg!(windows) {
+        let p = p.strip_prefix(r"\\?\").expect("canonicalize gives a verbatim path on Windows").to_string();
+        assert!(p.contains('\\') && !p.contains('/'), "{p}");
+        p
+    } else {
+        p
+    }
 }
 
 /// Our entry in a host's server file, as the host would read it.
 fn entry(sb: &Sandbox, host: &str) -> Option<Value> {
-    let text = fs::read_to_string(server_file(sb, host)).ok()?;
+    let text = fs::read_to_string(sb.server_file(host)).ok()?;
     let v: Value = if host == "codex" {
         let t: toml_edit::DocumentMut = text.parse().unwrap();
         let s = t.get("mcp_servers")?.get("leanctx")?;
@@ -87,12 +66,13 @@ fn foreign(host: &str) -> String {
 fn each_host_gets_its_entry_and_uninstall_gives_the_bytes_back() {
     for host in HOSTS {
         let sb = Sandbox::new();
-        host_dir(&sb, host);
-        let p = server_file(&sb, host);
+        sb.host_dir(host);
+        let p = sb.server_file(host);
         let text = foreign(host);
         fs::write(&p, &text).unwrap();
         let out = install(&sb, host);
         assert!(out.stdout.contains(&format!("MCP server (user): {}", p.display())), "{}", out.stdout);
+        assert!(out.stdout.contains(&format!("the host runs {} serve\n", bin())), "{}", out.stdout);
         let e = entry(&sb, host).unwrap_or_else(|| panic!("{host}: no entry in {}", fs::read_to_string(&p).unwrap()));
         assert_eq!(e["command"], bin(), "{host}");
         assert_eq!(e["args"], json!(["serve"]), "{host}");
@@ -122,8 +102,8 @@ fn each_host_gets_its_entry_and_uninstall_gives_the_bytes_back() {
 fn a_file_leanctx_created_is_removed_again_and_no_flag_means_hooks_only() {
     for host in HOSTS {
         let sb = Sandbox::new();
-        host_dir(&sb, host);
-        let p = server_file(&sb, host);
+        sb.host_dir(host);
+        let p = sb.server_file(host);
         sb.cmd(["hooks", "install", host, "--no-server"]).ok();
         assert!(!p.exists(), "{host}: --no-server writes no server file");
         install(&sb, host);
@@ -139,7 +119,7 @@ fn a_file_leanctx_created_is_removed_again_and_no_flag_means_hooks_only() {
 #[test]
 fn uninstall_no_server_keeps_the_registration() {
     let sb = Sandbox::new();
-    host_dir(&sb, "claude-code");
+    sb.host_dir("claude-code");
     install(&sb, "claude-code");
     sb.cmd(["hooks", "uninstall", "claude-code", "--no-server"]).ok();
     assert!(entry(&sb, "claude-code").is_some());
@@ -159,8 +139,8 @@ fn bad_files_are_refused_whole_with_position_and_left_byte_for_byte() {
     ];
     for (host, bytes, want) in cases {
         let sb = Sandbox::new();
-        host_dir(&sb, host);
-        let p = server_file(&sb, host);
+        sb.host_dir(host);
+        let p = sb.server_file(host);
         fs::write(&p, bytes).unwrap();
         let out = sb.cmd(["hooks", "install", host, "--server"]).run();
         assert_eq!(out.code, 1, "{host} {want}: {out:?}");
@@ -168,12 +148,7 @@ fn bad_files_are_refused_whole_with_position_and_left_byte_for_byte() {
         assert!(out.stderr.contains("nothing written"), "{}", out.stderr);
         assert_eq!(fs::read(&p).unwrap(), *bytes, "{host}: byte for byte");
         assert!(!backup(&p).exists(), "{host}: no backup");
-        let hooks = sb.home.join(match *host {
-            "cursor" => ".cursor/hooks.json",
-            "claude-code" => ".claude/settings.json",
-            "codex" => ".codex/hooks.json",
-            _ => ".codebuddy/settings.json",
-        });
+        let hooks = sb.hooks_file(host);
         assert!(!hooks.exists(), "{host}: refused whole, the hooks were not written either");
         let un = sb.cmd(["hooks", "uninstall", host]).run();
         assert_eq!(fs::read(&p).unwrap(), *bytes, "{host}: uninstall leaves it too ({un:?})");
@@ -183,8 +158,8 @@ fn bad_files_are_refused_whole_with_position_and_left_byte_for_byte() {
 #[test]
 fn a_backup_is_made_the_first_time_only() {
     let sb = Sandbox::new();
-    host_dir(&sb, "claude-code");
-    let p = server_file(&sb, "claude-code");
+    sb.host_dir("claude-code");
+    let p = sb.server_file("claude-code");
     let original = "{\"numStartups\": 1}";
     fs::write(&p, original).unwrap();
     let out = install(&sb, "claude-code");
@@ -200,8 +175,8 @@ fn a_backup_is_made_the_first_time_only() {
 #[test]
 fn the_files_mode_is_kept_and_the_backup_gets_it_too() {
     let sb = Sandbox::new();
-    host_dir(&sb, "claude-code");
-    let p = server_file(&sb, "claude-code");
+    sb.host_dir("claude-code");
+    let p = sb.server_file("claude-code");
     fs::write(&p, "{\"primaryApiKey\": \"not-a-real-key\"}").unwrap();
     fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
     install(&sb, "claude-code");
@@ -209,18 +184,20 @@ fn the_files_mode_is_kept_and_the_backup_gets_it_too() {
     assert_eq!(fs::metadata(backup(&p)).unwrap().permissions().mode() & 0o7777, 0o600);
 }
 
-#[cfg(unix)] // Unix path text in the diff
 #[test]
 fn dry_run_shows_the_change_and_writes_nothing() {
     let sb = Sandbox::new();
-    host_dir(&sb, "codex");
-    let p = server_file(&sb, "codex");
+    sb.host_dir("codex");
+    let p = sb.server_file("codex");
     let text = "model = \"x\"\n";
     fs::write(&p, text).unwrap();
     let out = sb.cmd(["hooks", "install", "codex", "--server", "--dry-run"]).ok();
     assert!(out.stdout.contains(&format!("--- {}", p.display())), "{}", out.stdout);
     assert!(out.stdout.contains("+[mcp_servers.leanctx]\n"), "{}", out.stdout);
-    assert!(out.stdout.contains(&format!("+command = \"{}\"", bin())), "{}", out.stdout);
+    // A TOML string Codex reads back as the path: basic on Unix; on
+    // Windows a literal string, so the backslashes are not escapes.
+    let quoted = if cfg!(windows) { format!("'{}'", bin()) } else { format!("\"{}\"", bin()) };
+    assert!(out.stdout.contains(&format!("+command = {quoted}\n")), "{}", out.stdout);
     assert_eq!(fs::read_to_string(&p).unwrap(), text);
     assert!(!backup(&p).exists());
     install(&sb, "codex");
@@ -234,12 +211,12 @@ fn dry_run_shows_the_change_and_writes_nothing() {
 #[test]
 fn a_symlinked_server_file_is_written_through_to_its_target() {
     let sb = Sandbox::new();
-    host_dir(&sb, "cursor");
+    sb.host_dir("cursor");
     let dotfiles = sb.home.join("dotfiles");
     fs::create_dir_all(&dotfiles).unwrap();
     let real = dotfiles.join("mcp.json");
     fs::write(&real, "{\"mcpServers\": {\"d\": {\"url\": \"http://d\"}}}\n").unwrap();
-    let link = server_file(&sb, "cursor");
+    let link = sb.server_file("cursor");
     symlink("../dotfiles/mcp.json", &link).unwrap();
     let out = install(&sb, "cursor");
     assert!(out.stdout.contains("symlink"), "{}", out.stdout);
@@ -262,9 +239,9 @@ fn concurrent_edits_of_one_file_lose_nothing() {
     // hook installs write `hooks`, the server installs `mcpServers`, each
     // a read-modify-write; without the lock one would drop the other's.
     let sb = Sandbox::new();
-    host_dir(&sb, "cursor");
-    host_dir(&sb, "claude-code");
-    let shared = server_file(&sb, "cursor");
+    sb.host_dir("cursor");
+    sb.host_dir("claude-code");
+    let shared = sb.server_file("cursor");
     symlink(&shared, sb.home.join(".claude/settings.json")).unwrap();
     for round in 0..6 {
         fs::write(&shared, "{\"mcpServers\": {\"docs\": {\"command\": \"d\"}}, \"z\": 1}\n").unwrap();
@@ -296,7 +273,7 @@ fn concurrent_edits_of_one_file_lose_nothing() {
 #[test]
 fn status_says_registered_and_whether_the_server_was_called() {
     let sb = Sandbox::new();
-    host_dir(&sb, "claude-code");
+    sb.host_dir("claude-code");
     let st = sb.cmd(["hooks", "status", "claude-code", "--json"]).ok().json();
     assert_eq!(st["hosts"][0]["server"]["state"], "absent", "{st:#}");
     install(&sb, "claude-code");
@@ -304,7 +281,7 @@ fn status_says_registered_and_whether_the_server_was_called() {
     let s = &st["hosts"][0]["server"];
     assert_eq!(s["state"], "installed", "{st:#}");
     assert_eq!(s["names"], json!(["leanctx"]));
-    assert_eq!(s["path"], server_file(&sb, "claude-code").to_str().unwrap());
+    assert_eq!(s["path"], sb.server_file("claude-code").to_str().unwrap());
     assert!(s["last_call_ms"].is_null(), "{st:#}");
     let plain = sb.cmd(["hooks", "status", "claude-code"]).ok().stdout;
     assert!(plain.contains("MCP server  registered in") && plain.contains("never called"), "{plain}");
@@ -329,7 +306,7 @@ fn status_says_registered_and_whether_the_server_was_called() {
 
     // Another server's calls are not ours.
     let sb2 = Sandbox::new();
-    host_dir(&sb2, "claude-code");
+    sb2.host_dir("claude-code");
     install(&sb2, "claude-code");
     let other = json!({
         "session_id": "0b6f5f7e-1d0c-4b59-9d0e-2f3c4a5b6c7d", "transcript_path": "/t.jsonl", "cwd": "/p",

@@ -59,17 +59,56 @@ pub fn path_without_hosts() -> std::ffi::OsString {
     std::env::join_paths(keep.collect::<Vec<_>>()).unwrap()
 }
 
+/// The hosts, as `leanctx hooks install` names them.
+pub const HOSTS: [&str; 4] = ["cursor", "claude-code", "codex", "codebuddy"];
+
+/// Where the installer keeps a config as it was before its first change.
+pub fn backup_of(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_os_string();
+    s.push(".leanctx.bak");
+    PathBuf::from(s)
+}
+
 impl Sandbox {
-    /// Make `host`'s user config dir look like a host's (a file in it, as
-    /// the host writes one on its first run): an empty dir is not a host.
-    pub fn host_dir(&self, host: &str) -> PathBuf {
-        let d = self.home.join(match host {
+    /// `host`'s user config dir (the builder points CLAUDE_CONFIG_DIR,
+    /// CODEX_HOME and CODEBUDDY_CONFIG_DIR into HOME), in the platform's
+    /// own form (one component at a time: no `/` inside a Windows path).
+    pub fn config_dir(&self, host: &str) -> PathBuf {
+        self.home.join(match host {
             "cursor" => ".cursor",
             "claude-code" => ".claude",
             "codex" => ".codex",
             "codebuddy" => ".codebuddy",
             _ => unreachable!("{host}"),
-        });
+        })
+    }
+
+    /// The user hooks config of `host` (Codex: hooks.json).
+    pub fn hooks_file(&self, host: &str) -> PathBuf {
+        let dir = self.config_dir(host);
+        match host {
+            "cursor" | "codex" => dir.join("hooks.json"),
+            _ => dir.join("settings.json"),
+        }
+    }
+
+    /// The user MCP config of `host` (docs/HOST-FACTS.md §8): Claude Code's
+    /// `.claude.json` in its config dir (CLAUDE_CONFIG_DIR is set), Codex's
+    /// config.toml, Cursor's mcp.json, CodeBuddy's `.codebuddy.json` in HOME.
+    pub fn server_file(&self, host: &str) -> PathBuf {
+        match host {
+            "cursor" => self.config_dir(host).join("mcp.json"),
+            "claude-code" => self.config_dir(host).join(".claude.json"),
+            "codex" => self.config_dir(host).join("config.toml"),
+            "codebuddy" => self.home.join(".codebuddy.json"),
+            _ => unreachable!("{host}"),
+        }
+    }
+
+    /// Make `host`'s user config dir look like a host's (a file in it, as
+    /// the host writes one on its first run): an empty dir is not a host.
+    pub fn host_dir(&self, host: &str) -> PathBuf {
+        let d = self.config_dir(host);
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("history.jsonl"), "").unwrap();
         d
