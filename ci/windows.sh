@@ -3,8 +3,8 @@
 #   macOS   clippy for aarch64-apple-darwin and x86_64-apple-darwin (type
 #           check and lints only: no Apple linker here, nothing runs);
 #   Windows clippy for x86_64-pc-windows-gnu, a mingw-w64 build, the test
-#           suite's platform-independent part under Wine, and an end-to-end
-#           smoke (ci/windows-smoke.sh).
+#           suite's platform-independent part under Wine, an end-to-end
+#           smoke (ci/windows-smoke.sh), and a parse of installers/install.ps1.
 # Installs what it needs (apt-get, rustup target add). Wine is not Windows:
 # what differs is in README.md ("Platforms") and in the tests that say so.
 set -euo pipefail
@@ -17,6 +17,7 @@ rustup target add x86_64-pc-windows-gnu aarch64-apple-darwin x86_64-apple-darwin
 need=()
 command -v x86_64-w64-mingw32-gcc >/dev/null || need+=(gcc-mingw-w64-x86-64)
 command -v wine >/dev/null || need+=(wine64 wine)
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
@@ -52,6 +53,11 @@ cargo test --locked --target x86_64-pc-windows-gnu --lib
 # registration, whose tests expect each platform's own paths and quoting.
 cargo test --locked --target x86_64-pc-windows-gnu --test it -- --test-threads 4 \
   hooks:: readpath:: ledger:: gate:: install:: newuser:: clock:: rng:: --skip sim_ledger::
+
+echo "== cross: installers/install.ps1 parses (tree-sitter-powershell, from PyPI; no PowerShell here)"
+python3 -m venv target/ps1-venv
+target/ps1-venv/bin/pip install -q tree-sitter==0.26.1 tree-sitter-powershell==0.26.4
+target/ps1-venv/bin/python ci/ps1_syntax.py installers/install.ps1
 
 echo "== cross: Windows end-to-end smoke under Wine"
 bash ci/windows-smoke.sh "$root/target/x86_64-pc-windows-gnu/debug/leanctx.exe"

@@ -12,10 +12,11 @@
 [CmdletBinding(PositionalBinding = $false)]
 param(
     # cursor, claude-code (claude), codex or codebuddy; default: every host
-    # whose config dir exists.
+    # found here (its program on PATH, or its config dir with something in it).
     [Parameter(ValueFromRemainingArguments = $true)]
     [string[]] $Hosts = @(),
-    # Install the binary as <Prefix>\bin\leanctx.exe (default: $env:CARGO_HOME,
+    # Install the binary as <Prefix>\bin\leanctx.exe (default: where
+    # `cargo install` puts it: $env:CARGO_INSTALL_ROOT, else $env:CARGO_HOME,
     # else ~\.cargo).
     [string] $Prefix = "",
     # Install this already built leanctx.exe instead of building one
@@ -25,9 +26,10 @@ param(
     [switch] $NoBuild,
     # Create a named host's config dir if it does not exist yet.
     [switch] $Create,
-    # Show what would change, change nothing.
+    # Show what would change, change nothing (with no leanctx anywhere yet,
+    # this checkout is built in its target dir first, to compute the change).
     [switch] $DryRun,
-    # Remove leanctx's hook entries (the binary stays).
+    # Remove leanctx's hook entries, then say what stays and how to remove it.
     [switch] $Uninstall,
     # Hooks only: do not register (or remove) `leanctx serve` as each host's MCP server.
     [switch] $NoServer,
@@ -41,16 +43,27 @@ function Show-Usage {
 usage: installers\install.ps1 [-Prefix DIR] [-Binary PATH] [-NoBuild] [-Create]
                               [-DryRun] [-Uninstall] [-NoServer] [host...]
 
-  host       cursor, claude-code, codex or codebuddy; default: every host whose
-             config dir exists (~\.cursor, ~\.claude or `$env:CLAUDE_CONFIG_DIR,
-             ~\.codex or `$env:CODEX_HOME, ~\.codebuddy or `$env:CODEBUDDY_CONFIG_DIR)
-  -Prefix    install the binary as DIR\bin\leanctx.exe (default: `$env:CARGO_HOME or ~\.cargo)
+  host       cursor, claude-code, codex or codebuddy; default: every host found
+             here: its program on PATH (cursor or cursor-agent, claude, codex,
+             codebuddy), or its config dir with something in it (~\.cursor,
+             ~\.claude or `$env:CLAUDE_CONFIG_DIR, ~\.codex or `$env:CODEX_HOME,
+             ~\.codebuddy or `$env:CODEBUDDY_CONFIG_DIR)
+  -Prefix    install the binary as DIR\bin\leanctx.exe (default: where
+             cargo install puts it: `$env:CARGO_INSTALL_ROOT, else
+             `$env:CARGO_HOME, else ~\.cargo)
   -Binary    install this already built leanctx.exe instead of building one
-  -NoBuild   use the leanctx.exe on your PATH as it is
+             (same as `$env:LEANCTX_BIN)
+  -NoBuild   use the leanctx.exe on your PATH as it is (the hooks run it where
+             it is); also what happens when cargo is missing and one is on PATH
   -Create    create a named host's config dir if it does not exist yet
-  -DryRun    show what would change, change nothing (no build, no copy)
-  -Uninstall remove leanctx's hook entries (the binary stays)
-  -NoServer  hooks only: do not register (or remove) leanctx serve as the MCP server
+  -DryRun    show what would change, change nothing (no install, no copy; with
+             no leanctx anywhere yet, this checkout is built in its target dir
+             first, to compute the change)
+  -NoServer  hooks only: do not register (or, with -Uninstall, remove)
+             leanctx serve as each host's MCP server
+  -Uninstall remove leanctx's hook entries; then says what stays (the binary,
+             the backups of your configs, leanctx's data dir) and how to
+             remove each
 "@
 }
 
@@ -71,8 +84,12 @@ foreach ($h in $Hosts) {
 }
 
 $repo = (Resolve-Path (Join-Path $PSScriptRoot "..")).Path
+# Where `cargo install` itself would put it (its --root, else
+# CARGO_INSTALL_ROOT, else CARGO_HOME, else ~\.cargo).
 if (-not $Prefix) {
-    if ($env:CARGO_HOME) { $Prefix = $env:CARGO_HOME } else { $Prefix = Join-Path $HOME ".cargo" }
+    if ($env:CARGO_INSTALL_ROOT) { $Prefix = $env:CARGO_INSTALL_ROOT }
+    elseif ($env:CARGO_HOME) { $Prefix = $env:CARGO_HOME }
+    else { $Prefix = Join-Path $HOME ".cargo" }
 }
 $Prefix = [System.IO.Path]::GetFullPath($Prefix)
 $bin = Join-Path (Join-Path $Prefix "bin") "leanctx.exe"
@@ -95,13 +112,55 @@ if ($Uninstall) {
     elseif ($onPath) { $run = $onPath }
     else { Stop-Install "no leanctx binary found to remove the hooks with (build one, or pass -Binary PATH)" }
     $targets = if ($Hosts.Count -gt 0) { $Hosts } else { $allHosts }
-    & $run hooks uninstall @common @targets
+    # One run for every host. leanctx's own "the binary stays" line is left
+    # out: the summary below says what stays, with the right paths.
+    $out = @(& $run hooks uninstall @common @targets)
     if ($LASTEXITCODE -ne 0) { $failed = 1 }
+    $out | Where-Object { $_ -notlike "*the leanctx binary stays*" } | ForEach-Object { Write-Output $_ }
     if (-not $DryRun) {
         Write-Output ""
-        Write-Output "To remove the binary too:"
-        Write-Output "  cargo uninstall --root `"$Prefix`" leanctx    (if cargo installed it), or"
-        Write-Output "  Remove-Item `"$bin`""
+        Write-Output "What stays (remove it yourself if you want):"
+        if (Test-Path -LiteralPath $bin -PathType Leaf) {
+            $crates = Join-Path $Prefix ".crates.toml"
+            $cargoMade = (Test-Path -LiteralPath $crates -PathType Leaf) -and
+                ((Get-Content -LiteralPath $crates -Raw) -match "leanctx")
+            if ($cargoMade) {
+                Write-Output "  the binary ${bin}: cargo uninstall --root `"$Prefix`" leanctx"
+            }
+            else {
+                Write-Output "  the binary ${bin}: Remove-Item `"$bin`""
+            }
+        }
+        elseif ($onPath) {
+            Write-Output "  the binary ${onPath}: Remove-Item `"$onPath`" (or cargo uninstall leanctx, if cargo installed it)"
+        }
+        # The config as it was before leanctx first changed it (kept once,
+        # never overwritten: after an uninstall your config is already back).
+        $dirs = @(
+            (Join-Path $HOME ".cursor"),
+            $(if ($env:CLAUDE_CONFIG_DIR) { $env:CLAUDE_CONFIG_DIR } else { Join-Path $HOME ".claude" }),
+            $(if ($env:CODEX_HOME) { $env:CODEX_HOME } else { Join-Path $HOME ".codex" }),
+            $(if ($env:CODEBUDDY_CONFIG_DIR) { $env:CODEBUDDY_CONFIG_DIR } else { Join-Path $HOME ".codebuddy" }),
+            # Claude Code's and CodeBuddy's MCP servers live in the home dir.
+            $HOME
+        )
+        foreach ($d in ($dirs | Select-Object -Unique)) {
+            if (Test-Path -LiteralPath $d -PathType Container) {
+                Get-ChildItem -LiteralPath $d -Force -Filter "*.leanctx.bak" -ErrorAction SilentlyContinue | ForEach-Object {
+                    Write-Output "  a backup of your config from before leanctx's first change: $($_.FullName)"
+                }
+            }
+        }
+        # The data dir, as leanctx finds it (README "State").
+        $data = $env:LEAN_CTX_DATA_DIR
+        if (-not $data) {
+            $legacy = Join-Path $HOME ".lean-ctx"
+            if (Test-Path -LiteralPath $legacy -PathType Container) { $data = $legacy }
+            else { $data = Join-Path ([Environment]::GetFolderPath("LocalApplicationData")) "lean-ctx" }
+        }
+        if (Test-Path -LiteralPath $data -PathType Container) {
+            Write-Output "  leanctx's state (ids, hashes, times; shared with lean-ctx if you use it): $data"
+        }
     }
     exit $failed
 }
@@ -129,7 +188,17 @@ if ($DryRun) {
     if (Test-Path -LiteralPath $bin -PathType Leaf) { $run = $bin }
     elseif ($Binary) { $run = $Binary }
     elseif ($onPath) { $run = $onPath }
-    else { Stop-Install "-DryRun needs a leanctx to compute the change with (build one, or pass -Binary PATH)" }
+    elseif ($haveCargo) {
+        # A first install: build this checkout where cargo builds (nothing
+        # is installed) and compute the change with that.
+        Write-Output "dry run: building this checkout to compute the change (cargo build; nothing is installed)"
+        & cargo build --locked --quiet --manifest-path (Join-Path $repo "Cargo.toml")
+        if ($LASTEXITCODE -ne 0) { Stop-Install "cargo build failed" }
+        $target = if ($env:CARGO_TARGET_DIR) { $env:CARGO_TARGET_DIR } else { Join-Path $repo "target" }
+        if (-not [System.IO.Path]::IsPathRooted($target)) { $target = Join-Path $repo $target }
+        $run = Join-Path (Join-Path $target "debug") "leanctx.exe"
+    }
+    else { Stop-Install "-DryRun needs a leanctx to compute the change with, or cargo to build one (or pass -Binary PATH)" }
     # The diff shows the path the hooks would run; any leanctx can compute it.
     $env:LEANCTX_HOOK_BINARY = $bin
 }
@@ -174,6 +243,7 @@ if (-not $DryRun) {
 Write-Output ""
 $doneHosts = @()
 $skipped = @()
+$skippedWhy = @()
 $failedHosts = @()
 if ($Hosts.Count -gt 0) {
     foreach ($h in $Hosts) {
@@ -185,11 +255,16 @@ if ($Hosts.Count -gt 0) {
 }
 else {
     foreach ($h in $allHosts) {
-        $out = (& $run hooks install @common --if-present $h | Out-String)
+        $lines = @(& $run hooks install @common --if-present $h)
         $code = $LASTEXITCODE
-        Write-Output $out.TrimEnd()
+        $lines | ForEach-Object { Write-Output $_ }
+        # leanctx says "<host>: skipped: <why>" for a host it did not find.
+        $skip = $lines | Where-Object { $_ -like "*: skipped: *" } | Select-Object -First 1
         if ($code -ne 0) { $failed = 1; $failedHosts += $h }
-        elseif ($out -like "*does not look installed, skipped*") { $skipped += $h }
+        elseif ($skip) {
+            $skipped += $h
+            $skippedWhy += "    ${h}: " + $skip.Substring($skip.IndexOf(": skipped: ") + 11)
+        }
         else { $doneHosts += $h }
     }
 }
@@ -200,8 +275,22 @@ if ($DryRun) { Write-Output "  dry run: nothing was changed" }
 Write-Output "  binary:    $bin"
 $list = if ($doneHosts.Count -gt 0) { $doneHosts -join " " } else { "none" }
 Write-Output "  hooks for: $list"
+if ($doneHosts.Count -gt 0 -and -not $NoServer) {
+    # Only a binary that has `serve` registers it. Its stderr is dropped
+    # with errors not stopping the script (Windows PowerShell 5.1 turns a
+    # redirected native stderr line into an error record).
+    $prev = $ErrorActionPreference
+    $ErrorActionPreference = "Continue"
+    & $run serve --help 2>&1 | Out-Null
+    $hasServe = ($LASTEXITCODE -eq 0)
+    $ErrorActionPreference = $prev
+    if ($hasServe) {
+        Write-Output "  MCP server: $bin serve, registered for the same hosts (tools mcp__leanctx__*)"
+    }
+}
 if ($skipped.Count -gt 0) {
-    Write-Output "  not found: $($skipped -join ' ') (no config dir; name a host with -Create to install it anyway)"
+    Write-Output "  not found: $($skipped -join ' ') (name a host with -Create to install it anyway)"
+    $skippedWhy | ForEach-Object { Write-Output $_ }
 }
 if ($failedHosts.Count -gt 0) { Write-Output "  failed:    $($failedHosts -join ' ') (see the messages above)" }
 if ($doneHosts.Count -eq 0 -and $failedHosts.Count -eq 0) {
@@ -209,6 +298,6 @@ if ($doneHosts.Count -eq 0 -and $failedHosts.Count -eq 0) {
     Write-Output "  first, or name one: installers\install.ps1 -Create claude-code"
 }
 if ($doneHosts.Count -gt 0 -and -not $DryRun) {
-    Write-Output "Next: use the host once (a new chat), then check with: & `"$bin`" status"
+    Write-Output "Next: start a new chat in your assistant and work as usual, then check with: & `"$bin`" status"
 }
 exit $failed

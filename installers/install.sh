@@ -128,9 +128,12 @@ EOF
         fi
         # The config as it was before leanctx first changed it (kept once,
         # never overwritten: after an uninstall your config is already back).
+        # HOME holds Claude Code's and CodeBuddy's MCP server files
+        # (~/.claude.json, ~/.codebuddy.json), dotfiles like Claude's in
+        # $CLAUDE_CONFIG_DIR: `*` alone does not match a leading dot.
         for d in "$HOME/.cursor" "${CLAUDE_CONFIG_DIR:-$HOME/.claude}" "${CODEX_HOME:-$HOME/.codex}" \
-            "${CODEBUDDY_CONFIG_DIR:-$HOME/.codebuddy}"; do
-            for f in "$d"/*.leanctx.bak; do
+            "${CODEBUDDY_CONFIG_DIR:-$HOME/.codebuddy}" "$HOME"; do
+            for f in "$d"/*.leanctx.bak "$d"/.*.leanctx.bak; do
                 if [ -e "$f" ]; then echo "  a backup of your config from before leanctx's first change: $f"; fi
             done
         done

@@ -654,6 +654,8 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     sb.host_dir("codex");
     // An empty config dir is no host (issue 25): skipped, and said why.
     fs::create_dir_all(sb.home.join(".codebuddy")).unwrap();
+    // Claude Code's own state file, where the MCP server goes: backed up.
+    fs::write(sb.home.join(".claude.json"), "{\"numStartups\": 1}").unwrap();
     let installed_bin = sb.tmp.path().join("prefix/bin/leanctx");
     let want = format!("{} hook", installed_bin.display());
     for shell in ["sh", "bash"] {
@@ -686,6 +688,9 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     let out = run_script(&sb, "sh", &["--uninstall"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("cargo uninstall") || out.stdout.contains("rm "), "{out:?}");
+    // What stays names the backups, the MCP server file's (a dotfile in HOME) too.
+    let bak = backup_of(&sb.home.join(".claude.json"));
+    assert!(bak.is_file() && out.stdout.contains(&format!(": {}\n", bak.display())), "{out:?}");
     for host in ["claude-code", "codex"] {
         assert!(!sb.hooks_file(host).exists(), "{host}: the script's install created it; uninstall removes it");
     }
