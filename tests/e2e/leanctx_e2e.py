@@ -34,6 +34,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture_text  # noqa: E402
 import harness as H  # noqa: E402
+import sc_serve  # noqa: E402
 
 RESULTS = []
 VERBOSE = False
@@ -959,72 +960,6 @@ def sc_ledger_autocompact(host):
         w.close()
 
 
-def sc_serve(host):
-    """`leanctx serve` as the MCP server, the hooks from `leanctx hooks install`, one session: read A
-    (whole), re-read (stub), A edited outside (whole: each run is a new server, with no base in
-    memory for a diff), re-read (stub), a compaction (whole), a subagent
-    reads A (whole), a large file (Claude: whole, no preview, under the declared maxResultSizeChars).
-    The oracle is what the mock model received in its next request. (The server is registered by the
-    harness here, not by leanctx's installer; a rewind is not scripted.)"""
-    tag = "%s/serve" % host
-    w = World("%s-serve" % host, mode="serve")
-    try:
-        a = os.path.join(w.sb.project, "A.txt")
-        # Under the 2,000 characters of a result the mock logs, and large enough for a one-line
-        # change to be a diff (at most half the file).
-        v1 = "".join("A line %03d\n" % i for i in range(150))
-        with open(a, "w") as f:
-            f.write(v1)
-        resume = lambda sid: {"resume": sid} if host == "claude" else {"resume_last": True}
-        got = []
-
-        def read(prompt, **kw):
-            r = w.run(host, prompt, **kw)
-            ok_run("%s %s" % (tag, prompt), r)
-            res = model_results(w)
-            got.append(res[-1].get("text", "") if res else "")
-            return r
-
-        sid = read("read A.txt via ctx_read").session_id
-        check("%s: first read: the model got A whole" % tag, v1 in got[-1], got[-1][:200])
-        read("read A.txt via ctx_read again", **resume(sid))
-        check("%s: re-read: [unchanged]" % tag, "[unchanged] A.txt" in got[-1], got[-1][:200])
-        v2 = v1.replace("A line 010\n", "A line 010 edited outside\n")
-        with open(a, "w") as f:
-            f.write(v2)
-        read("read A.txt via ctx_read after the edit", **resume(sid))
-        # Each `-p` / `exec` run starts its own server, and the texts diffs are taken against live
-        # in a server's memory only: the new server has no base, so the new version goes whole.
-        # (A diff within one server's life: tests/it/serve.rs, with the real hook binary.)
-        check("%s: after an outside edit, read by a new server process: whole (no base in memory)" % tag,
-              v2 in got[-1], got[-1][:400])
-        read("read A.txt via ctx_read once more", **resume(sid))
-        check("%s: re-read after the diff: [unchanged]" % tag, "[unchanged] A.txt" in got[-1], got[-1][:200])
-        if host == "claude":
-            ok_run(tag + " /compact", w.run(host, "/compact", resume=sid))
-        else:
-            ok_run(tag + " compacting turn", w.run(host, "say ok", resume_last=True,
-                                                   config=["model_auto_compact_token_limit=60"]))
-        read("read A.txt via ctx_read after the compaction", **resume(sid))
-        check("%s: after the compaction: whole again" % tag, v2 in got[-1], got[-1][:200])
-        # A subagent holds nothing of its parent's: whole.
-        ok_run(tag + " subagent", w.run(host, "[subagent] read A.txt via ctx_read", **resume(sid)))
-        res = [t for q in w.sb.mock_requests() for t in q.get("tool_results", []) if t.get("tool") in CTX_TOOLS]
-        check("%s: a subagent's read: whole" % tag, res and v2 in res[-1].get("text", ""),
-              (res[-1].get("text", "") if res else "")[:200])
-        if host == "claude":
-            big = os.path.join(w.sb.project, "big-60000")
-            with open(big, "w") as f:
-                f.write(fixture_text.big_text("big-60000", 60000))
-            read("read big-60000 via ctx_read", **resume(sid))
-            res = model_results(w)
-            check("%s: a 60 KB file reaches the model whole (no preview)" % tag,
-                  res and "big-60000" in (res[-1].get("whole") or []), desc(res[-1:]))
-        check_stubs_truthful(tag, w)
-    finally:
-        w.close()
-
-
 def context_lost(w, path):
     """Between the last two ctx_read results, some main request had no whole copy of `path` in its
     context (the compaction's summary replaced the history)."""
@@ -1205,7 +1140,7 @@ SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_
              ("ledger-interrupt", sc_ledger_interrupt, BOTH), ("ledger-parallel", sc_ledger_parallel, BOTH),
              ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",)),
              ("ledger-structured", sc_ledger_structured, BOTH), ("ledger-rewind", sc_ledger_rewind, ("claude",)),
-             ("serve", sc_serve, BOTH)]
+             ("serve", lambda host: sc_serve.scenario(sys.modules[__name__], host), BOTH)]
 
 
 def main():
