@@ -69,30 +69,17 @@ pub fn file_report(t: &Target) -> FileReport {
         error: None,
         modified_ms: None,
     };
-    let text = match super::fsio::read_config(&t.file) {
-        Ok(Some(s)) => s,
-        Ok(None) => return r,
-        Err(e) => {
-            r.state = FileState::Unreadable;
-            r.error = Some(e.to_string());
-            return r;
-        }
-    };
     r.modified_ms = std::fs::metadata(&t.file)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as u64);
-    let read = if t.file.extension().is_some_and(|e| e == "toml") {
-        tomlfile::parse(&text).map(|d| d.tree())
-    } else {
-        jsonfile::parse(&text, target::accepts_comments(t.host)).map(|d| d.root)
-    };
-    let doc = match read {
-        Ok(d) => d,
+    let doc = match read_doc(&t.file, None, target::accepts_comments(t.host)) {
+        Ok(Some(d)) => d,
+        Ok(None) => return r,
         Err(e) => {
             r.state = FileState::Unreadable;
-            r.error = Some(format!("{}:{}:{}: {}", t.file.display(), e.pos.line, e.pos.col, e.msg));
+            r.error = Some(e);
             return r;
         }
     };
@@ -156,26 +143,12 @@ pub fn server_report(host: Host) -> ServerReport {
         }
     };
     r.path = path.clone();
-    let text = match super::fsio::read_config(&path) {
-        Ok(Some(s)) => s,
+    let doc = match read_doc(&path, Some(p.server.table), p.accepts_comments) {
+        Ok(Some(d)) => d,
         Ok(None) => return r,
         Err(e) => {
             r.state = FileState::Unreadable;
-            r.error = Some(e.to_string());
-            return r;
-        }
-    };
-    let toml = path.extension().is_some_and(|e| e == "toml");
-    let read = if toml {
-        tomlfile::parse(&text).map(|d| d.tree_of(p.server.table))
-    } else {
-        jsonfile::parse(&text, p.accepts_comments).map(|d| d.root)
-    };
-    let doc = match read {
-        Ok(d) => d,
-        Err(e) => {
-            r.state = FileState::Unreadable;
-            r.error = Some(format!("{}:{}:{}: {}", path.display(), e.pos.line, e.pos.col, e.msg));
+            r.error = Some(e);
             return r;
         }
     };
@@ -194,6 +167,19 @@ pub fn server_report(host: Host) -> ServerReport {
     r
 }
 
+/// A host config read and parsed as the installer would (`Ok(None)`: no
+/// such file): JSON, or TOML by its extension, then the whole file or
+/// only `table` of it. The error names the file, and where a parse failed.
+fn read_doc(path: &Path, table: Option<&str>, comments: bool) -> Result<Option<jsonfile::Node>, String> {
+    let Some(text) = super::fsio::read_config(path).map_err(|e| e.to_string())? else { return Ok(None) };
+    let read = if path.extension().is_some_and(|e| e == "toml") {
+        tomlfile::parse(&text).map(|d| table.map_or_else(|| d.tree(), |t| d.tree_of(t)))
+    } else {
+        jsonfile::parse(&text, comments).map(|d| d.root)
+    };
+    read.map(Some).map_err(|e| format!("{}:{}:{}: {}", path.display(), e.pos.line, e.pos.col, e.msg))
+}
+
 /// Is `[features] hooks = false` (or `codex_hooks`) set in Codex's
 /// config.toml, in any TOML spelling ([`tomlfile`])?
 pub fn codex_hooks_disabled(codex_dir: &Path) -> bool {
@@ -201,17 +187,37 @@ pub fn codex_hooks_disabled(codex_dir: &Path) -> bool {
     tomlfile::parse(&text).is_ok_and(|d| d.hooks_disabled())
 }
 
-/// A hook's program: a path, or a bare name the shell finds on PATH.
+/// A hook's or server's program: a path, or a bare name the shell finds on PATH.
 pub fn program_exists(p: &str) -> bool {
-    if p.contains('/') {
+    if is_path(p) {
         return Path::new(p).is_file();
     }
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
 }
 
+/// Whether a program names a file rather than a command on PATH: it holds
+/// a separator (`\` too on Windows, as the server entry's
+/// `C:\…\leanctx.exe` does), or is absolute.
+fn is_path(p: &str) -> bool {
+    p.contains('/') || (cfg!(windows) && p.contains('\\')) || Path::new(p).is_absolute()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_with_a_separator_are_paths_never_looked_up_on_path() {
+        assert!(is_path("/usr/bin/leanctx") && is_path("C:/tools/leanctx.exe") && is_path("./leanctx"));
+        assert!(!is_path("leanctx") && !is_path("leanctx.exe"));
+        assert_eq!(is_path(r"C:\tools\leanctx.exe"), cfg!(windows), "a file name on Unix");
+        assert_eq!(is_path(r"tools\leanctx.exe"), cfg!(windows));
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("leanctx.exe");
+        std::fs::write(&f, "").unwrap();
+        assert!(program_exists(f.to_str().unwrap()));
+        assert!(!program_exists(t.path().join("gone.exe").to_str().unwrap()));
+    }
 
     #[test]
     fn codex_feature_flag_scan() {
