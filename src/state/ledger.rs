@@ -299,6 +299,15 @@ pub struct Delivery<'a> {
     pub base: Option<&'a str>,
 }
 
+impl Delivery<'_> {
+    /// Whether this is a delivery of `key` to `scope` (of `version`, when
+    /// given): the one rule the journal's views and the digest's index
+    /// look deliveries up by.
+    pub fn is_of(&self, scope: &str, key: &str, version: Option<&str>) -> bool {
+        self.scope == scope && self.key == key && version.is_none_or(|v| self.version == v)
+    }
+}
+
 /// An acknowledgement record (`A`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Ack<'a> {
@@ -420,6 +429,20 @@ pub(crate) mod tests {
 
     pub(crate) fn ack<'a>(r: &'a str, scope: &'a str, digest: &'a str, len: u64, whole: bool) -> Ack<'a> {
         Ack { t: 2, host: Host::ClaudeCode, scope, call_ref: r, digest, len, whole }
+    }
+
+    #[test]
+    fn a_delivery_is_of_its_scope_and_key_and_version() {
+        let dl = d("v1", None, "dg");
+        for (scope, key, version, want) in [
+            ("S", "K", None, true),
+            ("S", "K", Some("v1"), true),
+            ("S", "K", Some("v2"), false),
+            ("T", "K", None, false),
+            ("S", "L", Some("v1"), false),
+        ] {
+            assert_eq!(dl.is_of(scope, key, version), want, "{scope} {key} {version:?}");
+        }
     }
 
     #[test]

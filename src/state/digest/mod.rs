@@ -474,7 +474,7 @@ impl Digest {
         // The newest line of this scope and key (a hash collision only adds lines).
         self.deliveries.get(&hash_of(&[scope, key]))?.iter().rev().find_map(|(at, span)| {
             match journal::parse_line(self.at(*span))? {
-                Record::Delivery(d) if d.scope == scope && d.key == key => Some((*at, d)),
+                Record::Delivery(d) if d.is_of(scope, key, None) => Some((*at, d)),
                 _ => None,
             }
         })
@@ -491,7 +491,7 @@ impl Digest {
         let lines = self.deliveries.get(&hash_of(&[scope, key]))?;
         lines.iter().rev().filter(|(at, _)| *at < before).find_map(|(at, span)| {
             match journal::parse_line(self.at(*span))? {
-                Record::Delivery(d) if d.scope == scope && d.key == key && d.version == version => Some((*at, d)),
+                Record::Delivery(d) if d.is_of(scope, key, Some(version)) => Some((*at, d)),
                 _ => None,
             }
         })

@@ -305,7 +305,7 @@ impl<'a> View<'a> {
     /// its index.
     pub fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, &Delivery<'a>)> {
         self.records.iter().enumerate().rev().find_map(|(i, r)| match r {
-            Record::Delivery(d) if d.scope == scope && d.key == key => Some((i, d)),
+            Record::Delivery(d) if d.is_of(scope, key, None) => Some((i, d)),
             _ => None,
         })
     }
@@ -319,7 +319,7 @@ impl<'a> View<'a> {
         before: usize,
     ) -> Option<(usize, &Delivery<'a>)> {
         self.records[..before.min(self.records.len())].iter().enumerate().rev().find_map(|(i, r)| match r {
-            Record::Delivery(d) if d.scope == scope && d.key == key && d.version == version => Some((i, d)),
+            Record::Delivery(d) if d.is_of(scope, key, Some(version)) => Some((i, d)),
             _ => None,
         })
     }
