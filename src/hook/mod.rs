@@ -147,10 +147,12 @@ pub fn fail_open_answer(host: Host, event_name: &str) -> Option<String> {
 /// trims, is the same whenever the same hooks run (a seeded simulation then
 /// replays bit for bit; the trim point once moved with the pids' width).
 /// A turn boundary of a top-level conversation on a host whose transcript
-/// is a witness (its subagents' hooks name the same conversation).
+/// is a witness, or names the file of its history (its subagents' hooks
+/// name the same conversation).
 fn witness_turn(ev: &Event) -> Option<(&str, crate::witness::Turn)> {
     use crate::witness::Turn;
-    if !hosts::profile::profile(ev.host).transcript_witness || ev.agent.is_some() {
+    let p = hosts::profile::profile(ev.host);
+    if !(p.transcript_witness || p.history_file) || ev.agent.is_some() {
         return None;
     }
     let turn = match ev.kind {

@@ -59,6 +59,13 @@ pub struct HostProfile {
     /// transcript (`transcript_path`) records it: a stub then also needs
     /// the transcript's word (src/witness/, docs/DELIVERY.md §8).
     pub transcript_witness: bool,
+    /// The hooks' `transcript_path` is the file that holds the
+    /// conversation's history: a turn hook naming another file for the same
+    /// conversation means the history was replaced, which ends every earlier
+    /// delivery (Codex's rewind, `thread/revert`, goes on in a new rollout
+    /// file with the same session id, its `windowId` unchanged and no hook
+    /// but SessionEnd and SessionStart `resume`; docs/DELIVERY.md §3).
+    pub history_file: bool,
     /// Silence after which the host may clear old results at the next
     /// prompt, writing its record too late to be read in time: such a
     /// prompt ends every earlier delivery (the idle rule, ms).
@@ -132,6 +139,7 @@ const CURSOR: HostProfile = HostProfile {
         note: "Cursor starts MCP servers from mcp.json; turn leanctx on in Settings > MCP if it is off",
     },
     transcript_witness: false,
+    history_file: false,
     idle_clear_ms: None,
 };
 
@@ -162,6 +170,7 @@ const CLAUDE_CODE: HostProfile = HostProfile {
         note: "Claude Code starts the server in new sessions (`claude mcp list` shows it)",
     },
     transcript_witness: true,
+    history_file: true,
     idle_clear_ms: Some(CLAUDE_IDLE_CLEAR_MS),
 };
 
@@ -193,6 +202,7 @@ const CODEX: HostProfile = HostProfile {
         note: "Codex starts the server in new sessions (`codex mcp list` shows it)",
     },
     transcript_witness: false,
+    history_file: true,
     idle_clear_ms: None,
 };
 
@@ -221,6 +231,7 @@ const CODEBUDDY: HostProfile = HostProfile {
         note: "CodeBuddy starts MCP servers at startup (`codebuddy mcp list` shows them)",
     },
     transcript_witness: false,
+    history_file: false,
     idle_clear_ms: None,
 };
 

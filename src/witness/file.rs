@@ -122,11 +122,16 @@ pub enum Turn {
 /// Whether a turn ends every earlier delivery of its conversation, pure:
 /// the conversation was silent for the host's idle threshold (`idle_ms`),
 /// after which the host clears old results without a hook and writes its
-/// record late (docs/DELIVERY.md §8, "the race"). A new witness ends
-/// nothing here: deliveries from before it are judged by
-/// [`State::since_ms`].
+/// record late (docs/DELIVERY.md §8, "the race"); or its hook names another
+/// transcript than the last one did: the history was replaced (Codex's
+/// rewind goes on in a new rollout file, [`crate::hosts::profile::HostProfile::history_file`]).
+/// A first witness ends nothing here: deliveries from before it are judged
+/// by [`State::since_ms`].
 pub fn turn_ends_all(old: Option<&State>, transcript: &str, turn: Turn, now: u64, idle_ms: Option<u64>) -> bool {
-    let Some(old) = old.filter(|o| o.transcript == transcript) else { return false };
+    let Some(old) = old else { return false };
+    if old.transcript != transcript {
+        return true;
+    }
     let Some(idle) = idle_ms else { return false };
     match turn {
         Turn::Start { idle_s } => idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle),

@@ -18,9 +18,8 @@ live in that process's memory only):
 - Claude Code: one `--input-format stream-json` process, as the SDK runs it; `/compact` and the
   rewind (`rewind_conversation`, as /rewind and Esc-Esc do) go to that process.
 - Codex: one `codex app-server` process (JSON-RPC over stdio, as the IDE extension runs it);
-  `thread/compact/start` is Codex's own compaction (what /compact does). Its rewind,
-  `thread/revert`, is not scripted yet: leanctx stubs the re-read after it while the model no
-  longer has the file (a wrong stub this scenario's oracle caught; see tests/e2e/README.md).
+  `thread/compact/start` is Codex's own compaction (what /compact does), `thread/revert` its
+  rewind (the history goes on in a new rollout file: docs/DELIVERY.md §3).
 """
 import json
 import os
@@ -156,11 +155,12 @@ def scenario(E, host):
                 ("read A.txt via ctx_read again", v1, "stub", "stub -"),
                 ("read A.txt via ctx_read after the edit", v2, "diff", "diff -"),
                 ("read A.txt via ctx_read once more", v2, "stub", "stub -"),
-                ("read A.txt via ctx_read after the rewind", v2, "whole", "withheld withdrawn"),
+                # Claude: the transcript's rewind record; Codex: its new rollout file ends every
+                # earlier delivery (a compaction record)
+                ("read A.txt via ctx_read after the rewind", v2, "whole",
+                 "withheld " + ("withdrawn" if host == "claude" else "compacted")),
                 ("read A.txt via ctx_read after the compaction", v2, "whole", "withheld " + compacted),
                 ("read A.txt via ctx_read as a subagent", v2, "whole", "whole -")]
-        if host == "codex":
-            plan = plan[:4] + plan[5:]
         (run_claude_session if host == "claude" else run_codex_session)(E, w, tag, plan, edit)
         tool = "mcp__leanctx__read" if host == "claude" else "read"
         got = read_results(w, host, tool)
@@ -265,7 +265,7 @@ def run_claude_session(E, w, tag, plan, edit):
 
 def run_codex_session(E, w, tag, plan, edit):
     """The same session in one `codex app-server` process (CodexApp): Codex's own compaction
-    (`thread/compact/start`, what /compact does)."""
+    (`thread/compact/start`, what /compact does) and its rewind (`thread/revert`)."""
     plan = [p[0] for p in plan]
     c = CodexApp(w.sb)
     try:
@@ -282,9 +282,13 @@ def run_codex_session(E, w, tag, plan, edit):
         edit()
         turn(plan[2])
         turn(plan[3])
-        E.check("%s: the host compacted (thread/compact/start)" % tag, c.compact(), json.dumps(c.lines[-3:])[-600:])
+        r = c.revert(turns[0])
+        E.check("%s: the host rewound (thread/revert to before the first turn)" % tag,
+                r is not None and "error" not in r, json.dumps(r)[:600])
         turn(plan[4])
-        turn("[subagent] " + plan[5])
+        E.check("%s: the host compacted (thread/compact/start)" % tag, c.compact(), json.dumps(c.lines[-3:])[-600:])
+        turn(plan[5])
+        turn("[subagent] " + plan[6])
         turn("read %s via ctx_read" % BIG)
     finally:
         c.close()

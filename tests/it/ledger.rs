@@ -572,6 +572,54 @@ fn codex_window_ends_a_delivery_without_any_compaction_hook() {
     assert_eq!(o.json()["delivery"]["confirmation"], "cut");
 }
 
+/// Codex's rewind (`thread/revert`, on its app server) replaces the
+/// thread's history and goes on in a new rollout file, with the same
+/// session id and `windowId`, and no hook but SessionEnd and SessionStart
+/// `resume` (tests/e2e, scenario `serve`). A delivery from before it backs
+/// no stub after it; a resume of the same rollout file keeps it.
+#[test]
+fn codex_history_in_a_new_rollout_file_ends_its_deliveries() {
+    let sb = Sandbox::new();
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let (t1, t2) = (sb.tmp.path().join("rollout-S.jsonl"), sb.tmp.path().join("rollout-S_R.jsonl"));
+    for t in [&t1, &t2] {
+        std::fs::write(t, "").unwrap();
+    }
+    let hook = |event: &str, t: &Path, source: Option<&str>| {
+        let mut p = json!({"session_id": "S", "hook_event_name": event, "transcript_path": t});
+        if let Some(src) = source {
+            p["source"] = json!(src);
+        }
+        sb.hook("codex", p.to_string()).ok();
+    };
+    let res = result_file(&sb, "r.json", &"x".repeat(2000));
+    let ask = |id: &str| {
+        let c = json!({"name": "ctx_read", "arguments": {"path": "m.rs"},
+            "_meta": {"sessionId": "S", "threadId": "S", "callId": id, "windowId": "S:0"}});
+        let p = sb.tmp.path().join(format!("{id}.json"));
+        std::fs::write(&p, c.to_string()).unwrap();
+        sb.cmd(["stub", "--call", &s(&p), "--key", "m.rs", "--version", "v", "--result", &s(&res), "--json"]).run()
+    };
+    hook("SessionStart", &t1, Some("startup"));
+    hook("UserPromptSubmit", &t1, None);
+    assert_eq!(ask("call_1").code, 1);
+    let post = json!({"session_id": "S", "hook_event_name": "PostToolUse", "tool_name": "mcp__ctx__ctx_read",
+        "transcript_path": t1, "tool_use_id": "call_1", "tool_input": {"path": "m.rs"},
+        "tool_response": {"content": [{"type": "text", "text": "x".repeat(2000)}], "isError": false}});
+    sb.hook("codex", post.to_string()).ok();
+    assert_eq!(ask("call_2").code, 0, "a stub on the acknowledged delivery");
+    // `codex exec resume`: the same rollout file, the same history.
+    hook("SessionEnd", &t1, None);
+    hook("SessionStart", &t1, Some("resume"));
+    hook("UserPromptSubmit", &t1, None);
+    assert_eq!(ask("call_3").code, 0, "a resume keeps the history");
+    // The rewind: the history goes on in another file.
+    hook("SessionEnd", &t1, None);
+    hook("SessionStart", &t2, Some("resume"));
+    let o = ask("call_4");
+    assert_eq!((o.code, o.json()["decision"]["reason"].as_str()), (1, Some("compacted")), "{o:?}");
+}
+
 /// Identity under pressure: the hook's record of this very call (Codex
 /// `callId`) names a subagent that `_meta` without `threadId` does not; the
 /// most specific evidence wins, for the read path and the ledger alike.

@@ -259,6 +259,29 @@ fn silence_past_the_idle_threshold_ends_earlier_deliveries() {
 }
 
 #[test]
+fn a_turn_naming_another_transcript_ends_every_earlier_delivery() {
+    // Codex's rewind (`thread/revert`) goes on in a new rollout file under
+    // the same session id: what was delivered before is in the old history.
+    let w = W::new();
+    assert!(!w.turn(Turn::Start { idle_s: None }, T0), "a first witness ends nothing");
+    assert!(!w.turn(Turn::Prompt, T0 + 1));
+    let other = w.transcript.with_file_name("t2.jsonl");
+    std::fs::write(&other, "").unwrap();
+    let turn_on = |t: &Path, at: u64| {
+        let mut ended = false;
+        on_turn(&w.data, Host::Codex, "S", t.to_str().unwrap(), Turn::Start { idle_s: None }, at, None, far(), |e| {
+            ended = e;
+            Ok(())
+        })
+        .unwrap();
+        ended
+    };
+    assert!(!turn_on(&w.transcript, T0 + 2), "the first turn of another host's conversation");
+    assert!(turn_on(&other, T0 + 3), "another transcript for the same conversation");
+    assert!(!turn_on(&other, T0 + 4), "the new transcript again");
+}
+
+#[test]
 fn a_state_file_holds_ids_and_offsets_only_and_is_private() {
     let w = W::new();
     w.turn(Turn::Prompt, T0);
