@@ -15,6 +15,9 @@ export LEAN_CTX_DATA_DIR=$(winepath -w "$tmp/data" 2>/dev/null)
 export HOME="$tmp/home" CODEX_HOME="$tmp/home/.codex"
 mkdir -p "$HOME"
 w() { winepath -w "$1" 2>/dev/null; }
+# Windows hosts (and leanctx there) find the home dir in USERPROFILE.
+USERPROFILE=$(w "$HOME")
+export USERPROFILE
 fail() { echo "windows-smoke: FAIL: $*" >&2; exit 1; }
 
 # 1. A Codex session starts; its hook records it.

@@ -17,6 +17,22 @@ pub mod overlap;
 // whether its transcript can witness a delivery); the rest is the hook's.
 pub mod profile;
 
+/// The home dir the hosts keep their user config under. Unix: `$HOME`.
+/// Windows: `%USERPROFILE%`, never `HOME`: Node's `os.homedir()` (Claude
+/// Code, Cursor, CodeBuddy) reads `USERPROFILE`, Codex's `dirs::home_dir()`
+/// the profile folder, and a `HOME` that Git Bash or the user set elsewhere
+/// is read by none of them (docs/HOST-FACTS.md §6). Else the platform's own
+/// answer (the passwd entry; the profile folder, from the Known Folder API).
+#[cfg(feature = "cli")]
+pub fn home() -> Result<std::path::PathBuf, String> {
+    let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
+        .ok_or_else(|| format!("no home directory ({var} is not set)"))
+}
+
 #[cfg(feature = "cli")]
 use crate::base::host::Host;
 #[cfg(feature = "cli")]
@@ -72,9 +88,7 @@ impl HookEnv {
                 .filter(|s| crate::base::ids::is_valid_id(s.trim()))
                 .map(|s| s.trim().to_string()),
             claude_pid: std::env::var("CLAUDE_PID").ok().and_then(|s| s.trim().parse().ok()),
-            codex_home: profile::profile(Host::Codex)
-                .user_dir(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(Into::into).ok_or_else(String::new))
-                .ok(),
+            codex_home: profile::profile(Host::Codex).user_dir(home).ok(),
         }
     }
 }

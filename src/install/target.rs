@@ -32,15 +32,9 @@ impl Target {
     }
 }
 
-/// A variable from the environment; empty counts as unset.
-fn env_dir(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
-}
-
+/// The home dir the hosts' user configs are under ([`crate::hosts::home`]).
 pub fn home() -> Result<PathBuf, String> {
-    env_dir("HOME")
-        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
-        .ok_or_else(|| "no home directory (HOME is not set)".to_string())
+    crate::hosts::home()
 }
 
 /// The host's user config dir, honouring its override variable.

@@ -621,6 +621,38 @@ fn a_binary_not_named_leanctx_is_refused() {
     assert!(!sb.hooks_file("codex").exists());
 }
 
+#[cfg(windows)] // where the hosts keep their config on Windows
+#[test]
+fn on_windows_the_configs_are_under_the_profile_not_home() {
+    // HOME (Git Bash sets one; a user may point it elsewhere) is read by no
+    // host on Windows: Node's os.homedir() reads USERPROFILE (Claude Code,
+    // Cursor, CodeBuddy), Codex the profile folder. The sandbox's
+    // USERPROFILE is its home (support.rs).
+    let sb = Sandbox::new();
+    let elsewhere = sb.tmp.path().join("git-bash-home");
+    fs::create_dir_all(&elsewhere).unwrap();
+    for host in ["claude-code", "codex"] {
+        sb.host_dir(host);
+        sb.cmd(["hooks", "install", host, "--server"])
+            .env("HOME", &elsewhere)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .ok();
+        let st = sb
+            .cmd(["hooks", "status", host, "--json"])
+            .env("HOME", &elsewhere)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .ok()
+            .json();
+        assert_eq!(st["hosts"][0]["server"]["state"], "installed", "{host}: {st:#}");
+    }
+    assert!(sb.hooks_file("claude-code").is_file() && sb.hooks_file("codex").is_file());
+    assert!(sb.home.join(".claude.json").is_file(), "Claude Code's MCP servers: in the profile dir");
+    assert!(sb.server_file("codex").is_file());
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing under HOME");
+}
+
 // --- installers/install.sh ---------------------------------------------
 
 #[cfg(unix)] // installers/install.sh

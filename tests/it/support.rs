@@ -135,6 +135,8 @@ impl Sandbox {
         c.env_clear();
         c.env("PATH", path_without_hosts());
         c.env("HOME", &self.home);
+        // Where the hosts' configs are on Windows (crate::hosts::home).
+        c.env("USERPROFILE", &self.home);
         c.env("LEAN_CTX_DATA_DIR", &self.data);
         c.env("CLAUDE_CONFIG_DIR", self.home.join(".claude"));
         c.env("CODEX_HOME", self.home.join(".codex"));
