@@ -45,6 +45,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-structured", BOTH),
     ("ledger-rewind", &["claude"]),
     ("serve", BOTH),
+    ("workload", BOTH),
 ];
 
 /// How the test ended, when it did not panic.

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture_text  # noqa: E402
 import harness as H  # noqa: E402
 import sc_serve  # noqa: E402
+import sc_workload  # noqa: E402
 
 RESULTS = []
 VERBOSE = False
@@ -1140,7 +1141,8 @@ SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_
              ("ledger-interrupt", sc_ledger_interrupt, BOTH), ("ledger-parallel", sc_ledger_parallel, BOTH),
              ("ledger-budget-elsewhere", sc_ledger_budget_elsewhere, ("codex",)),
              ("ledger-structured", sc_ledger_structured, BOTH), ("ledger-rewind", sc_ledger_rewind, ("claude",)),
-             ("serve", lambda host: sc_serve.scenario(sys.modules[__name__], host), BOTH)]
+             ("serve", lambda host: sc_serve.scenario(sys.modules[__name__], host), BOTH),
+             ("workload", lambda host: sc_workload.sc_workload(host, check, LEANCTX, KEEP), BOTH)]
 
 
 def main():

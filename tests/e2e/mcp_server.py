@@ -7,7 +7,7 @@ is read: `big-<N>` (in any directory) returns exactly N bytes of numbered lines 
 captures in tests/fixtures/payloads/*/size-*), every other path the text `fixture content of <path>`.
 With `--root DIR`, a regular file DIR/<path> is read instead, as it is at the time of the call.
 
-Usage:  mcp_server.py [--log FILE] [LOGFILE] [--leanctx BIN [--mode scope|ledger] [--cache FILE]]
+Usage:  mcp_server.py [--log FILE] [LOGFILE] [--leanctx BIN [--mode scope|ledger] [--cache FILE]] [--mode pathkey]
                       [--max-result-chars N] [--root DIR]
 The log path comes from --log / the first positional argument, else from $E2E_MCP_LOG (Codex
 filters the MCP server's environment down to HOME, LANG, PATH, SHELL, TERM, TMPDIR, USER, so pass
@@ -30,6 +30,11 @@ request on stdin, the result in a temp file). Exit 0: it answers `[unchanged] <p
 content (leanctx recorded the delivery); anything else (error, timeout, no binary): the content
 (fail open). The server keeps no delivery memory of its own. Logged under "leanctx" in the
 tools/call line: mode, key, version, sent_chars, exit, answer (leanctx's JSON), stub.
+
+`--mode pathkey` (no leanctx; for benches/workload's path-keyed arm, with --root): lean-ctx's
+rule, a path whose mtime is the one this server last sent is answered `[unchanged] <path>`, with
+no question about who asks or what the chat still holds (`--cache FILE` keeps that memory across
+server processes). Logged under "pathkey": mtime_ns, stub.
 
 leanctx, `--mode scope` (the default; the older per-scope check): every tools/call first asks
 `BIN scope check --json --call -` (`--delivered SCOPE --at MS` when this path was delivered
@@ -102,8 +107,8 @@ def parse_opt(argv, name):
 LEANCTX = parse_opt(sys.argv[1:], "--leanctx")
 CACHE_PATH = parse_opt(sys.argv[1:], "--cache")
 MODE = parse_opt(sys.argv[1:], "--mode") or "scope"
-if MODE not in ("scope", "ledger"):
-    sys.exit("mcp_server.py: --mode must be scope or ledger, not %r" % MODE)
+if MODE not in ("scope", "ledger", "pathkey"):
+    sys.exit("mcp_server.py: --mode must be scope, ledger or pathkey, not %r" % MODE)
 MAX_RESULT_CHARS = parse_opt(sys.argv[1:], "--max-result-chars")
 ROOT = parse_opt(sys.argv[1:], "--root")
 
@@ -133,7 +138,7 @@ def load_cache():
     return {k: dict(v, cold=True) for k, v in saved.items()}
 
 
-CACHE = load_cache()
+CACHE = load_cache() if MODE == "scope" else {}
 
 
 def save_cache():
@@ -198,6 +203,39 @@ def ask_leanctx(mid, params, path):
         CACHE[path] = {"scope": scope, "at": int(time.time() * 1000), "cold": False}
         save_cache()
     return allowed, {"prev": prev, "exit": rc, "answer": answer, "stub": allowed}
+
+
+def pathkey_seen(path):
+    """lean-ctx's rule (`--mode pathkey`, with --root): a path whose file has the same mtime as
+    when this server last sent it is answered `[unchanged]`, whoever asks and whatever happened to
+    the chat since. The memory is kept in --cache FILE when given (one server for a whole session,
+    across the host's restarts of it), else in this process. Returns (stub?, record for the log)."""
+    full = os.path.join(ROOT or "", path)
+    try:
+        mtime = os.stat(full).st_mtime_ns
+    except OSError:
+        return False, {"mode": "pathkey", "error": "no such file"}
+    seen = {}
+    if CACHE_PATH:
+        try:
+            with open(CACHE_PATH) as f:
+                seen = json.load(f)
+        except (OSError, ValueError):
+            seen = {}
+    else:
+        seen = PATHKEY_MEMORY
+    stub = seen.get(path) == mtime
+    if not stub:
+        seen[path] = mtime
+        if CACHE_PATH:
+            tmp = "%s.%d.tmp" % (CACHE_PATH, os.getpid())
+            with open(tmp, "w") as f:
+                json.dump(seen, f)
+            os.replace(tmp, CACHE_PATH)
+    return stub, {"mode": "pathkey", "mtime_ns": mtime, "stub": stub}
+
+
+PATHKEY_MEMORY = {}
 
 
 def log_call(params, extra=None):
@@ -273,6 +311,9 @@ def handle(msg):
         if LEANCTX and name == "ctx_read" and MODE == "ledger" and not failing:
             stub, lc = ask_ledger(mid, params, path, content, text)
             extra = {"leanctx": lc}
+        elif name == "ctx_read" and MODE == "pathkey" and not failing:
+            stub, pk = pathkey_seen(path)
+            extra = {"pathkey": pk}
         elif LEANCTX and name == "ctx_read" and MODE == "scope":
             stub, lc = ask_leanctx(mid, params, path)
             extra = {"leanctx": lc}

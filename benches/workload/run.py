@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The workload benchmark (issue 23) and stats' 1 % check (issue 24): a scripted coding session on
+both real hosts, offline, measuring the bytes of tool results the model receives with
+`leanctx serve` against a plain read server, a path-keyed one (lean-ctx's rule) and the limit.
+benches/README.md ("Workload") says what is measured and how.
+
+    python3 benches/workload/run.py [--quick] [--leanctx BIN] [--host claude|codex|both]
+                                    [--arms serve,plain,pathkey] [--out FILE] [--keep]
+
+Writes benches/workload/RESULTS.json (--out) and prints a table. Exits 1 when serve gave a wrong
+stub or diff, or `leanctx stats` disagrees with the ground truth by more than 1 %.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import arms  # noqa: E402
+import script as S  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+TOLERANCE = 0.01
+
+
+def agree(a, b):
+    return b > 0 and abs(a - b) <= TOLERANCE * b
+
+
+def stats_check(serve, plain_bytes):
+    """Issue 24: `leanctx stats` after the serve arm against the ground truth: the bytes the mock
+    model received from serve (the oracle) and what the plain server sent (its arm, or the script's
+    whole versions when it did not run)."""
+    st = (serve.get("stats") or {}).get("totals") or {}
+    got = serve["totals"]["bytes_received"]
+    out = {"stats_bytes_sent": st.get("bytes_sent"), "oracle_bytes_received": got,
+           "stats_bytes_whole": st.get("bytes_whole"), "plain_bytes": plain_bytes,
+           "stats_reads": st.get("reads"), "oracle_reads": serve["totals"]["reads"],
+           "stats_bytes_saved": st.get("bytes_saved"), "true_bytes_saved": plain_bytes - got}
+    out["sent_agrees"] = st.get("bytes_sent") is not None and agree(st["bytes_sent"], got)
+    out["whole_agrees"] = st.get("bytes_whole") is not None and agree(st["bytes_whole"], plain_bytes)
+    out["ok"] = out["sent_agrees"] and out["whole_agrees"]
+    if serve.get("stats", {}).get("error"):
+        out["error"] = serve["stats"]["error"]
+    return out
+
+
+def summarize(host, results):
+    """Per arm: bytes received, reads, stubs, diffs, wrong stubs, saving vs plain, fraction of the
+    limit's saving. Plain is the plain arm's measured bytes, else the script's whole versions at
+    the reads serve saw (what a plain server sends there: mcp_server.py --root sends the file)."""
+    by = {r["arm"]: r for r in results}
+    ref = by.get("plain") or by.get("serve")
+    plain = by["plain"]["totals"]["bytes_received"] if "plain" in by else ref["totals"]["plain_bytes"]
+    limit = ref["totals"]["limit_bytes"]
+    arms_out = {}
+    for name, r in by.items():
+        t = r["totals"]
+        arms_out[name] = dict(t, seconds=r["seconds"], runs=r["runs"], hook_reads=r["hook_reads"])
+    arms_out["limit"] = {"bytes_received": limit, "reads": ref["totals"]["reads"],
+                         "computed_from": "the %s arm's oracle" % ref["arm"]}
+    for name, a in arms_out.items():
+        a["saving_vs_plain"] = round(1 - a["bytes_received"] / plain, 4) if plain else None
+        a["fraction_of_limit_saving"] = round((plain - a["bytes_received"]) / (plain - limit), 4) \
+            if plain > limit else None
+    out = {"plain_bytes": plain, "arms": arms_out}
+    if "serve" in by:
+        out["stats_check"] = stats_check(by["serve"], plain)
+        out["ack_hook_installed_by_leanctx"] = by["serve"].get("ack_hook_installed_by_leanctx")
+    return out
+
+
+def failures(host, summary):
+    bad = []
+    serve = summary["arms"].get("serve")
+    if serve:
+        if serve["wrong_stubs"] or serve["wrong_diffs"]:
+            bad.append("%s: serve gave %d wrong stubs, %d wrong diffs" % (host, serve["wrong_stubs"], serve["wrong_diffs"]))
+        if serve["unknown_version"] or serve["hook_reads"] != serve["reads"]:
+            bad.append("%s: %d reads in the oracle, %d seen by the hook, %d of unknown version"
+                       % (host, serve["reads"], serve["hook_reads"], serve["unknown_version"]))
+        sc = summary.get("stats_check") or {}
+        if not sc.get("ok"):
+            bad.append("%s: leanctx stats disagrees with the ground truth by more than 1 %%: %s" % (host, sc))
+    return bad
+
+
+def table(report):
+    rows = ["| host | arm | bytes received | reads | stubs | diffs | wrong stubs | saving vs plain | of the limit's saving |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for host, s in report["hosts"].items():
+        for arm in ("plain", "pathkey", "serve", "limit"):
+            a = s["arms"].get(arm)
+            if not a:
+                continue
+            pct = lambda x: "-" if x is None else "%.1f %%" % (100 * x)
+            rows.append("| %s | %s | %d | %d | %s | %s | %s | %s | %s |" % (
+                host, arm, a["bytes_received"], a["reads"], a.get("stubs", "-"), a.get("diffs", "-"),
+                a.get("wrong_stubs", "-"), pct(a["saving_vs_plain"]), pct(a["fraction_of_limit_saving"])))
+    return "\n".join(rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the small session the e2e run uses")
+    ap.add_argument("--leanctx", default=os.path.join(REPO, "target", "debug", "leanctx"))
+    ap.add_argument("--host", default="both", choices=["claude", "codex", "both"])
+    ap.add_argument("--arms", default="serve,plain,pathkey")
+    ap.add_argument("--out", default=None, help="default: benches/workload/RESULTS.json (full run only)")
+    ap.add_argument("--keep", action="store_true", help="keep the sandboxes")
+    a = ap.parse_args()
+    bin_ = os.path.abspath(a.leanctx)
+    arms.H.isolate_network()
+    sc = S.make(quick=a.quick)
+    hosts = ["claude", "codex"] if a.host == "both" else [a.host]
+    report = {"seed": sc["seed"], "quick": a.quick, "reads_scripted": sc["reads"], "files": len(sc["files"]),
+              "files_read": len({p for e in sc["events"] if e["op"] == "turn" for p in e["reads"]}),
+              "outside_edits": sc["edits"], "turns": sum(e["op"] == "turn" for e in sc["events"]),
+              "compactions": sum(e["op"] == "compact" for e in sc["events"]),
+              "subagent_turns": sum(1 for e in sc["events"] if e.get("subagent")), "chats": 2,
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "load_average_at_start": os.getloadavg()[0], "hosts": {}}
+    bad = []
+    for host in hosts:
+        results = []
+        for arm in a.arms.split(","):
+            print("%s/%s ..." % (host, arm), flush=True)
+            r = arms.run_arm(host, arm, sc, bin_=bin_, keep=a.keep)
+            results.append(r)
+            print("%s/%s: %s" % (host, arm, json.dumps(r["totals"])), flush=True)
+        report["hosts"][host] = summarize(host, results)
+        bad += failures(host, report["hosts"][host])
+        sc_ = report["hosts"][host].get("stats_check")
+        if sc_:
+            print("%s: leanctx stats: sent %s vs the model received %s; whole %s vs plain %s (%s)" % (
+                host, sc_["stats_bytes_sent"], sc_["oracle_bytes_received"], sc_["stats_bytes_whole"],
+                sc_["plain_bytes"], "within 1 %" if sc_["ok"] else "NOT within 1 %"), flush=True)
+    report["load_average_at_end"] = os.getloadavg()[0]
+    print(table(report))
+    out = a.out or (None if a.quick else os.path.join(HERE, "RESULTS.json"))
+    if out:
+        with open(out, "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+    for b in bad:
+        print("FAIL " + b)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
