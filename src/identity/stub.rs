@@ -420,6 +420,24 @@ impl ReadPath {
         ans.witness = Some(why);
     }
 
+    /// Before a delivery is recorded, the second witness reads what the
+    /// host appended to the conversation's transcript since the last
+    /// question, so that an end it shows (a compaction between two turns)
+    /// is journaled before this delivery, not after it. Read only at the
+    /// next stub question, such an end was recorded late and ended the
+    /// deliveries made after it too: every first re-read after a Claude Code
+    /// compaction withheld (`withdrawn`, then `compacted`), found by
+    /// benches/workload. Its answer is not needed here: a failure withholds
+    /// at that next question, as before.
+    fn catch_up_witness(&self, dir: &std::path::Path, host: crate::Host, conv: &str, now: u64) {
+        if !crate::hosts::profile::profile(host).transcript_witness {
+            return;
+        }
+        let q = witness::Question { host, conv, call_id: None, delivered_ms: now, now, idle_ms: None };
+        let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
+        let _ = witness::check(dir, &q, Instant::now() + READ_WAIT, end_all);
+    }
+
     /// The context window a call is in: Codex's `_meta.windowId`; for a
     /// Claude Code call, the host process it came from (`proc:<pid>`), since
     /// one session open in two processes (`--resume` while the first still
@@ -463,6 +481,7 @@ impl ReadPath {
         let content = secret.seal_content(content);
         let conv = lc.caller.conversation.as_deref().unwrap_or(scope);
         let host = lc.caller.host.unwrap_or(crate::Host::ClaudeCode);
+        self.catch_up_witness(dir, host, conv, now);
         let d = ledger::Delivery {
             t: now,
             host,

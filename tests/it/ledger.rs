@@ -523,6 +523,51 @@ fn a_stub_needs_the_hosts_confirmation_of_this_very_content() {
     assert_eq!(said(&stub(&c6, "main.rs", "v1", None).stdout), "send-content not-delivered");
 }
 
+/// A compaction the transcript shows before a delivery ends the deliveries
+/// before it, not that one: the second witness reads on when a delivery is
+/// recorded. Read only at the next stub question (as before), the compaction
+/// between two turns was journaled after the next turn's first deliveries
+/// and ended them too (benches/workload: the first re-reads after every
+/// Claude Code compaction withheld, `withdrawn` then `compacted`).
+#[test]
+fn a_compaction_before_a_delivery_ends_only_what_came_before_it() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let text = "fn main() {}\n".repeat(100);
+    let res = result_file(&sb, "r.json", &text);
+    let stub = |call: &PathBuf, key: &str, result: Option<&PathBuf>| {
+        let mut argv = vec!["stub".to_string(), "--call".into(), s(call), "--key".into(), key.into()];
+        argv.extend(["--version".into(), "v1".into()]);
+        if let Some(r) = result {
+            argv.extend(["--result".into(), s(r)]);
+        }
+        said(&sb.cmd(&argv).run().stdout).to_string()
+    };
+    let whole = json!([{"type": "text", "text": text}]);
+    // Turn 1: a.rs, confirmed whole.
+    let a1 = claude_call(&sb, "A", "toolu_1", "a.rs");
+    assert_eq!(stub(&a1, "a.rs", Some(&res)), "send-content not-delivered");
+    claude_batch(&sb, "A", "toolu_1", whole.clone());
+    // The chat is compacted: its transcript shows it (no compaction hook).
+    let t = claude_turn(&sb, "A");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&t)
+        .unwrap()
+        .write_all(b"{\"type\":\"system\",\"subtype\":\"compact_boundary\"}\n")
+        .unwrap();
+    // Turn 2: b.rs is delivered after the compaction; its re-read is a stub.
+    let b1 = claude_call(&sb, "A", "toolu_2", "b.rs");
+    assert_eq!(stub(&b1, "b.rs", Some(&res)), "send-content not-delivered");
+    claude_batch(&sb, "A", "toolu_2", whole);
+    let b2 = claude_call(&sb, "A", "toolu_3", "b.rs");
+    assert_eq!(stub(&b2, "b.rs", None), "serve-stub confirmed-delivery");
+    // a.rs was delivered before it: gone with the compaction.
+    let a2 = claude_call(&sb, "A", "toolu_4", "a.rs");
+    assert_eq!(stub(&a2, "a.rs", None), "send-content compacted");
+}
+
 #[test]
 fn codex_window_ends_a_delivery_without_any_compaction_hook() {
     let sb = Sandbox::new();
