@@ -83,18 +83,23 @@ pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
     if q.sent.is_some_and(|s| s.digest != d.digest || s.len != d.len) {
         return deny(Reason::ResultChanged);
     }
-    if !bases_held(d, q.window, &f.bases) {
+    if !bases_held(d, &f.bases) {
         return deny(Reason::BaseNotHeld);
     }
     Decision { allow: true, reason: Reason::ConfirmedDelivery }
 }
 
 /// A diff backs a stub only while the model still holds what it applies
-/// to: each base, in turn, the delivery of exactly that version, in the same
-/// window, confirmed whole, with no compaction after it; the chain ends in
-/// a whole delivery within [`MAX_BASE_CHAIN`]. (A compaction after the
-/// base but before the diff is caught here: the diff itself follows it.)
-fn bases_held(d: &Delivery<'_>, window: Option<&str>, bases: &[Held<'_>]) -> bool {
+/// to: each base, in turn, the delivery of exactly that version, in the
+/// diff's window, confirmed whole, with no compaction after it; the chain
+/// ends in a whole delivery within [`MAX_BASE_CHAIN`]. (A compaction after
+/// the base but before the diff is caught here: the diff itself follows
+/// it.) The diff's window, not the asker's: the asker holds the diff (same
+/// window, or a Claude Code process that loaded the history after the diff
+/// was confirmed), and with it what came before it in that window. Against
+/// the asker's window, every diff made in an earlier `claude -p` turn of
+/// the session was `base-not-held` (benches/workload).
+fn bases_held(d: &Delivery<'_>, bases: &[Held<'_>]) -> bool {
     let mut want = d.base;
     for h in bases.iter().take(MAX_BASE_CHAIN) {
         let Some(v) = want else { return true };
@@ -102,7 +107,7 @@ fn bases_held(d: &Delivery<'_>, window: Option<&str>, bases: &[Held<'_>]) -> boo
         if b.version != v
             || b.scope != d.scope
             || b.key != d.key
-            || b.window != window
+            || b.window != d.window
             || h.compacted_after
             || confirmation(b, &h.acks_after) != Confirmation::Whole
         {
@@ -203,6 +208,30 @@ mod tests {
         ];
         for (i, (f, allow, reason)) in rows.into_iter().enumerate() {
             assert_eq!(decide(&q, &f), Decision { allow, reason }, "row {i}");
+        }
+        // Claude Code: the diff and its base went to process 1; process 2
+        // resumed the session after the diff was confirmed, so it loaded
+        // both. A base in another window than the diff's is not held.
+        let q2 = Question { window: Some("proc:2"), ..q };
+        let in1 = Delivery { window: Some("proc:1"), ..diff.clone() };
+        let f2 = |bases: Vec<Held<'static>>, reloaded_after| Facts {
+            latest: Some(in1.clone()),
+            acks_after: vec![diff_ack.clone()],
+            bases,
+            reloaded_after,
+            ..Facts::default()
+        };
+        let base_in = |w| held(base("v1", Some(w), None), vec![good.clone()], false);
+        #[rustfmt::skip]
+        let rows: Vec<(Facts, bool, Reason)> = vec![
+            (f2(vec![base_in("proc:1")], true), true, ConfirmedDelivery),
+            (f2(vec![base_in("proc:2")], true), false, BaseNotHeld),
+            (f2(vec![held(base("v1", None, None), vec![good.clone()], false)], true), false, BaseNotHeld),
+            (f2(vec![held(base("v1", Some("proc:1"), None), vec![good.clone()], true)], true), false, BaseNotHeld),
+            (f2(vec![base_in("proc:1")], false), false, WindowChanged),
+        ];
+        for (i, (f, allow, reason)) in rows.into_iter().enumerate() {
+            assert_eq!(decide(&q2, &f), Decision { allow, reason }, "reloaded row {i}");
         }
         // Too long a chain withholds.
         let link = |i: usize| Held {
