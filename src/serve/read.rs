@@ -147,13 +147,13 @@ impl Reader<'_> {
             self.rp.stub(call, key, v, None).is_ok_and(|a| a.decision.reason == Reason::ConfirmedDelivery)
         })?;
         let short = |v: &str| v[..v.len().min("blake3:".len() + 12)].to_string();
-        let udiff = similar::TextDiff::from_lines(&*old, text)
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{shown}"), &format!("b/{shown}"))
-            .to_string();
+        // Hunks with one line of context and no file header (the first line
+        // names the file): the model gets the change, not a patch file. Three
+        // lines of context and a long preamble made a one-line edit cost
+        // about five times the minimal diff (benches/workload).
+        let udiff = similar::TextDiff::from_lines(&*old, text).unified_diff().context_radius(1).to_string();
         let out = format!(
-            "[{shown} changed since you read it: a unified diff from the version you have ({}) to the current one ({}); apply it to your copy]\n{udiff}",
+            "[{shown} changed since you read it: unified diff from your copy ({}) to now ({})]\n{udiff}",
             short(&base),
             short(version)
         );
@@ -176,14 +176,13 @@ pub fn exact_scope(a: &LedgerAnswer) -> Option<String> {
 
 /// The stub: which file, which version, when the caller got it.
 fn stub_text(shown: &str, p: &page::Page, version: &str, ans: &LedgerAnswer, now: u64) -> String {
-    let what = if p.whole { "this file".to_string() } else { format!("lines {}-{} of this file", p.first, p.last) };
     let short = &version[..version.len().min("blake3:".len() + 12)];
+    let what =
+        if p.whole { format!("version {short}") } else { format!("lines {}-{} of version {short}", p.first, p.last) };
     let when = match &ans.delivery {
-        Some(d) => format!("delivered to you {} s ago", now.saturating_sub(d.delivered_at_ms) / 1000),
-        None => "delivered to you earlier".into(),
+        Some(d) => format!("delivered {} s ago", now.saturating_sub(d.delivered_at_ms) / 1000),
+        None => "delivered earlier".into(),
     };
-    format!(
-        "[unchanged] {shown}: you already have {what} in this conversation ({when}, version {short}); \
-         it has not changed since. Use that copy."
-    )
+    // Short: a stub is most of what a re-read costs (benches/workload).
+    format!("[unchanged] {shown}: you already have {what} ({when}); use that copy.")
 }
