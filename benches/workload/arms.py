@@ -133,7 +133,9 @@ def run_arm(host, arm, script, bin_=None, keep=False, timeout=900, say=print):
         reads_log = os.path.join(state, "reads.jsonl")
         if not os.path.exists(reads_log):
             raise ArmError("%s/%s: the edit hook logged no read (did PreToolUse fire?)" % (host, arm))
-        res["per_read"] = oracle.analyse(os.path.join(root, "logs", "mock-bodies"), reads_log, script["versions"])
+        turns = [e["first_read"] for e in script["events"] if e["op"] == "turn"]
+        res["per_read"] = oracle.analyse(os.path.join(root, "logs", "mock-bodies"), reads_log, script["versions"],
+                                         turns)
         res["totals"] = oracle.totals(res["per_read"])
         with open(reads_log) as f:
             res["hook_reads"] = sum(1 for _ in f)

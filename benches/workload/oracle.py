@@ -21,6 +21,11 @@ in the ideal server each of those reads delivered its version. Then r costs
     version (unified, no context lines, hunks only: difflib.unified_diff(n=0) without its two
     header lines);
   - else the whole file.
+The same-server limit (arm "limit-same-server") is that limit for a server whose diff bases live
+in its own memory, as `leanctx serve`'s do (no file content on disk): a diff only against a
+version delivered in the same turn, since each turn of the script is one host run (`claude -p`,
+`codex exec`) and so one server process. What serve misses between the two limits is what a new
+process cannot know.
 """
 import difflib
 import hashlib
@@ -164,14 +169,18 @@ def classify(r, held, catalog):
     return "other", None
 
 
-def analyse(dump_dir, reads_log, versions):
-    """Per read (in order of arrival): path, bytes, kind, version met, wrong?, limit cost."""
+def analyse(dump_dir, reads_log, versions, turns=()):
+    """Per read (in order of arrival): path, bytes, kind, version met, wrong?, limit cost, and
+    the limit for a server whose diff bases live in its process (`limit_same_server`): the same,
+    but a diff only against a version delivered in the same turn (each turn is one host run, so
+    one server process). `turns`: the first read index of each turn, in order."""
     catalog = {p: {sha(t): t for t in ts} for p, ts in versions.items()}
-    met = {}
+    met, turn = {}, {}
     with open(reads_log) as f:
         for line in f:
             rec = json.loads(line)
             met[rec["id"]] = rec["sha"]
+            turn[rec["id"]] = sum(1 for t in turns if t <= rec["n"])
     seen, reads = {}, []
     for compact, results in load_requests(dump_dir):
         if compact:
@@ -198,11 +207,12 @@ def analyse(dump_dir, reads_log, versions):
             rec["limit"] = rec["plain"] = None
             continue
         rec["plain"] = len(text.encode())
-        held = {seen[i]["version"] for i in rec["before"] if seen[i]["path"] == path} - {None}
-        if v in held:
-            rec["limit"] = stub_min(path)
-        else:
-            rec["limit"] = min([rec["plain"]] + [len(min_diff(catalog[path][u], text).encode()) for u in held])
+        earlier = [seen[i] for i in rec["before"] if seen[i]["path"] == path and seen[i]["version"]]
+        held = {e["version"] for e in earlier}
+        same = {e["version"] for e in earlier if turn.get(e["id"]) == turn.get(rec["id"])}
+        diff = lambda bases: min([rec["plain"]] + [len(min_diff(catalog[path][u], text).encode()) for u in bases])
+        rec["limit"] = stub_min(path) if v in held else diff(held)
+        rec["limit_same_server"] = stub_min(path) if v in held else diff(same)
     return reads
 
 
@@ -216,4 +226,5 @@ def totals(reads):
     t["unknown_version"] = sum(1 for r in reads if r["version"] is None or r["plain"] is None)
     t["plain_bytes"] = sum(r["plain"] or 0 for r in reads)
     t["limit_bytes"] = sum(r["limit"] or 0 for r in reads)
+    t["limit_same_server_bytes"] = sum(r.get("limit_same_server") or 0 for r in reads)
     return t

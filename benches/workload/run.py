@@ -61,10 +61,16 @@ def summarize(host, results):
         arms_out[name] = dict(t, seconds=r["seconds"], runs=r["runs"], hook_reads=r["hook_reads"])
     arms_out["limit"] = {"bytes_received": limit, "reads": ref["totals"]["reads"],
                          "computed_from": "the %s arm's oracle" % ref["arm"]}
+    arms_out["limit-same-server"] = {"bytes_received": ref["totals"]["limit_same_server_bytes"],
+                                     "reads": ref["totals"]["reads"],
+                                     "computed_from": "the %s arm's oracle" % ref["arm"]}
     for name, a in arms_out.items():
         a["saving_vs_plain"] = round(1 - a["bytes_received"] / plain, 4) if plain else None
         a["fraction_of_limit_saving"] = round((plain - a["bytes_received"]) / (plain - limit), 4) \
             if plain > limit else None
+        same = arms_out["limit-same-server"]["bytes_received"]
+        a["fraction_of_same_server_limit_saving"] = round((plain - a["bytes_received"]) / (plain - same), 4) \
+            if plain > same else None
     out = {"plain_bytes": plain, "arms": arms_out}
     if "serve" in by:
         out["stats_check"] = stats_check(by["serve"], plain)
@@ -88,17 +94,18 @@ def failures(host, summary):
 
 
 def table(report):
-    rows = ["| host | arm | bytes received | reads | stubs | diffs | wrong stubs | saving vs plain | of the limit's saving |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| host | arm | bytes received | reads | stubs | diffs | wrong stubs | saving vs plain | of the limit's saving | of the same-server limit's |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for host, s in report["hosts"].items():
-        for arm in ("plain", "pathkey", "serve", "limit"):
+        for arm in ("plain", "pathkey", "serve", "limit", "limit-same-server"):
             a = s["arms"].get(arm)
             if not a:
                 continue
             pct = lambda x: "-" if x is None else "%.1f %%" % (100 * x)
-            rows.append("| %s | %s | %d | %d | %s | %s | %s | %s | %s |" % (
+            rows.append("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |" % (
                 host, arm, a["bytes_received"], a["reads"], a.get("stubs", "-"), a.get("diffs", "-"),
-                a.get("wrong_stubs", "-"), pct(a["saving_vs_plain"]), pct(a["fraction_of_limit_saving"])))
+                a.get("wrong_stubs", "-"), pct(a["saving_vs_plain"]), pct(a["fraction_of_limit_saving"]),
+                pct(a["fraction_of_same_server_limit_saving"])))
     return "\n".join(rows)
 
 
@@ -110,6 +117,7 @@ def main():
     ap.add_argument("--arms", default="serve,plain,pathkey")
     ap.add_argument("--out", default=None, help="default: benches/workload/RESULTS.json (full run only)")
     ap.add_argument("--keep", action="store_true", help="keep the sandboxes")
+    ap.add_argument("--details", help="write every read of every arm (JSON) to this file")
     a = ap.parse_args()
     bin_ = os.path.abspath(a.leanctx)
     arms.H.isolate_network()
@@ -122,7 +130,7 @@ def main():
               "subagent_turns": sum(1 for e in sc["events"] if e.get("subagent")), "chats": 2,
               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "load_average_at_start": os.getloadavg()[0], "hosts": {}}
-    bad = []
+    bad, details = [], {}
     for host in hosts:
         results = []
         for arm in a.arms.split(","):
@@ -131,6 +139,7 @@ def main():
             results.append(r)
             print("%s/%s: %s" % (host, arm, json.dumps(r["totals"])), flush=True)
         report["hosts"][host] = summarize(host, results)
+        details[host] = {r["arm"]: r["per_read"] for r in results}
         bad += failures(host, report["hosts"][host])
         sc_ = report["hosts"][host].get("stats_check")
         if sc_:
@@ -144,6 +153,9 @@ def main():
         with open(out, "w") as f:
             json.dump(report, f, indent=1)
             f.write("\n")
+    if a.details:
+        with open(a.details, "w") as f:
+            json.dump(details, f)
     for b in bad:
         print("FAIL " + b)
     sys.exit(1 if bad else 0)
