@@ -377,6 +377,17 @@ fn result_file(sb: &Sandbox, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `leanctx stub --call CALL --key KEY --version VER [--result RESULT]`.
+fn run_stub(sb: &Sandbox, call: &Path, key: &str, ver: &str, result: Option<&PathBuf>) -> crate::support::Out {
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let mut argv = vec!["stub".to_string(), "--call".into(), s(call), "--key".into(), key.into()];
+    argv.extend(["--version".into(), ver.into()]);
+    if let Some(r) = result {
+        argv.extend(["--result".into(), s(r)]);
+    }
+    sb.cmd(&argv).run()
+}
+
 fn ledger_lines(sb: &Sandbox) -> usize {
     Sandbox::count(&sb.journal(), |r| {
         matches!(r, leanctx::state::journal::Record::Delivery(_) | leanctx::state::journal::Record::Ack(_))
@@ -463,14 +474,7 @@ fn a_stub_needs_the_hosts_confirmation_of_this_very_content() {
     let s = |p: &PathBuf| p.to_str().unwrap().to_string();
     let text = "fn main() {}\n".repeat(100);
     let res = result_file(&sb, "r.json", &text);
-    let stub = |call: &PathBuf, key: &str, ver: &str, result: Option<&PathBuf>| {
-        let mut argv = vec!["stub".to_string(), "--call".into(), s(call), "--key".into(), key.into()];
-        argv.extend(["--version".into(), ver.into()]);
-        if let Some(r) = result {
-            argv.extend(["--result".into(), s(r)]);
-        }
-        sb.cmd(&argv).run()
-    };
+    let stub = |call: &PathBuf, key: &str, ver: &str, result: Option<&PathBuf>| run_stub(&sb, call, key, ver, result);
     // Chat A reads main.rs; the host shows the model a preview only.
     let c1 = claude_call(&sb, "A", "toolu_a1", "main.rs");
     assert_eq!(said(&stub(&c1, "main.rs", "v1", Some(&res)).stdout), "send-content not-delivered");
@@ -533,16 +537,10 @@ fn a_stub_needs_the_hosts_confirmation_of_this_very_content() {
 fn a_compaction_before_a_delivery_ends_only_what_came_before_it() {
     use std::io::Write;
     let sb = Sandbox::new();
-    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
     let text = "fn main() {}\n".repeat(100);
     let res = result_file(&sb, "r.json", &text);
     let stub = |call: &PathBuf, key: &str, result: Option<&PathBuf>| {
-        let mut argv = vec!["stub".to_string(), "--call".into(), s(call), "--key".into(), key.into()];
-        argv.extend(["--version".into(), "v1".into()]);
-        if let Some(r) = result {
-            argv.extend(["--result".into(), s(r)]);
-        }
-        said(&sb.cmd(&argv).run().stdout).to_string()
+        said(&run_stub(&sb, call, key, "v1", result).stdout).to_string()
     };
     let whole = json!([{"type": "text", "text": text}]);
     // Turn 1: a.rs, confirmed whole.
