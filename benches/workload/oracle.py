@@ -204,7 +204,10 @@ def analyse(dump_dir, reads_log, versions, turns=()):
         v, path = rec["version"], rec["path"]
         text = catalog.get(path, {}).get(v)
         if text is None:
-            rec["limit"] = rec["plain"] = None
+            # No hook saw this call and no version is known: the host answered it itself (in one
+            # full Claude Code run a 383-byte result no hook or server saw). Neutral: whatever it
+            # cost, any server would have cost the same there.
+            rec["plain"] = rec["limit"] = rec["limit_same_server"] = rec["bytes"]
             continue
         rec["plain"] = len(text.encode())
         earlier = [seen[i] for i in rec["before"] if seen[i]["path"] == path and seen[i]["version"]]
@@ -223,8 +226,8 @@ def totals(reads):
         t[k if k == "whole" else k + "s"] = sum(1 for r in reads if r["kind"] == k)
     t["wrong_stubs"] = sum(1 for r in reads if r["wrong"] and r["kind"] == "stub")
     t["wrong_diffs"] = sum(1 for r in reads if r["wrong"] and r["kind"] == "diff")
-    t["unknown_version"] = sum(1 for r in reads if r["version"] is None or r["plain"] is None)
-    t["plain_bytes"] = sum(r["plain"] or 0 for r in reads)
+    t["unknown_version"] = sum(1 for r in reads if r["version"] is None)
+    t["plain_bytes"] = sum(r["plain"] for r in reads)
     t["limit_bytes"] = sum(r["limit"] or 0 for r in reads)
     t["limit_same_server_bytes"] = sum(r.get("limit_same_server") or 0 for r in reads)
     return t
