@@ -101,6 +101,25 @@ pub fn render(shown: &str, text: &str, p: &Page) -> String {
     s
 }
 
+/// The pieces (first and last line, inclusive) that together hold every
+/// line of `want`, as indices into `pieces`; `None` when some line lies in
+/// none. Greedy: from each line not yet held, the piece that starts at or
+/// before it and reaches furthest.
+pub fn cover(want: (usize, usize), pieces: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let mut chosen = Vec::new();
+    let mut next = want.0;
+    while next <= want.1 {
+        let (i, &(_, last)) =
+            pieces.iter().enumerate().filter(|(_, (f, l))| *f <= next && *l >= next).max_by_key(|(_, (_, l))| *l)?;
+        chosen.push(i);
+        if last >= want.1 {
+            break;
+        }
+        next = last + 1;
+    }
+    Some(chosen)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +177,32 @@ mod tests {
         // Exactly at the cap: whole.
         assert!(page(&big, None, None, big.len()).unwrap().whole);
         assert!(!page(&big, None, None, big.len() - 1).unwrap().whole);
+    }
+
+    #[test]
+    fn covering() {
+        let c = |want, pieces: &[(usize, usize)]| cover(want, pieces);
+        #[rustfmt::skip]
+        let rows: Vec<((usize, usize), Vec<(usize, usize)>, Option<Vec<usize>>)> = vec![
+            ((1, 10), vec![(1, 10)], Some(vec![0])),
+            ((3, 5), vec![(1, 10)], Some(vec![0])),
+            // Two pieces meeting, overlapping, or out of order.
+            ((1, 10), vec![(1, 5), (6, 10)], Some(vec![0, 1])),
+            ((1, 10), vec![(6, 10), (1, 5)], Some(vec![1, 0])),
+            ((2, 9), vec![(1, 6), (4, 12)], Some(vec![0, 1])),
+            // The piece that reaches furthest, not the first found.
+            ((1, 10), vec![(1, 3), (1, 8), (2, 4), (8, 10)], Some(vec![1, 3])),
+            // A gap, a short end, a late start, nothing.
+            ((1, 10), vec![(1, 5), (7, 10)], None),
+            ((1, 10), vec![(1, 9)], None),
+            ((1, 10), vec![(2, 10)], None),
+            ((1, 1), vec![], None),
+            ((5, 5), vec![(5, 5)], Some(vec![0])),
+            ((1, usize::MAX), vec![(1, usize::MAX)], Some(vec![0])),
+        ];
+        for (want, pieces, got) in rows {
+            assert_eq!(c(want, &pieces), got, "{want:?} {pieces:?}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::bases::Bases;
 use super::page::{self, ReadArgs};
-use super::session::Memory;
+use super::session::{Memory, Noted};
 use super::workspace::Workspace;
 use crate::identity::decision::Reason;
 use crate::identity::mcp_call::McpCall;
@@ -35,6 +35,8 @@ pub struct Reader<'a> {
 /// A diff goes out only when at most this fraction of the file's size
 /// (1/2): "clearly smaller", else the file whole.
 const DIFF_AT_MOST_DIVISOR: usize = 2;
+/// The most held ranges asked of the ledger for one read's cover.
+const MAX_PIECES: usize = 64;
 
 /// A tool result.
 pub fn tool_result(text: String, is_error: bool) -> Value {
@@ -72,15 +74,17 @@ impl Reader<'_> {
         let first = ask(&whole_key);
         let scope = first.as_ref().and_then(exact_scope);
         let stub = match &first {
-            Some(a) if confirmed(a) => Some(a.clone()),
-            _ if !p.whole => ask(&key).filter(confirmed),
+            Some(a) if confirmed(a) => Some((a.clone(), 1)),
+            _ if !p.whole => ask(&key).filter(confirmed).map(|a| (a, 1)),
             _ => None,
         };
-        if let Some(ans) = stub {
+        // Else every line asked for may lie in ranges held of this version.
+        let stub = stub.or_else(|| self.held_in_pieces(call, scope.as_deref()?, &whole_key, &version, &p));
+        if let Some((ans, pieces)) = stub {
             if p.whole {
                 self.bases.put(&key, &version, &f.text);
             }
-            let text = stub_text(&f.shown, &p, &version, &ans, self.rp.now());
+            let text = stub_text(&f.shown, &p, &version, &ans, pieces, self.rp.now());
             // What a plain read would have sent for this request: the
             // delivery backing the stub may be a diff (its length would
             // understate the saving), or the whole file for a range.
@@ -92,7 +96,15 @@ impl Reader<'_> {
             self.bases.put(&key, &version, &f.text);
             if let Some(diff) = self.diff(call, &key, &version, &f.shown, &f.text) {
                 if let Some(s) = &scope {
-                    self.memory.note(s, &key, &f.shown, &version, diff.len() as u64);
+                    let n = Noted {
+                        key: &key,
+                        file: &whole_key,
+                        shown: &f.shown,
+                        version: &version,
+                        len: diff.len() as u64,
+                        lines: None,
+                    };
+                    self.memory.note(s, &n);
                 }
                 self.stat(first.as_ref(), &whole_key, SKind::Diff, diff.len() as u64, f.text.len() as u64);
                 return (Kind::Diff, tool_result(diff, false));
@@ -105,7 +117,16 @@ impl Reader<'_> {
         match self.rp.deliver(call, &key, &version, &content) {
             Ok(r) if r.recorded => {
                 if let Some(s) = &scope {
-                    self.memory.note(s, &key, &f.shown, &version, content.len);
+                    let lines = (!p.whole).then_some((p.first, p.last));
+                    let n = Noted {
+                        key: &key,
+                        file: &whole_key,
+                        shown: &f.shown,
+                        version: &version,
+                        len: content.len,
+                        lines,
+                    };
+                    self.memory.note(s, &n);
                 }
             }
             Ok(_) => {}
@@ -138,6 +159,33 @@ impl Reader<'_> {
 }
 
 impl Reader<'_> {
+    /// Whether every line of `p` lies in ranges of this version delivered to
+    /// `scope` and each still held (the ledger's `confirmed-delivery`, asked
+    /// piece by piece): the first piece's answer and how many pieces. Lines
+    /// only partly held are sent whole (see docs/ARCHITECTURE.md).
+    fn held_in_pieces(
+        &self,
+        call: &McpCall,
+        scope: &str,
+        file: &str,
+        version: &str,
+        p: &page::Page,
+    ) -> Option<(LedgerAnswer, usize)> {
+        if p.total == 0 {
+            return None;
+        }
+        let mut held = Vec::new();
+        for (key, lines) in self.memory.ranges(scope, file, version, (p.first, p.last), MAX_PIECES) {
+            match self.rp.stub(call, &key, version, None) {
+                Ok(a) if a.decision.reason == Reason::ConfirmedDelivery => held.push((a, lines)),
+                _ => {}
+            }
+        }
+        let spans: Vec<(usize, usize)> = held.iter().map(|(_, l)| *l).collect();
+        let chosen = page::cover((p.first, p.last), &spans)?;
+        Some((held.swap_remove(chosen[0]).0, chosen.len()))
+    }
+
     /// A diff against the version this caller provably holds (its newest
     /// delivery of the key, confirmed whole, in this window, its own bases
     /// held), recorded as a delivery with that base; `None` when it holds
@@ -175,13 +223,14 @@ pub fn exact_scope(a: &LedgerAnswer) -> Option<String> {
 }
 
 /// The stub: which file, which version, when the caller got it.
-fn stub_text(shown: &str, p: &page::Page, version: &str, ans: &LedgerAnswer, now: u64) -> String {
+fn stub_text(shown: &str, p: &page::Page, version: &str, ans: &LedgerAnswer, pieces: usize, now: u64) -> String {
     let short = &version[..version.len().min("blake3:".len() + 12)];
     let what =
         if p.whole { format!("version {short}") } else { format!("lines {}-{} of version {short}", p.first, p.last) };
-    let when = match &ans.delivery {
-        Some(d) => format!("delivered {} s ago", now.saturating_sub(d.delivered_at_ms) / 1000),
-        None => "delivered earlier".into(),
+    let when = match (&ans.delivery, pieces) {
+        (Some(d), 1) => format!("delivered {} s ago", now.saturating_sub(d.delivered_at_ms) / 1000),
+        (_, 1) => "delivered earlier".into(),
+        (_, n) => format!("delivered in {n} ranges"),
     };
     // Short: a stub is most of what a re-read costs (benches/workload).
     format!("[unchanged] {shown}: you already have {what} ({when}); use that copy.")

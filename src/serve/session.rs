@@ -26,10 +26,26 @@ pub const MIN_KEEP_TURNS: u64 = 4;
 
 #[derive(Clone, Debug)]
 struct FileMem {
+    /// The whole file's key (a range's key names its lines too).
+    file: String,
     shown: String,
     version: String,
     len: u64,
+    /// A range: its first and last line; `None`: the whole file.
+    lines: Option<(usize, usize)>,
     seq: u64,
+}
+
+/// One delivery the server recorded, as [`Memory::note`] keeps it.
+pub struct Noted<'a> {
+    /// The ledger key: the file's, or a range's (`file#L<first>-<last>`).
+    pub key: &'a str,
+    /// The whole file's key.
+    pub file: &'a str,
+    pub shown: &'a str,
+    pub version: &'a str,
+    pub len: u64,
+    pub lines: Option<(usize, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -70,16 +86,50 @@ impl Memory {
     }
 
     /// A delivery recorded for `scope`.
-    pub fn note(&mut self, scope: &str, key: &str, shown: &str, version: &str, len: u64) {
+    pub fn note(&mut self, scope: &str, n: &Noted<'_>) {
         let seq = self.seq + 1;
         let m = self.scope(scope);
-        m.files.insert(key.to_string(), FileMem { shown: shown.into(), version: version.into(), len, seq });
+        let f = FileMem {
+            file: n.file.into(),
+            shown: n.shown.into(),
+            version: n.version.into(),
+            len: n.len,
+            lines: n.lines,
+            seq,
+        };
+        m.files.insert(n.key.to_string(), f);
         if m.files.len() > MAX_FILES {
             let oldest = m.files.iter().min_by_key(|(_, f)| f.seq).map(|(k, _)| k.clone());
             if let Some(k) = oldest {
                 m.files.remove(&k);
             }
         }
+    }
+
+    /// The ranges of `file` at `version` this server delivered to `scope`
+    /// (key, first and last line), at most `max`, widest overlap with
+    /// `want` first: candidates only, each still to be asked of the ledger.
+    pub fn ranges(
+        &self,
+        scope: &str,
+        file: &str,
+        version: &str,
+        want: (usize, usize),
+        max: usize,
+    ) -> Vec<(String, (usize, usize))> {
+        let Some(m) = self.scopes.get(scope) else { return vec![] };
+        let overlap = |(a, b): (usize, usize)| b.min(want.1).saturating_sub(a.max(want.0));
+        let mut out: Vec<(String, (usize, usize))> = m
+            .files
+            .range(file.to_string()..)
+            .take_while(|(k, _)| k.starts_with(file))
+            .filter(|(_, f)| f.file == file && f.version == version)
+            .filter_map(|(k, f)| Some((k.clone(), f.lines?)))
+            .filter(|(_, (a, b))| *a <= want.1 && *b >= want.0)
+            .collect();
+        out.sort_by_key(|(_, l)| std::cmp::Reverse(overlap(*l)));
+        out.truncate(max);
+        out
     }
 
     pub fn files_of(&self, scope: &str) -> usize {
@@ -298,14 +348,37 @@ mod tests {
     #[test]
     fn memory_is_bounded() {
         let mut m = Memory::default();
+        fn n(key: &str) -> Noted<'_> {
+            Noted { key, file: key, shown: "p", version: "v", len: 1, lines: None }
+        }
         for i in 0..MAX_FILES + 10 {
-            m.note("s", &format!("k{i}"), "p", "v", 1);
+            m.note("s", &n(&format!("k{i}")));
         }
         assert_eq!(m.files_of("s"), MAX_FILES);
         assert!(!m.scopes["s"].files.contains_key("k0"));
         for i in 0..MAX_SCOPES + 5 {
-            m.note(&format!("s{i}"), "k", "p", "v", 1);
+            m.note(&format!("s{i}"), &n("k"));
         }
         assert_eq!(m.scopes.len(), MAX_SCOPES);
+    }
+
+    #[test]
+    fn ranges_are_this_files_at_this_version() {
+        let mut m = Memory::default();
+        let mut note = |key: &str, file: &str, version: &str, lines| {
+            m.note("s", &Noted { key, file, shown: file, version, len: 1, lines });
+        };
+        note("a", "a", "v1", None);
+        note("a#L1-10", "a", "v1", Some((1, 10)));
+        note("a#L5-40", "a", "v1", Some((5, 40)));
+        note("a#L41-50", "a", "v1", Some((41, 50)));
+        note("a#L60-70", "a", "v2", Some((60, 70)));
+        note("a.bak#L1-10", "a.bak", "v1", Some((1, 10)));
+        let keys = |want, max| m.ranges("s", "a", "v1", want, max).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(keys((1, 50), 8), ["a#L5-40", "a#L1-10", "a#L41-50"]);
+        assert_eq!(keys((1, 50), 1), ["a#L5-40"]);
+        assert_eq!(keys((45, 100), 8), ["a#L41-50"]);
+        assert!(keys((51, 100), 8).is_empty());
+        assert!(m.ranges("t", "a", "v1", (1, 50), 8).is_empty());
     }
 }

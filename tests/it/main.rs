@@ -34,6 +34,7 @@ mod secret;
 #[cfg(unix)]
 mod security;
 mod serve;
+mod serve_ranges;
 mod serverinstall;
 // Unix-only: the scope-check simulation's fault episodes make FIFOs and
 // change the data dir's modes.
