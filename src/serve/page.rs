@@ -181,9 +181,10 @@ mod tests {
 
     #[test]
     fn covering() {
+        type Row = ((usize, usize), Vec<(usize, usize)>, Option<Vec<usize>>);
         let c = |want, pieces: &[(usize, usize)]| cover(want, pieces);
         #[rustfmt::skip]
-        let rows: Vec<((usize, usize), Vec<(usize, usize)>, Option<Vec<usize>>)> = vec![
+        let rows: Vec<Row> = vec![
             ((1, 10), vec![(1, 10)], Some(vec![0])),
             ((3, 5), vec![(1, 10)], Some(vec![0])),
             // Two pieces meeting, overlapping, or out of order.
