@@ -193,7 +193,9 @@ impl Server {
 
     fn initialize(&mut self, params: &Value) -> Value {
         let asked = params.get("protocolVersion").and_then(Value::as_str);
-        let version = asked.filter(|v| PROTOCOL_VERSIONS.contains(v)).unwrap_or(PROTOCOL_VERSIONS[1]);
+        // One we do not speak gets our newest (MCP lifecycle: the server answers
+        // "another protocol version it supports. This SHOULD be the latest").
+        let version = asked.filter(|v| PROTOCOL_VERSIONS.contains(v)).unwrap_or(PROTOCOL_VERSIONS[0]);
         let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("");
         self.host = crate::hosts::profile::host_of_mcp_client(client);
         self.client_roots = params.get("capabilities").and_then(|c| c.get("roots")).is_some_and(Value::is_object);
@@ -255,6 +257,17 @@ impl Server {
             crate::hosts::codex::budget_tokens(home.as_deref(), cwd.as_deref())
         })
     }
+}
+
+/// A tool result.
+pub fn tool_result(text: String, is_error: bool) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": is_error})
+}
+
+/// The caller's scope, when the call names it exactly (the only callers
+/// the ledger records deliveries for).
+pub fn exact_scope(a: &crate::LedgerAnswer) -> Option<String> {
+    (a.per_call == crate::identity::mcp_call::PerCall::Resolved).then(|| a.caller.scope.clone()).flatten()
 }
 
 /// The tools, as `tools/list` declares them.

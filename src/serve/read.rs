@@ -5,13 +5,14 @@ use super::bases::Bases;
 use super::page::{self, ReadArgs};
 use super::session::{Memory, Noted};
 use super::workspace::Workspace;
+use super::{exact_scope, tool_result};
 use crate::identity::decision::Reason;
 use crate::identity::mcp_call::McpCall;
 use crate::identity::readpath::ReadPath;
 use crate::identity::stub::LedgerAnswer;
 use crate::state::ledger::Content;
 use crate::stats::Kind as SKind;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// What a read answered, for the tests and the server's own counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,11 +38,6 @@ pub struct Reader<'a> {
 const DIFF_AT_MOST_DIVISOR: usize = 2;
 /// The most held ranges asked of the ledger for one read's cover.
 const MAX_PIECES: usize = 64;
-
-/// A tool result.
-pub fn tool_result(text: String, is_error: bool) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": is_error})
-}
 
 impl Reader<'_> {
     /// Answer `read` for the request `call` (its `_meta` names the caller).
@@ -214,12 +210,6 @@ impl Reader<'_> {
             _ => None,
         }
     }
-}
-
-/// The caller's scope, when the call names it exactly (the only callers
-/// the ledger records deliveries for).
-pub fn exact_scope(a: &LedgerAnswer) -> Option<String> {
-    (a.per_call == crate::identity::mcp_call::PerCall::Resolved).then(|| a.caller.scope.clone()).flatten()
 }
 
 /// The stub: which file, which version, when the caller got it.

@@ -3,7 +3,7 @@
 //! live in the server's memory only (the journal keeps hashes): a server
 //! that restarts knows no paths, and lists none.
 
-use super::read::{exact_scope, tool_result};
+use super::{exact_scope, tool_result};
 use crate::identity::decision::Reason;
 use crate::identity::mcp_call::McpCall;
 use crate::identity::readpath::ReadPath;

@@ -24,6 +24,7 @@ mod hooks;
 #[cfg(unix)]
 mod hostile;
 mod install;
+mod layers;
 mod ledger;
 mod model;
 mod newuser;
@@ -34,7 +35,9 @@ mod secret;
 #[cfg(unix)]
 mod security;
 mod serve;
+mod serve_protocol;
 mod serve_ranges;
+mod serve_session;
 mod serverinstall;
 // Unix-only: the scope-check simulation's fault episodes make FIFOs and
 // change the data dir's modes.
