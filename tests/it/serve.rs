@@ -147,7 +147,7 @@ fn protocol_versions_and_errors() {
         ("2025-03-26", "2025-03-26"),
         ("2025-06-18", "2025-06-18"),
         ("2025-11-25", "2025-11-25"),
-        ("1999-01-01", "2025-06-18"),
+        ("1999-01-01", "2025-11-25"),
     ] {
         let r =
             s.request("initialize", json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "x"}}));

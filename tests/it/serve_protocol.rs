@@ -17,9 +17,10 @@ fn deliveries(sb: &Sandbox) -> usize {
 fn every_protocol_version_the_hosts_send_and_a_newer_one() {
     let sb = Sandbox::new();
     std::fs::write(sb.project.join("f"), "x\n").unwrap();
-    // Claude Code 2.1.328 offers 2025-11-25, 2025-06-18 and 2025-03-26 and
-    // knows a 2026-07-28 era; Codex 0.169.0 and Cursor 2025-06-18 and
-    // older; 2024-11-05 is the first. A version we do not speak gets the
+    // Claude Code 2.1.328's binary lists 2025-11-25, 2025-06-18 and
+    // 2025-03-26 and knows a 2026-07-28 era; Codex 0.169.0's names the same
+    // and 2026-07-28 too; 2024-11-05 is the oldest a client may still send
+    // (Cursor and older clients). A version we do not speak gets the
     // newest we do (the MCP lifecycle: "SHOULD be the latest version
     // supported by the server"), never an error.
     for (n, (asked, got)) in [
