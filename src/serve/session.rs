@@ -224,10 +224,7 @@ pub fn session(rp: &ReadPath, memory: &mut Memory, call: &McpCall) -> Value {
         }
         Action::Compact { summary, keep_recent_turns } => {
             let m = memory.scope(&scope);
-            if let Some(last) = m.last_compact_ms
-                && now.saturating_sub(last) < COMPACT_EVERY_MS
-            {
-                let wait = (COMPACT_EVERY_MS - now.saturating_sub(last)).div_ceil(1000);
+            if let Some(wait) = compact_wait_s(m.last_compact_ms, now) {
                 return tool_result(format!("action: at most one compaction every 5 minutes (next in {wait} s)"), true);
             }
             let conv = me.caller.conversation.clone().unwrap_or_else(|| scope.clone());
@@ -283,7 +280,7 @@ fn status(
     }
     let q = crate::StubQuery { call: Some(call), ..Default::default() };
     let last_compaction_ms = rp.decide(&q).last_compaction_ms;
-    let directive = m.directive.as_ref().filter(|d| now.saturating_sub(d.at_ms) < DIRECTIVE_MS).map(|d| {
+    let directive = m.directive.as_ref().filter(|d| directive_live(d.at_ms, now)).map(|d| {
         json!({"keep_recent_turns": d.keep_recent_turns, "summary": d.summary, "expires_ms": d.at_ms + DIRECTIVE_MS})
     });
     let out = json!({
@@ -299,6 +296,19 @@ fn status(
         "compaction_directive": directive,
     });
     tool_result(serde_json::to_string_pretty(&out).unwrap_or_default(), false)
+}
+
+/// How long (s) a chat whose last compaction was at `last` waits before
+/// another, at `now`; `None`: it may compact now. A clock that went back
+/// waits the whole interval.
+pub fn compact_wait_s(last: Option<u64>, now: u64) -> Option<u64> {
+    let since = now.saturating_sub(last?);
+    (since < COMPACT_EVERY_MS).then(|| (COMPACT_EVERY_MS - since).div_ceil(1000))
+}
+
+/// Whether a compaction directive given at `at` still holds at `now`.
+pub fn directive_live(at: u64, now: u64) -> bool {
+    now.saturating_sub(at) < DIRECTIVE_MS
 }
 
 /// The hook whose acknowledgement confirms a delivery on each host.
@@ -343,6 +353,26 @@ mod tests {
             let e = parse_args(&v).unwrap_err();
             assert!(e.starts_with(&format!("{field}:")), "{v}: {e}");
         }
+    }
+
+    #[test]
+    fn compaction_bounds_in_time() {
+        let min = 60_000;
+        for (last, now, wait) in [
+            (None, 0, None),
+            (Some(0), 0, Some(300)),
+            (Some(0), 1, Some(300)),
+            (Some(0), 4 * min + 59_001, Some(1)),
+            (Some(0), 5 * min - 1, Some(1)),
+            (Some(0), 5 * min, None),
+            (Some(10 * min), 5 * min, Some(300)),
+        ] {
+            assert_eq!(compact_wait_s(last, now), wait, "{last:?} {now}");
+        }
+        assert!(directive_live(0, 0));
+        assert!(directive_live(0, 30 * min - 1));
+        assert!(!directive_live(0, 30 * min));
+        assert!(directive_live(30 * min, 0), "a clock that went back keeps it");
     }
 
     #[test]
