@@ -175,18 +175,16 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     std::fs::File::create(&transcript)
         .and_then(|f| f.set_len(50 << 20))
         .unwrap_or_else(|e| crate::fail(&format!("transcript: {e}")));
-    leanctx::witness::on_turn(
-        dir,
-        Host::ClaudeCode,
-        &claude_call_conv,
-        transcript.to_str().expect("UTF-8 path"),
-        leanctx::witness::Turn::Prompt,
-        t - 1,
-        leanctx::hosts::profile::profile(Host::ClaudeCode).idle_clear_ms,
-        std::time::Instant::now() + Duration::from_secs(1),
-        |_| Ok(()),
-    )
-    .unwrap_or_else(|e| crate::fail(&format!("witness: {e}")));
+    let b = leanctx::witness::Boundary {
+        host: Host::ClaudeCode,
+        conv: &claude_call_conv,
+        transcript: transcript.to_str().expect("UTF-8 path"),
+        turn: leanctx::witness::Turn::Prompt,
+        now: t - 1,
+        idle_ms: leanctx::hosts::profile::profile(Host::ClaudeCode).idle_clear_ms,
+    };
+    leanctx::witness::on_turn(dir, &b, std::time::Instant::now() + Duration::from_secs(1), |_| Ok(()))
+        .unwrap_or_else(|e| crate::fail(&format!("witness: {e}")));
     let window = format!("proc:{BENCH_HOST_PID}");
     let call_ref = leanctx::state::ledger::id_ref(&claude_call_id);
     let key = secret().name("key", "README.md");

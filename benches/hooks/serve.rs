@@ -86,8 +86,15 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(1);
     let turn = leanctx::witness::file::Turn::Start { idle_s: None };
     let tp = transcript.to_str().expect("a UTF-8 temp path");
-    leanctx::witness::file::on_turn(&data, Host::ClaudeCode, SESSION, tp, turn, t0, None, deadline, |_| Ok(()))
-        .expect("witness");
+    let b = leanctx::witness::Boundary {
+        host: Host::ClaudeCode,
+        conv: SESSION,
+        transcript: tp,
+        turn,
+        now: t0,
+        idle_ms: None,
+    };
+    leanctx::witness::on_turn(&data, &b, deadline, |_| Ok(())).expect("witness");
     let rp = ReadPath::new(&data, ScopeEnv::default()).with_stats(None);
     let mut server = Server::new(rp, Workspace::from_dirs([ws.clone()]));
     let iters = cfg.micro_iters.min(2000);

@@ -290,7 +290,8 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         Some((transcript, turn)) => {
             let profile = hosts::profile::profile(host);
             let deadline = std::time::Instant::now() + crate::state::journal::LOCK_WAIT;
-            crate::witness::on_turn(dir, host, conv, transcript, turn, now, profile.idle_clear_ms, deadline, |end| {
+            let b = crate::witness::Boundary { host, conv, transcript, turn, now, idle_ms: profile.idle_clear_ms };
+            crate::witness::on_turn(dir, &b, deadline, |end| {
                 if end {
                     recs.push(Record::Compaction { t: now, host, conv });
                 }

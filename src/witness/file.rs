@@ -140,24 +140,31 @@ pub fn turn_ends_all(old: Option<&State>, transcript: &str, turn: Turn, now: u64
     }
 }
 
+/// One turn boundary a hook reports: the conversation, the transcript its
+/// payload names, which turn, when, and the host's idle threshold
+/// ([`crate::hosts::profile::HostProfile::idle_clear_ms`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Boundary<'a> {
+    pub host: Host,
+    pub conv: &'a str,
+    pub transcript: &'a str,
+    pub turn: Turn,
+    pub now: u64,
+    pub idle_ms: Option<u64>,
+}
+
 /// A hook's turn boundary: record the transcript (a new witness starts at
 /// its current end), apply the idle rule, and remember the time. `append`
 /// writes the hook's journal records, with a compaction record when every
 /// earlier delivery ends; the state is saved only once they are written.
-#[allow(clippy::too_many_arguments)]
 pub fn on_turn(
     dir: &Path,
-    host: Host,
-    conv: &str,
-    transcript: &str,
-    turn: Turn,
-    now: u64,
-    idle_ms: Option<u64>,
+    b: &Boundary<'_>,
     deadline: Instant,
     append: impl FnOnce(bool) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut append = Some(append);
-    let r = turn_locked(dir, host, conv, transcript, turn, now, idle_ms, deadline, &mut append);
+    let r = turn_locked(dir, b, deadline, &mut append);
     match append.take() {
         // The witness failed before the hook's records were written: write
         // them, ending every earlier delivery (nothing watches them now).
@@ -166,18 +173,13 @@ pub fn on_turn(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     dir: &Path,
-    host: Host,
-    conv: &str,
-    transcript: &str,
-    turn: Turn,
-    now: u64,
-    idle_ms: Option<u64>,
+    b: &Boundary<'_>,
     deadline: Instant,
     append: &mut Option<F>,
 ) -> io::Result<()> {
+    let &Boundary { host, conv, transcript, turn, now, idle_ms } = b;
     let wdir = fsx::ensure_private_subdir(dir, DIR)?;
     let (path, lock) = paths(dir, host, conv);
     let _held = locked(&lock, deadline)?;

@@ -13,4 +13,4 @@
 pub mod file;
 pub mod scan;
 
-pub use file::{Check, Question, Turn, check, on_turn};
+pub use file::{Boundary, Check, Question, Turn, check, on_turn};

@@ -3,7 +3,7 @@
 
 use leanctx::Host;
 use leanctx::witness::file::{MAX_READ_BYTES, load};
-use leanctx::witness::{Check, Question, Turn, check, on_turn};
+use leanctx::witness::{Boundary, Check, Question, Turn, check, on_turn};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -32,7 +32,8 @@ impl W {
     fn turn(&self, turn: Turn, now: u64) -> bool {
         let mut ended = false;
         let t = self.transcript.to_str().unwrap();
-        on_turn(&self.data, Host::ClaudeCode, "S", t, turn, now, Some(IDLE), far(), |e| {
+        let b = Boundary { host: Host::ClaudeCode, conv: "S", transcript: t, turn, now, idle_ms: Some(IDLE) };
+        on_turn(&self.data, &b, far(), |e| {
             ended = e;
             Ok(())
         })
@@ -269,7 +270,16 @@ fn a_turn_naming_another_transcript_ends_every_earlier_delivery() {
     std::fs::write(&other, "").unwrap();
     let turn_on = |t: &Path, at: u64| {
         let mut ended = false;
-        on_turn(&w.data, Host::Codex, "S", t.to_str().unwrap(), Turn::Start { idle_s: None }, at, None, far(), |e| {
+        let transcript = t.to_str().unwrap();
+        let b = Boundary {
+            host: Host::Codex,
+            conv: "S",
+            transcript,
+            turn: Turn::Start { idle_s: None },
+            now: at,
+            idle_ms: None,
+        };
+        on_turn(&w.data, &b, far(), |e| {
             ended = e;
             Ok(())
         })
