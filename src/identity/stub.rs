@@ -368,6 +368,7 @@ impl ReadPath {
                 facts.bases.push(delivery::Held {
                     acks_after: view.acks_after(b.call_ref, bat),
                     compacted_after: view.compacted_after(b.conv, bat),
+                    reloaded_into_diff: reloaded_after(view, &b, d.window, bat),
                     delivery: b.clone(),
                 });
                 (want, before) = (b.base, bat);
