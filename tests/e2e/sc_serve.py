@@ -5,7 +5,7 @@ The mock model is scripted through one session:
 
     read A (whole), re-read A (stub), A edited outside (diff), re-read (stub), a rewind to the first
     prompt (whole), a compaction (whole), a subagent reads A (whole), a large file (Claude: whole,
-    no preview; Codex: the server's first page, since Codex's budget would cut it).
+    no preview; Codex: the server's first page, since Codex's budget would cut it), A again (stub).
 
 The oracle is the model's next request (the body the host sent to the mock): every read result is
 judged against the tool results before it in that same request, i.e. what the model holds then.
@@ -160,7 +160,10 @@ def scenario(E, host):
                 ("read A.txt via ctx_read after the rewind", v2, "whole",
                  "withheld " + ("withdrawn" if host == "claude" else "compacted")),
                 ("read A.txt via ctx_read after the compaction", v2, "whole", "withheld " + compacted),
-                ("read A.txt via ctx_read as a subagent", v2, "whole", "whole -")]
+                ("read A.txt via ctx_read as a subagent", v2, "whole", "whole -"),
+                # The copy read after the compaction is still the model's (the witness must not
+                # read the compaction the hooks recorded again and end it).
+                ("read A.txt via ctx_read after the large file", v2, "stub", "stub -")]
         (run_claude_session if host == "claude" else run_codex_session)(E, w, tag, plan, edit)
         tool = "mcp__leanctx__read" if host == "claude" else "read"
         got = read_results(w, host, tool)
@@ -239,7 +242,7 @@ def check_registration(E, w, host, tag):
 
 def run_claude_session(E, w, tag, plan, edit):
     plan = [p[0] for p in plan]
-    u = [str(uuid.uuid4()) for _ in range(9)]
+    u = [str(uuid.uuid4()) for _ in range(10)]
     # The rewind goes back to the first prompt: every copy of A the model had goes with it (a
     # rewind to a later prompt would leave the first copy, and the next read could be a diff).
     steps = [("user", u[0], plan[0]), ("user", u[1], plan[1]), ("call", edit),
@@ -249,7 +252,8 @@ def run_claude_session(E, w, tag, plan, edit):
              ("user", u[5], "/compact"),
              ("user", u[6], plan[5]),
              ("user", u[7], "[subagent] " + plan[6]),
-             ("user", u[8], "read %s via ctx_read" % BIG)]
+             ("user", u[8], "read %s via ctx_read" % BIG),
+             ("user", u[9], plan[7])]
     rc, lines, sid = E.run_claude_stream(w, steps, timeout=600)
     results = [m for m in lines if m.get("type") == "result"]
     E.check("%s: one Claude Code process ran the session: %d turns answered, exit 0" % (tag, len(steps) - 2),
@@ -290,6 +294,7 @@ def run_codex_session(E, w, tag, plan, edit):
         turn(plan[5])
         turn("[subagent] " + plan[6])
         turn("read %s via ctx_read" % BIG)
+        turn(plan[7])
     finally:
         c.close()
 
