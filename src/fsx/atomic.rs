@@ -57,14 +57,35 @@ pub(crate) fn write_atomic_with(
     contents: &[u8],
     exchange: fn(&Path, &Path) -> io::Result<()>,
 ) -> io::Result<()> {
+    write_kept_with(path, contents, exchange).map(drop)
+}
+
+/// [`write_atomic`], and the file now at `path`, still open, where files
+/// are held open between calls ([`sys::HOLD_OPEN`]; else `None`): a reader
+/// that holds it knows the path names the content it wrote for as long as
+/// the path names that file (its inode cannot be reused while held).
+pub fn write_atomic_kept(path: &Path, contents: &[u8]) -> io::Result<Option<File>> {
+    write_kept_with(path, contents, sys::exchange)
+}
+
+fn write_kept_with(
+    path: &Path,
+    contents: &[u8],
+    exchange: fn(&Path, &Path) -> io::Result<()>,
+) -> io::Result<Option<File>> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
     tmp.write_all(contents)?;
     if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) && exchange(tmp.path(), path).is_ok() {
-        // The temp name now holds the old content; dropping `tmp` unlinks it.
-        return Ok(());
+        // The temp name now holds the old content; dropping its path unlinks it.
+        let (file, old) = tmp.into_parts();
+        drop(old);
+        return Ok(sys::HOLD_OPEN.then_some(file));
     }
-    sys::persist(tmp, path)
+    if sys::HOLD_OPEN {
+        return tmp.persist(path).map(Some).map_err(|e| e.error);
+    }
+    sys::persist(tmp, path).map(|()| None)
 }
 
 /// Replace `real` (not a symlink) with `text`, durably: temp file in the

@@ -104,7 +104,7 @@ pub fn open_file(path: &Path, rule: &ReadRule) -> io::Result<Option<(fs::File, f
 pub fn read_file(path: &Path, rule: &ReadRule) -> io::Result<Option<Vec<u8>>> {
     let deadline = Instant::now() + rule.deadline;
     let Some((f, md)) = open_file(path, rule)? else { return Ok(None) };
-    read_open(path, f, &md, rule, deadline).map(Some)
+    read_open(path, &f, &md, rule, deadline).map(Some)
 }
 
 /// [`read_file`] as UTF-8 text; bytes that are not UTF-8 are an error
@@ -121,7 +121,13 @@ pub fn read_text(path: &Path, rule: &ReadRule) -> io::Result<Option<String>> {
 /// Chunk of one read: a deadline is looked at between chunks.
 const CHUNK: usize = 64 << 10;
 
-fn read_open(path: &Path, f: fs::File, md: &fs::Metadata, rule: &ReadRule, deadline: Instant) -> io::Result<Vec<u8>> {
+/// Read a file [`open_file`] opened and checked (`md`), whole, under
+/// `rule`, keeping the handle (a reader that holds the file open).
+pub fn read_opened(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule) -> io::Result<Vec<u8>> {
+    read_open(path, f, md, rule, Instant::now() + rule.deadline)
+}
+
+fn read_open(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule, deadline: Instant) -> io::Result<Vec<u8>> {
     // Room for all of it and the byte that says it grew.
     let mut bytes = Vec::with_capacity(md.len().min(rule.max) as usize + 1);
     let mut f = f.take(rule.max + 1);

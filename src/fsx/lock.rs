@@ -40,6 +40,30 @@ pub enum LockError {
 /// starts at 50 µs (a hook holds the lock for tens of µs) and doubles up to
 /// 2 ms.
 pub fn lock(file: File, kind: LockKind, deadline: Instant) -> Result<Lock, LockError> {
+    wait(&file, kind, deadline)?;
+    Ok(Lock { file })
+}
+
+/// A held lock on a file the caller keeps open (a reader that holds its
+/// lock file between reads); released on drop.
+#[derive(Debug)]
+pub struct LockRef<'f> {
+    file: &'f File,
+}
+
+impl Drop for LockRef<'_> {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// [`lock`] a file the caller keeps.
+pub fn lock_ref(file: &File, kind: LockKind, deadline: Instant) -> Result<LockRef<'_>, LockError> {
+    wait(file, kind, deadline)?;
+    Ok(LockRef { file })
+}
+
+fn wait(file: &File, kind: LockKind, deadline: Instant) -> Result<(), LockError> {
     let started = Instant::now();
     let mut pause = Duration::from_micros(50);
     loop {
@@ -48,7 +72,7 @@ pub fn lock(file: File, kind: LockKind, deadline: Instant) -> Result<Lock, LockE
             LockKind::Shared => file.try_lock_shared(),
         };
         match tried {
-            Ok(()) => return Ok(Lock { file }),
+            Ok(()) => return Ok(()),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(2));

@@ -27,11 +27,11 @@ mod windows;
 #[cfg(windows)]
 use windows as sys;
 
-pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic};
+pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic, write_atomic_kept};
 pub use bounded::{
-    MAX_CONFIG_BYTES, READ_DEADLINE, ReadRule, file_problem, is_absent, open_file, read_file, read_text,
+    MAX_CONFIG_BYTES, READ_DEADLINE, ReadRule, file_problem, is_absent, open_file, read_file, read_opened, read_text,
 };
-pub use lock::{Lock, LockError, LockKind, lock};
+pub use lock::{Lock, LockError, LockKind, LockRef, lock, lock_ref};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
     HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,

@@ -3,6 +3,7 @@
 //! the ids and offsets of [`Track`], the last turn's time; never content),
 //! and the host's transcript, read from the saved offset on.
 
+use super::held::{self, Held};
 use super::scan::{Effect, Track, classify};
 use crate::base::fingerprint::sha256_hex;
 use crate::base::host::Host;
@@ -101,9 +102,13 @@ fn load_at(path: &Path) -> io::Result<Option<State>> {
     serde_json::from_slice(&bytes).map(Some).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
 }
 
-fn save(path: &Path, st: &State) -> io::Result<()> {
+/// Save `st` whole (never in place: see [`held`]); the file saved, kept
+/// open where files are held open, with its (device, inode).
+fn save(path: &Path, st: &State) -> io::Result<Option<(File, (u64, u64))>> {
     let bytes = serde_json::to_vec(st).map_err(io::Error::other)?;
-    fsx::write_atomic(path, &bytes)
+    let Some(f) = fsx::write_atomic_kept(path, &bytes)? else { return Ok(None) };
+    let id = fsx::handle_id(&f, &f.metadata()?)?;
+    Ok(Some((f, id)))
 }
 
 const NO_WITNESS: &str = "no transcript recorded for this conversation (no prompt, stop or start hook yet)";
@@ -215,7 +220,7 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     if matches!(turn, Turn::Prompt | Turn::Stop) {
         st.last_turn_ms = now;
     }
-    save(&path, &st)
+    save(&path, &st).map(drop)
 }
 
 /// Remove witness files untouched for [`KEEP_MS`] once there are more than
@@ -258,18 +263,18 @@ pub struct Question<'a> {
 /// context. When every delivery ends, `end_all` records it (a compaction
 /// record in the journal) before the offset moves on. Bounded: one lock
 /// wait until `deadline`, non-blocking opens, at most [`MAX_READ_BYTES`].
+/// A long-lived process keeps the state between questions ([`held`]).
 pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOnce() -> io::Result<()>) -> Check {
     let (path, lock) = paths(dir, q.host, q.conv);
     let unavailable = |why: String| Check::Unavailable(why);
-    if !lock.parent().is_some_and(Path::is_dir) {
-        return unavailable(NO_WITNESS.into());
-    }
     let _held = match locked(&lock, deadline) {
         Ok(l) => l,
+        // No witness folder: no hook named a transcript yet.
+        Err(e) if fsx::is_absent(&e) => return unavailable(NO_WITNESS.into()),
         Err(e) => return unavailable(format!("the witness lock: {e}")),
     };
-    let mut st = match load_at(&path) {
-        Ok(Some(st)) => st,
+    let mut h = match load_held(&path, held::take(&path)) {
+        Ok(Some(h)) => h,
         Ok(None) => return unavailable(NO_WITNESS.into()),
         Err(e) => return unavailable(format!("the witness state: {e}")),
     };
@@ -277,34 +282,67 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
         Ok(s) => s,
         Err(e) => return unavailable(format!("the data dir's secret: {e}")),
     };
-    let before = st.clone();
-    let read = read_on(&mut st, &secret);
-    let (ended, behind) = match read {
+    // What a read changes moves these too (facts come only with the bytes
+    // that carry them; a start-over also ends every delivery), so
+    // comparing them says whether to save, without a copy of the state.
+    let before = (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone());
+    // On every early return below `h` is dropped, not kept: the next
+    // question reads the state from its file again.
+    let (ended, behind) = match read_on(&mut h, &secret) {
         Ok(r) => r,
-        Err(e) => return unavailable(format!("the transcript {}: {e}", st.transcript)),
+        Err(e) => return unavailable(format!("the transcript {}: {e}", h.state.transcript)),
     };
     if let Some(why) = &ended
         && let Err(e) = end_all()
     {
         return unavailable(format!("{why}, and the journal could not record it: {e}"));
     }
-    if st != before
-        && let Err(e) = save(&path, &st)
-    {
-        // The facts were applied (the journal has any end); the next
-        // question reads the same bytes again.
-        return unavailable(format!("the witness state could not be saved: {e}"));
+    if ended.is_some() || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone()) {
+        match save(&path, &h.state) {
+            Ok(f) => h.file = f,
+            // The facts were applied (the journal has any end); the next
+            // question reads the same bytes again.
+            Err(e) => return unavailable(format!("the witness state could not be saved: {e}")),
+        }
     }
+    let answer = judge(&h.state, q, ended, behind);
+    held::keep(h);
+    answer
+}
+
+/// The conversation's state: what this process kept, while the state
+/// file's path still names the file it came from (one `lstat`); else read
+/// from the file, which is then kept open. `None`: no state.
+fn load_held(path: &Path, kept: Option<Held>) -> io::Result<Option<Held>> {
+    let (mut transcript, mut buf) = (None, Vec::new());
+    if let Some(h) = kept {
+        match std::fs::symlink_metadata(path) {
+            Ok(md) if held::is_current(&h, &md) => return Ok(Some(h)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            _ => (transcript, buf) = (h.transcript, h.buf),
+        }
+    }
+    let Some((f, md)) = fsx::open_state_md(path, false, MAX_STATE_BYTES)? else { return Ok(None) };
+    let bytes = fsx::read_opened(path, &f, &md, &fsx::ReadRule::state(MAX_STATE_BYTES))?;
+    let state = serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+    let id = fsx::handle_id(&f, &md)?;
+    // Where files are not held between calls, not even through the save.
+    let file = fsx::HOLD_OPEN.then_some((f, id));
+    Ok(Some(Held { path: path.to_path_buf(), state, file, transcript, buf }))
+}
+
+/// The witness's answer once the transcript was read on.
+fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Check {
     if let Some(why) = ended {
         return Check::EndedAll(why);
     }
     if behind > 0 {
-        return unavailable(format!(
+        return Check::Unavailable(format!(
             "{behind} bytes of transcript not yet read (over the {MAX_READ_BYTES}-byte budget)"
         ));
     }
     if q.delivered_ms < st.since_ms {
-        return unavailable("delivered before the transcript was watched".into());
+        return Check::Unavailable("delivered before the transcript was watched".into());
     }
     // Silent past the idle threshold since the last prompt or stop hook:
     // the prompt that ends the silence may clear old results, and its own
@@ -313,7 +351,7 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
         && st.last_turn_ms != 0
         && q.now.saturating_sub(st.last_turn_ms) >= idle
     {
-        return unavailable(format!(
+        return Check::Unavailable(format!(
             "no prompt or stop hook for {} s (the host clears old results after {} s of silence)",
             q.now.saturating_sub(st.last_turn_ms) / 1000,
             idle / 1000
@@ -327,20 +365,41 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
     }
 }
 
+/// The transcript `st` names, open: the held handle while the path still
+/// names that file (one `stat`, following a symlink as the open does), else
+/// opened again (bounded: a FIFO or a device is refused without blocking).
+/// Returns its length and (device, inode).
+fn open_transcript(st: &State, held: &mut Option<(File, (u64, u64))>) -> io::Result<(u64, (u64, u64))> {
+    let path = Path::new(&st.transcript);
+    if let Some((_, id)) = held.as_ref()
+        && let Ok(md) = std::fs::metadata(path)
+        && md.file_type().is_file()
+        && fsx::path_id(path, &md).is_ok_and(|now| now == *id)
+    {
+        return Ok((md.len(), *id));
+    }
+    *held = None;
+    let (f, md) = fsx::open_file(path, &TRANSCRIPT)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the transcript is gone"))?;
+    let id = fsx::handle_id(&f, &md)?;
+    *held = Some((f, id));
+    Ok((md.len(), id))
+}
+
 /// Read on from `st.offset`: `(why every delivery ended, bytes left unread)`.
 /// The [`TAIL_BYTES`] before the offset are read again and compared with
 /// their seal from the last question: a file rewritten in place (the same
 /// inode, any length) is caught when its bytes there differ.
-fn read_on(st: &mut State, secret: &Secret) -> io::Result<(Option<String>, u64)> {
-    let (f, md): (File, _) = fsx::open_file(Path::new(&st.transcript), &TRANSCRIPT)?
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the transcript is gone"))?;
-    let id = fsx::handle_id(&f, &md)?;
+fn read_on(h: &mut Held, secret: &Secret) -> io::Result<(Option<String>, u64)> {
+    let Held { state: st, transcript, buf, .. } = h;
+    let (len, id) = open_transcript(st, transcript)?;
+    let Some((f, _)) = transcript.as_ref() else { return Err(io::Error::other("the transcript is not open")) };
     let mut ended = None;
     let restart = |st: &mut State, why: &str| {
         // What changed in a replaced file cannot be known: every delivery
         // ends, and reading starts again at its end.
         st.file = id;
-        st.offset = md.len();
+        st.offset = len;
         st.skipping = false;
         st.track.reset_positions();
         Some(why.to_string())
@@ -349,15 +408,15 @@ fn read_on(st: &mut State, secret: &Secret) -> io::Result<(Option<String>, u64)>
         st.file = id;
     } else if st.file != id {
         ended = restart(st, "the transcript was replaced");
-    } else if md.len() < st.offset {
+    } else if len < st.offset {
         ended = restart(st, "the transcript shrank");
     }
-    let (mut buf, mut back) = read_from(&f, st.offset, md.len())?;
+    let mut back = read_from(f, st.offset, len, buf)?;
     if ended.is_none() && !st.tail.is_empty() && seal_tail(secret, &buf[..back]) != st.tail {
         ended = restart(st, "the transcript was rewritten");
-        (buf, back) = read_from(&f, st.offset, md.len())?;
+        back = read_from(f, st.offset, len, buf)?;
     }
-    let avail = md.len() - st.offset;
+    let avail = len - st.offset;
     let got = buf.len() - back;
     let new = &buf[back..];
     let mut pos = 0usize;
@@ -397,12 +456,13 @@ fn read_on(st: &mut State, secret: &Secret) -> io::Result<(Option<String>, u64)>
 pub const TAIL_BYTES: u64 = 256;
 
 /// Read from `TAIL_BYTES` before `offset` (or the file's start) up to
-/// [`MAX_READ_BYTES`] past it: the buffer, and how many of its bytes lie
-/// before `offset`.
-fn read_from(f: &File, offset: u64, len: u64) -> io::Result<(Vec<u8>, usize)> {
+/// [`MAX_READ_BYTES`] past it into `buf` (kept between questions): how many
+/// of its bytes lie before `offset`.
+fn read_from(f: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
     let back = offset.min(TAIL_BYTES);
     let n = (back + len.saturating_sub(offset).min(MAX_READ_BYTES)) as usize;
-    let mut buf = vec![0u8; n];
+    buf.clear();
+    buf.resize(n, 0);
     let mut got = 0;
     while got < n {
         match fsx::read_at(f, &mut buf[got..], offset - back + got as u64)? {
@@ -414,7 +474,7 @@ fn read_from(f: &File, offset: u64, len: u64) -> io::Result<(Vec<u8>, usize)> {
         return Err(io::Error::other("the transcript shrank while it was read"));
     }
     buf.truncate(got);
-    Ok((buf, back as usize))
+    Ok(back as usize)
 }
 
 /// The seal of the bytes before the offset (keyed: they are the host's

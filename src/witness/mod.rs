@@ -11,6 +11,7 @@
 //! transcript is, and the idle rule that needs no timing luck.
 
 pub mod file;
+pub mod held;
 pub mod scan;
 
 pub use file::{Boundary, Check, Question, Turn, check, on_turn};

@@ -308,6 +308,44 @@ fn a_state_file_holds_ids_and_offsets_only_and_is_private() {
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
 }
 
+/// A server keeps a conversation's witness state between its questions
+/// (src/witness/held.rs). A save by another process (here a real hook, at
+/// the prompt that ends a long silence) replaces the state file, and the
+/// next question must read it: answered from what it kept, the idle rule
+/// would still see the silence.
+#[test]
+fn a_kept_state_gives_way_to_another_processs_save() {
+    let sb = crate::support::Sandbox::new();
+    let transcript = sb.tmp.path().join("t.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let mut payload: serde_json::Value =
+        serde_json::from_str(&crate::support::payload("claude/baseline/03-UserPromptSubmit.json")).unwrap();
+    payload["transcript_path"] = serde_json::json!(transcript);
+    let conv = payload["session_id"].as_str().unwrap().to_string();
+    let prompt_at = |t: u64| {
+        let o = sb.hook("claude-code", payload.to_string()).env("LEAN_CTX_NOW_MS", t.to_string()).run();
+        assert_eq!(o.code, 0, "{o:?}");
+    };
+    let ask = |delivered: u64, now: u64| {
+        let q = Question {
+            host: Host::ClaudeCode,
+            conv: &conv,
+            call_id: Some("t1"),
+            delivered_ms: delivered,
+            now,
+            idle_ms: Some(IDLE),
+        };
+        check(&sb.data, &q, far(), || Ok(()))
+    };
+    prompt_at(T0);
+    assert_eq!(ask(T0 + 1, T0 + 2), Check::Present);
+    assert!(unavailable(&ask(T0 + 1, T0 + IDLE + 5)), "silent past the idle threshold");
+    prompt_at(T0 + IDLE + 10);
+    for _ in 0..3 {
+        assert_eq!(ask(T0 + IDLE + 11, T0 + IDLE + 12), Check::Present, "the hook's save was read");
+    }
+}
+
 fn mkfifo(p: &Path) {
     let _ = std::fs::remove_file(p);
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();

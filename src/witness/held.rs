@@ -1,0 +1,79 @@
+//! What a long-lived process (an MCP server) keeps of a conversation's
+//! witness between its questions: the state as it last read or wrote it,
+//! with that state file and the transcript held open. A question then costs
+//! one `stat` of each path, where it cost an open, a read, a parse and a
+//! close of the state and an open, `fstat` and close of the transcript
+//! (benches/README.md, "The witness between questions").
+//!
+//! Sound because the state file is only ever replaced whole
+//! (`fsx::write_atomic`), never written in place, and a file held open
+//! keeps its inode number: while the path names the (device, inode) of the
+//! held file, it is the file this process read or wrote, and the state kept
+//! is what it holds. Any other answer from the path reads it again. Where
+//! files are not held open between calls (`fsx::HOLD_OPEN` is false:
+//! Windows, where an open handle can stop a rename), nothing is kept.
+
+use super::file::State;
+use crate::fsx;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Conversations kept (a server serves a few at a time; the least recently
+/// asked is dropped first).
+pub const MAX_HELD: usize = 16;
+
+/// One conversation's witness, as this process last saw it.
+#[derive(Debug)]
+pub struct Held {
+    /// The state file's path (the key).
+    pub path: PathBuf,
+    /// The state, as read from or written to `file`.
+    pub state: State,
+    /// The state file it came from, open, and its (device, inode).
+    pub file: Option<(File, (u64, u64))>,
+    /// The transcript, open, and its (device, inode).
+    pub transcript: Option<(File, (u64, u64))>,
+    /// The read buffer, kept so a question does not fault in fresh pages.
+    pub buf: Vec<u8>,
+}
+
+static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+/// Take what is kept for the state file `path` (the caller holds the
+/// conversation's witness lock, so no other question changes it meanwhile).
+pub fn take(path: &Path) -> Option<Held> {
+    if !fsx::HOLD_OPEN {
+        return None;
+    }
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    let i = held.iter().position(|h| h.path == path)?;
+    Some(held.remove(i))
+}
+
+/// Keep `h` for the next question (only with its state file held: without
+/// it nothing proves the state current).
+pub fn keep(h: Held) {
+    if !fsx::HOLD_OPEN || h.file.is_none() {
+        return;
+    }
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    held.retain(|o| o.path != h.path);
+    if held.len() >= MAX_HELD {
+        held.remove(0);
+    }
+    held.push(h);
+}
+
+/// Whether the state file `held` came from is still the one at its path
+/// (`md`: the path's `lstat`), so its state needs no read.
+pub fn is_current(held: &Held, md: &std::fs::Metadata) -> bool {
+    let Some((_, id)) = held.file.as_ref() else { return false };
+    fsx::path_id(&held.path, md).is_ok_and(|now| now == *id)
+        && fsx::state_problem(md, super::file::MAX_STATE_BYTES).is_none()
+}
+
+#[cfg(test)]
+pub fn clear() {
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
