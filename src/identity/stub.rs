@@ -220,6 +220,7 @@ impl ReadPath {
         base: Option<&str>,
         result: Option<&Content>,
     ) -> Result<LedgerAnswer, InputError> {
+        let _q = super::readpath::asking();
         let (keyh, verh, baseh, no_secret) = self.checked_names(key, version, base)?;
         let now = self.now();
         let window = self.window_of(call);
@@ -266,6 +267,7 @@ impl ReadPath {
         base: Option<&str>,
         result: &Content,
     ) -> Result<Recorded, InputError> {
+        let _q = super::readpath::asking();
         let (keyh, verh, baseh, no_secret) = self.checked_names(key, version, base)?;
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;

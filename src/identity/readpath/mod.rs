@@ -30,10 +30,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod ask;
+mod asking;
 mod compat;
 mod readers;
 
 pub(crate) use ask::Ask;
+pub(crate) use asking::asking;
+use asking::check_dir;
 pub use compat::*;
 use readers::{READERS, claim, reader_for};
 
@@ -240,7 +243,7 @@ impl ReadPath {
     /// A data dir we may read: ours and closed. Readers never create it.
     pub(crate) fn usable_dir(&self) -> Option<&Path> {
         let d = self.dir.as_deref()?;
-        paths::check_data_dir(d).ok().map(|()| d)
+        check_dir(d).ok().map(|()| d)
     }
 
     /// The usable data dir's secret, created if it has none yet (a data dir
@@ -253,6 +256,7 @@ impl ReadPath {
     /// Resolve the caller: the whole scope chain, per-call identity included
     /// when `call` is given. A Cursor fingerprint match is claimed here.
     pub fn resolve(&self, call: Option<&McpCall>, now: u64) -> Resolution {
+        let _q = asking();
         let deadline = Instant::now() + READ_WAIT;
         self.with_journal(now, deadline, |j, _| self.resolve_with(call, j, now, deadline))
     }
@@ -278,7 +282,7 @@ impl ReadPath {
     pub(crate) fn with_journal<R>(&self, now: u64, deadline: Instant, f: impl FnOnce(&dyn Ask, bool) -> R) -> R {
         let empty = View { records: Vec::new() };
         let Some(d) = self.dir.as_deref() else { return f(&empty, self.dir_refused) };
-        match paths::check_data_dir(d) {
+        match check_dir(d) {
             Ok(()) => {}
             Err(paths::DirProblem::Io { err, .. })
                 if err.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(d).is_err() =>
@@ -466,6 +470,7 @@ impl ReadPath {
 
     /// The full decision for one stub question.
     pub fn decide(&self, q: &StubQuery<'_>) -> StubAnswer {
+        let _q = asking();
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;
         // One read serves both: a claim appended by resolution changes no fact.
@@ -494,6 +499,7 @@ impl ReadPath {
     /// then use the same resolution to decide and to label a delivery).
     /// `q.call` is ignored.
     pub fn decide_resolved(&self, res: &Resolution, q: &StubQuery<'_>) -> StubAnswer {
+        let _q = asking();
         let now = self.now();
         let deadline = Instant::now() + READ_WAIT;
         self.with_journal(now, deadline, |view, unavailable| self.decide_for(res, view, unavailable, q, now))
@@ -536,6 +542,7 @@ impl ReadPath {
     /// `res` (a first read: no stub question was asked). `None` when the
     /// caller is not certainly known: see [`decision::delivery_scope`].
     pub fn delivery_scope(&self, res: &Resolution) -> Option<String> {
+        let _q = asking();
         let now = self.now();
         self.with_journal(now, Instant::now() + READ_WAIT, |view, unavailable| {
             let unavailable = unavailable || res.state_problem.is_some();
@@ -549,6 +556,7 @@ impl ReadPath {
     /// the chain resolves now, its source and exactness apply; otherwise it
     /// is treated like a slot answer (not exact).
     pub fn decide_given(&self, current: Option<&str>, delivered: Option<&str>, cold: bool) -> Decision {
+        let _q = asking();
         let now = self.now();
         let q = StubQuery { delivered, delivered_at_ms: None, cold, call: None };
         let deadline = Instant::now() + READ_WAIT;
@@ -571,6 +579,7 @@ impl ReadPath {
     /// More than one live top-level conversation in the window. When the
     /// state cannot be read the answer is `true`: callers withhold.
     pub fn concurrent(&self) -> bool {
+        let _q = asking();
         let now = self.now();
         self.with_journal(now, Instant::now() + READ_WAIT, |view, unavailable| unavailable || view.concurrent(now))
     }

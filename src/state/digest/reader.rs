@@ -16,6 +16,10 @@ pub struct Reader {
     id: Option<(u64, u64)>,
     /// Bytes digested: up to the end of the last complete line.
     offset: u64,
+    /// `journal.lock`, kept open between refreshes where files are
+    /// ([`fsx::HOLD_OPEN`]), with its (device, inode): one `lstat` a
+    /// refresh instead of an open, `fstat` and close.
+    lock: Option<(File, (u64, u64))>,
     pub(super) digest: Digest,
 }
 
@@ -58,7 +62,7 @@ impl Reader {
             claim_index: d.claim_index.clone(),
             ..Digest::default()
         };
-        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, digest })
+        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, digest, lock: None })
     }
 
     fn reset(&mut self) {
@@ -76,11 +80,25 @@ impl Reader {
 
     /// [`Reader::refresh`], waiting for the lock until `deadline` at most.
     pub fn refresh_until(&mut self, journal: &Journal, deadline: std::time::Instant) -> io::Result<()> {
-        let Some(_guard) = journal.read_lock_until(deadline)? else {
+        if !fsx::HOLD_OPEN {
+            let Some(_guard) = journal.read_lock_until(deadline)? else {
+                self.reset();
+                return Ok(());
+            };
+            return self.refresh_held(journal);
+        }
+        let held = self.lock.take().filter(|(_, id)| journal.lock_is(*id));
+        let Some((lock, id)) = (match held {
+            Some(l) => Some(l),
+            None => journal.open_read_lock()?,
+        }) else {
             self.reset();
             return Ok(());
         };
-        self.refresh_held(journal)
+        let r = journal.read_lock_held(&lock, deadline).and_then(|_guard| self.refresh_held(journal));
+        // Kept whatever the refresh made of the digest (a reset included).
+        self.lock = Some((lock, id));
+        r
     }
 
     /// [`Reader::refresh`] under a lock the caller holds (the exclusive one,
@@ -113,20 +131,25 @@ impl Reader {
         }
         let same =
             self.id.is_some_and(|id| fsx::path_id(&path, &md).is_ok_and(|now| now == id)) && md.len() >= self.offset;
+        // The same file still open: the path's `lstat` gave its length (no
+        // `fstat` of the handle).
+        let mut len = md.len();
         if !same || self.file.is_none() {
             // A new file, or (where the reader closes it between refreshes)
             // the same one opened again: the lock held keeps it in place,
             // and the handle's own id says which file was opened.
             let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
-            let id = fsx::handle_id(&f, &f.metadata()?)?;
+            let fmd = f.metadata()?;
+            let id = fsx::handle_id(&f, &fmd)?;
             if !same || self.id != Some(id) {
                 self.reset();
             }
+            len = fmd.len();
             self.file = Some(f);
             self.id = Some(id);
         }
         let Some(f) = self.file.as_ref() else { return Ok(()) };
-        let len = f.metadata()?.len().min(journal::MAX_READ_BYTES);
+        let len = len.min(journal::MAX_READ_BYTES);
         if len <= self.offset {
             return Ok(());
         }

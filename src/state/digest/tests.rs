@@ -331,3 +331,23 @@ fn reader_follows_appends_trims_and_truncation() {
     assert_same(r.digest(), &View::parse(&text), 60_003, "after bytes that are not UTF-8");
     assert_eq!(r.digest().text, text.trim_start_matches('#'), "the reader holds what a whole read holds");
 }
+
+/// A reader keeps `journal.lock` open between refreshes. A lock file
+/// deleted and made again is another file: the reader must lock the one
+/// at the path (a writer holds it), not the one it kept.
+#[cfg(unix)]
+#[test]
+fn a_reader_locks_the_lock_file_at_the_path_not_the_one_it_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let j = Journal::new(tmp.path());
+    j.append(&[Record::Sighting { t: 1_000, host: Host::Codex, conv: "a", event: "x" }], 1_000).unwrap();
+    let mut r = Reader::default();
+    r.refresh(&j).unwrap();
+    std::fs::remove_file(tmp.path().join(crate::base::paths::JOURNAL_LOCK_FILE)).unwrap();
+    let writer = j.write_lock_until(std::time::Instant::now() + std::time::Duration::from_secs(1)).unwrap();
+    let busy = r.refresh_until(&j, std::time::Instant::now() + std::time::Duration::from_millis(30));
+    assert_eq!(busy.map_err(|e| e.kind()), Err(std::io::ErrorKind::TimedOut), "the writer's lock was seen");
+    drop(writer);
+    r.refresh(&j).unwrap();
+    assert!(r.digest().convs.contains_key("a"));
+}

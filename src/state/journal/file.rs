@@ -36,13 +36,37 @@ impl Journal {
             return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display())));
         };
         let kind = if exclusive { LockKind::Exclusive } else { LockKind::Shared };
-        fsx::lock(file, kind, deadline).map_err(|e| match e {
-            fsx::LockError::Busy { waited } => io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("journal lock busy for more than {} ms", waited.as_millis()),
-            ),
-            fsx::LockError::Io(e) => e,
+        fsx::lock(file, kind, deadline).map_err(lock_error)
+    }
+
+    /// `journal.lock` opened for shared locks by a reader that keeps it
+    /// open between reads, with its (device, inode). `Ok(None)` as for
+    /// [`Journal::read_lock_until`]: no lock file and no journal.
+    pub fn open_read_lock(&self) -> io::Result<Option<(fs::File, (u64, u64))>> {
+        let path = self.dir.join(JOURNAL_LOCK_FILE);
+        match fsx::open_state_md(&path, false, u64::MAX)? {
+            Some((f, md)) => {
+                let id = fsx::handle_id(&f, &md)?;
+                Ok(Some((f, id)))
+            }
+            None if fs::symlink_metadata(self.path()).is_err() => Ok(None),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display()))),
+        }
+    }
+
+    /// Whether `journal.lock` is still the file `id` a reader holds (one
+    /// `lstat`): a lock file deleted and made again is another file, whose
+    /// locks the held one would not see.
+    pub fn lock_is(&self, id: (u64, u64)) -> bool {
+        let path = self.dir.join(JOURNAL_LOCK_FILE);
+        fs::symlink_metadata(&path).is_ok_and(|md| {
+            fsx::state_problem(&md, u64::MAX).is_none() && fsx::path_id(&path, &md).is_ok_and(|now| now == id)
         })
+    }
+
+    /// The shared lock on a lock file the reader holds ([`Journal::open_read_lock`]).
+    pub fn read_lock_held<'f>(&self, lock: &'f fs::File, deadline: Instant) -> io::Result<fsx::LockRef<'f>> {
+        fsx::lock_ref(lock, LockKind::Shared, deadline).map_err(lock_error)
     }
 
     /// Read the whole journal under a shared lock. A missing journal is
@@ -315,4 +339,14 @@ pub fn read_head(path: &Path, n: usize) -> io::Result<String> {
     let mut buf = Vec::with_capacity(n);
     f.take(n as u64).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn lock_error(e: fsx::LockError) -> io::Error {
+    match e {
+        fsx::LockError::Busy { waited } => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("journal lock busy for more than {} ms", waited.as_millis()),
+        ),
+        fsx::LockError::Io(e) => e,
+    }
 }
