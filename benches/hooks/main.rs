@@ -34,6 +34,41 @@ pub fn bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_leanctx")))
 }
 
+/// This thread's CPU time: what the work cost, whatever else the machine
+/// runs (the shared machines these runs share are often 8x oversubscribed,
+/// where wall time measures the scheduler).
+#[cfg(unix)]
+pub fn cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill, and a clock every Unix here has.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[cfg(not(unix))]
+pub fn cpu() -> Duration {
+    Duration::ZERO
+}
+
+/// Wall and thread CPU time of one timed region.
+pub struct Timer {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Timer {
+    pub fn start() -> Timer {
+        let cpu = cpu();
+        Timer { wall: Instant::now(), cpu }
+    }
+
+    /// (wall, CPU) since [`Timer::start`].
+    pub fn stop(self) -> (Duration, Duration) {
+        let wall = self.wall.elapsed();
+        (wall, cpu().saturating_sub(self.cpu))
+    }
+}
+
 /// How much to run.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -816,6 +851,16 @@ fn main() {
     let mut cfg = if smoke { Config::smoke() } else { Config::full() };
     if let Some(r) = std::env::var("LEANCTX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()) {
         cfg.rounds = r;
+    }
+    // While working on the read path: fewer iterations, other history sizes.
+    if let Some(n) = std::env::var("LEANCTX_BENCH_MICRO_ITERS").ok().and_then(|v| v.parse().ok()) {
+        cfg.micro_iters = n;
+    }
+    if let Ok(v) = std::env::var("LEANCTX_BENCH_MICRO_SIZES") {
+        let sizes: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+        if !sizes.is_empty() {
+            cfg.micro_sizes = Box::leak(sizes.into_boxed_slice());
+        }
     }
     let out_file = args.iter().position(|a| a == "--out").and_then(|i| args.get(i + 1)).map(PathBuf::from);
     let only: Option<&str> = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).map(String::as_str);

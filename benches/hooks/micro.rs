@@ -235,6 +235,8 @@ struct Op {
     /// Held to "p50 ≤ 25 µs and flat ≤ 1.5×".
     target: bool,
     samples: Vec<Vec<Duration>>,
+    /// The same iterations' thread CPU time.
+    cpu: Vec<Vec<Duration>>,
 }
 
 /// The host process the benchmark's Claude calls come from (their window).
@@ -263,7 +265,7 @@ fn cursor_call(iter: usize) -> McpCall {
 }
 
 /// Run one operation once on `h`, timed. `iter` makes claims unique.
-fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
+fn run_op(op: usize, h: &History, now: u64, iter: usize) -> (Duration, Duration) {
     match op {
         0 => {
             let r = rp(h, now);
@@ -273,9 +275,9 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
                 cold: false,
                 call: None,
             };
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let a = black_box(r.decide(black_box(&q)));
-            let d = t.elapsed();
+            let d = t.stop();
             if iter == 0 {
                 assert_eq!(a.caller.source, Source::Slot, "decide: caller from the slot");
             }
@@ -284,9 +286,9 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
         1 => {
             let r = rp(h, now);
             let c = codex_call(h);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let res = black_box(r.resolve(Some(black_box(&c)), now));
-            let d = t.elapsed();
+            let d = t.stop();
             if iter == 0 {
                 assert_eq!(res.caller.source, Source::MetaSession, "codex meta");
             }
@@ -295,9 +297,9 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
         2 => {
             let r = rp(h, now);
             let c = claude_call(h);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let res = black_box(r.resolve(Some(black_box(&c)), now));
-            let d = t.elapsed();
+            let d = t.stop();
             if iter == 0 {
                 assert_eq!(res.caller.source, Source::ToolUseId, "claude tool-use id {}", h.claude_call_id);
             }
@@ -332,30 +334,30 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
                 )
                 .expect("append call");
             let r = rp(h, now);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let res = black_box(r.resolve(Some(black_box(&c)), now));
-            let d = t.elapsed();
+            let d = t.stop();
             assert_eq!(res.caller.source, Source::Fingerprint, "cursor claim (iteration {iter}, {} events)", h.n);
             d
         }
         4 => {
             let r = rp(h, now);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             black_box(r.concurrent());
-            t.elapsed()
+            t.stop()
         }
         5 => {
             let j = Journal::new(&h.dir);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             black_box(j.read().ok());
-            t.elapsed()
+            t.stop()
         }
         6 => {
             let text = Journal::new(&h.dir).read().unwrap_or_default();
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let v = View::parse(black_box(&text));
             black_box(v.concurrent(now));
-            t.elapsed()
+            t.stop()
         }
         7 => {
             // Untimed: what a Claude Code hook appends for a gated call, so
@@ -388,9 +390,9 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
         8 => {
             let r = rp(h, now);
             let c = claude_call(h);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let a = black_box(r.stub(black_box(&c), "README.md", "v1", None)).expect("stub");
-            let d = t.elapsed();
+            let d = t.stop();
             if iter == 0 {
                 assert_eq!(a.decision.reason, leanctx::Reason::ConfirmedDelivery, "stub ({} events)", h.n);
             }
@@ -403,9 +405,9 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
             let c = codex_call(h);
             let content = Content { digest: DIGEST.into(), len: 4096 };
             let key = format!("src/new{iter}.rs");
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let rec = black_box(r.deliver(black_box(&c), &key, "v1", &content)).expect("deliver");
-            let d = t.elapsed();
+            let d = t.stop();
             assert!(rec.recorded, "deliver ({} events): {rec:?}", h.n);
             d
         }
@@ -419,9 +421,9 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
             }
             let r = rp(h, now);
             let c = claude_call(h);
-            let t = Instant::now();
+            let t = crate::Timer::start();
             let a = black_box(r.stub(black_box(&c), "README.md", "v1", None)).expect("stub");
-            let d = t.elapsed();
+            let d = t.stop();
             if iter == 0 {
                 assert_eq!(
                     a.decision.reason,
@@ -437,11 +439,13 @@ fn run_op(op: usize, h: &History, now: u64, iter: usize) -> Duration {
 }
 
 /// 100 KB of transcript lines (assistant text, tool results, request
-/// replays; no withdrawal record) appended before each question of op 10.
+/// replays; no withdrawal record) appended before each question of op 10
+/// (`LEANCTX_BENCH_GROWTH_KB`: another size, to see the cost per byte).
 static GROWTH: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
+    let kb: usize = std::env::var("LEANCTX_BENCH_GROWTH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let mut s = String::new();
     let mut i = 0u64;
-    while s.len() < 100 << 10 {
+    while s.len() < kb << 10 {
         i += 1;
         let kind = ["assistant", "user", "api-request-blob", "progress"][(i % 4) as usize];
         let len = 1000 + (i * 2654435761 % 7000) as usize;
@@ -484,18 +488,33 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         hist.push(h);
     }
     let now = now + 1;
-    let mut ops: Vec<Op> =
-        OPS.iter().map(|&(name, target)| Op { name, target, samples: vec![Vec::new(); hist.len()] }).collect();
+    let mut ops: Vec<Op> = OPS
+        .iter()
+        .map(|&(name, target)| Op {
+            name,
+            target,
+            samples: vec![Vec::new(); hist.len()],
+            cpu: vec![Vec::new(); hist.len()],
+        })
+        .collect();
     let warm = (cfg.micro_iters / 10).max(3);
+    // `LEANCTX_BENCH_MICRO_OPS=0,8,10`: only those rows (while working on them).
+    let only: Option<Vec<usize>> = std::env::var("LEANCTX_BENCH_MICRO_OPS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).filter(|&k| k < OPS.len()).collect());
     // The two that append last, the claim before the one that appends newer calls.
     for k in [0, 1, 2, 8, 10, 4, 5, 6, 3, 7, 9] {
+        if only.as_ref().is_some_and(|o| !o.contains(&k)) {
+            continue;
+        }
         let op = &mut ops[k];
         for iter in 0..warm + cfg.micro_iters {
             // Interleave the journal sizes so drift hits them alike.
             for (hi, h) in hist.iter().enumerate() {
-                let d = run_op(k, h, now, iter);
+                let (d, c) = run_op(k, h, now, iter);
                 if iter >= warm {
                     op.samples[hi].push(d);
+                    op.cpu[hi].push(c);
                 }
             }
         }
@@ -514,14 +533,15 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
     }
     let first = label(hist[0].n);
     let last = label(hist[hist.len() - 1].n);
-    let _ = writeln!(out, " p50 {last} / {first} | target p50 ≤ 25 µs, flat ≤ 1.5× |");
+    let _ = writeln!(out, " p50 {last} / {first} | target p50 ≤ 25 µs, flat ≤ 1.5× | CPU p50 at {first} / {last} |");
     let _ = write!(out, "|---|");
     for _ in &hist {
         let _ = write!(out, "---:|");
     }
-    let _ = writeln!(out, "---:|---|");
-    for op in &ops {
+    let _ = writeln!(out, "---:|---|---:|");
+    for op in ops.iter().filter(|o| !o.samples[0].is_empty()) {
         let stats: Vec<Stats> = op.samples.iter().map(|s| Stats::of(s)).collect();
+        let cpu: Vec<Stats> = op.cpu.iter().map(|s| Stats::of(s)).collect();
         let _ = write!(out, "| {} |", op.name);
         for s in &stats {
             let _ = write!(out, " {} ({}) |", fmt_dur(s.p50), fmt_dur(s.p99));
@@ -537,7 +557,8 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         } else {
             ""
         };
-        let _ = writeln!(out, " {flat:.2}× | {verdict} |");
+        let _ =
+            writeln!(out, " {flat:.2}× | {verdict} | {} / {} |", fmt_dur(cpu[0].p50), fmt_dur(cpu[cpu.len() - 1].p50));
     }
 
     secret_cost(cfg, root, warm, out);

@@ -88,22 +88,6 @@ fn agg_name_len() -> usize {
     leanctx::stats::line::MAX_FILE_CHARS
 }
 
-/// This thread's CPU time: what the work cost, whatever else the machine
-/// runs (the shared machines these runs share are often 8x oversubscribed,
-/// where wall time measures the scheduler).
-#[cfg(unix)]
-fn cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill, and a clock every Unix here has.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-#[cfg(not(unix))]
-fn cpu() -> Duration {
-    Duration::ZERO
-}
-
 fn p50(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -122,12 +106,12 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
     let mut sink = Sink::new(Some(dir.clone()));
     let (mut wall, mut samples) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
     for b in 0..batches {
-        let (t, c) = (Instant::now(), cpu());
+        let (t, c) = (Instant::now(), crate::cpu());
         for i in 0..per {
             sink.record(std::hint::black_box(&outcome(b * per + i, name)));
         }
         sink.flush();
-        samples.push((cpu() - c) / per as u32);
+        samples.push((crate::cpu() - c) / per as u32);
         wall.push(t.elapsed() / per as u32);
     }
     let (rec, rec_wall) = (p50(samples), p50(wall));
@@ -150,11 +134,11 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
             n = before + 130;
         }
         drop(s);
-        let (t, c) = (Instant::now(), cpu());
+        let (t, c) = (Instant::now(), crate::cpu());
         let l = store::fold(&dir, now, true, Instant::now() + Duration::from_millis(200));
         let r = report::build(&l.agg, today, Since::All, By::File, Prices::default(), l.problems);
         std::hint::black_box(serde_json::to_string(&r).expect("json"));
-        reports.push(cpu() - c);
+        reports.push(crate::cpu() - c);
         reports_wall.push(t.elapsed());
     }
     let (rep, rep_wall) = (p50(reports), p50(reports_wall));
