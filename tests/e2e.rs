@@ -44,6 +44,8 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-budget-elsewhere", &["codex"]),
     ("ledger-structured", BOTH),
     ("ledger-rewind", &["claude"]),
+    ("ledger-idle-cut", &["claude"]),
+    ("ledger-idle-server-edit", &["claude"]),
     ("serve", BOTH),
     ("workload", BOTH),
 ];

@@ -3,7 +3,8 @@ import hashlib
 import re
 
 LINE = "the quick brown fox jumps over the lazy dog; filler line for result-size tests."
-BIG_RE = re.compile(r"(?:^|/)big-(\d+)$")
+# big-<N>, or big-<N>-<tag> (e.g. big-16384-a01: 32 files of one size whose texts differ by name)
+BIG_RE = re.compile(r"(?:^|/)big-(\d+)(?:-[A-Za-z0-9]+)?$")
 START_RE = re.compile(r"MARK-START (\S+) size=(\d+)\n")
 MARKERS = ["MARK-START"] + ["MARK-MID-%d" % k for k in range(1, 10)] + ["MARK-END"]
 MAX_SIZE = 8 * 1024 * 1024
@@ -39,7 +40,7 @@ def big_text(name, size):
 
 
 def text_for(path):
-    """The text `ctx_read {path}` returns: `big-<N>` (any directory) is big_text of N bytes, every
+    """The text `ctx_read {path}` returns: `big-<N>` or `big-<N>-<tag>` (any directory) is big_text of N bytes, every
     other path the fixed line `fixture content of <path>`."""
     m = BIG_RE.search(path)
     if m and 0 < int(m.group(1)) <= MAX_SIZE:

@@ -34,6 +34,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture_text  # noqa: E402
 import harness as H  # noqa: E402
+import sc_idle  # noqa: E402
 import sc_serve  # noqa: E402
 import sc_workload  # noqa: E402
 
@@ -412,7 +413,7 @@ def check_stubs_truthful(tag, w):
     (an earlier turn's result, or an earlier result of the same batch)."""
     stubs = [(STUB_RE.search(t.get("text", "")).group(1).rsplit("/", 1)[-1], t.get("whole_before") or [])
              for t in model_results(w) if t.get("unchanged") and STUB_RE.search(t.get("text", ""))]
-    stubs = [(name, before) for name, before in stubs if re.match(r"big-\d+$", name)]
+    stubs = [(name, before) for name, before in stubs if re.match(r"big-\d+(?:-[A-Za-z0-9]+)?$", name)]
     bad = [(name, before) for name, before in stubs if name not in before]
     return check("%s: oracle: each of the %d stubs of big files the model got comes after the whole file in its context"
                  % (tag, len(stubs)), not bad, "unbacked: %s" % bad)
@@ -1029,19 +1030,19 @@ def sc_server_registered(host):
               "leanctx" not in names and "ctx" in names, names)
 
 
-def run_claude_stream(w, steps, timeout=120):
+def run_claude_stream(w, steps, timeout=120, env=None):
     """Claude Code driven over `--input-format stream-json`, one message at a time, as an SDK host
     does: each step is ("user", uuid, prompt) (waits for the turn's result), ("rewind", uuid)
     (the control request `rewind_conversation` to that user message, naming the last user message
     sent as seen, as an SDK client does: without it Claude Code refuses a rewind past a subagent's
     turn as `stale_target`; waits for its answer) or
-    ("call", fn) (runs fn() between turns, e.g. an edit outside the host). One host process, so
-    one MCP server process, serves the whole session.
-    Returns (exit code, the stdout lines as JSON, the session id)."""
+    ("call", fn) (runs fn() between turns, e.g. an edit outside the host, or moving the host's
+    clock). One host process, so one MCP server process, serves the whole session. `env`: extra
+    variables for the host. Returns (exit code, the stdout lines as JSON, the session id)."""
     sb = w.sb
     argv = [H.claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
             "--replay-user-messages"] + H.claude_mcp_args(sb)
-    p = subprocess.Popen(argv, cwd=sb.project, env=sb.env("claude", None), stdin=subprocess.PIPE,
+    p = subprocess.Popen(argv, cwd=sb.project, env=sb.env("claude", env), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines, sid, last_user = [], None, None
     deadline = time.time() + timeout
@@ -1143,6 +1144,7 @@ SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_
              ("ledger-structured", sc_ledger_structured, BOTH), ("ledger-rewind", sc_ledger_rewind, ("claude",)),
              ("serve", lambda host: sc_serve.scenario(sys.modules[__name__], host), BOTH),
              ("workload", lambda host: sc_workload.sc_workload(host, check, LEANCTX, KEEP), BOTH)]
+SCENARIOS += sc_idle.scenarios(sys.modules[__name__])
 
 
 def main():

@@ -50,7 +50,21 @@ Request log (--log, JSON lines, one per request, no bodies):
   the request), context_whole (the big-<N> fixtures whose complete text is in
   any tool result of the whole request, i.e. in the model's context), reply (short description),
   delay, status.
+  Claude requests also log context_management (the body's, as the host sent it), context_short
+  ({tool_use_id: text} of the results of at most 100 characters in the model's view, e.g. a
+  host's `[Old tool result content cleared]` stand-in) and, when the mock applied it, cleared
+  (below).
 --dump-dir writes every full request body to DIR/NNNN-<api>.json (debugging only).
+
+Server-side clearing (Claude): a request whose context_management.edits holds
+clear_tool_uses_20250919 is treated as Anthropic documents that edit
+(platform.claude.com/docs/en/build-with-claude/context-editing): once the request holds at least
+`trigger` tool uses, the oldest tool results not in `exclude_tools` are cleared, all but the newest
+`keep` tool uses, if that clears at least `clear_at_least` input tokens (about 4 characters a
+token). The model's view (context_whole, whole_before) then lacks them, `cleared` lists their ids,
+and the answer reports `context_management.applied_edits` as the API does. The request body itself
+still holds them whole (the client keeps the full history). An emulation: what the real API clears
+was not observed.
 """
 import argparse
 import json
@@ -280,17 +294,54 @@ def claude_analyse(body):
     last_text = "\n".join(b.get("text", "") for b in blocks_of(last.get("content")) if b.get("type") == "text")
     is_compact = bool(COMPACT_RE.search(last_text or "")) or (
         bool(COMPACT_RE.search(system or "")) and not tools)
-    context = [text_of_tool_result(b) for m in msgs if m.get("role") == "user"
-               for b in blocks_of(m.get("content")) if b.get("type") == "tool_result"]
+    in_context = [(b.get("tool_use_id"), text_of_tool_result(b)) for m in msgs if m.get("role") == "user"
+                  for b in blocks_of(m.get("content")) if b.get("type") == "tool_result"]
+    applied, cleared = server_clearing(body, uses, in_context)
+    context = [CLEARED_TEXT if i in cleared else t for i, t in in_context]
+    # The model's view of this request's new results (the newest are never cleared).
+    for r in last_results:
+        if r["tool_use_id"] in cleared:
+            r["text"] = CLEARED_TEXT
     summarized = any(m.get("role") == "user" and any(
         SUMMARY_MSG_RE.match(SYSREM_RE.sub("", b.get("text", "")).strip()) or "MOCK_SUMMARY" in b.get("text", "")
         for b in blocks_of(m.get("content")) if b.get("type") == "text") for m in msgs)
     return {"msgs": msgs, "tools": tools, "prompt": prompt, "results_since": results_since,
-            "context_results": context, "summarized": summarized,
+            "context_results": context, "summarized": summarized, "applied_edits": applied,
+            "cleared": sorted(cleared),
+            "context_short": {i: t for i, t in zip([i for i, _ in in_context], context) if len(t or "") <= 100},
             "last_results": last_results, "is_compact": is_compact,
             # the model has not answered the prompt yet (Claude may put a role "system" message
             # after the prompt, so "prompt is the last message" is not the test)
             "prompt_is_last": prompt_idx >= 0 and last_asst < prompt_idx}
+
+
+CLEARED_TEXT = "[cleared by the mock's emulation of clear_tool_uses_20250919]"
+
+
+def server_clearing(body, uses, in_context):
+    """The documented effect of a `clear_tool_uses_20250919` edit on the request (see the module
+    doc): (applied_edits for the answer, ids of the tool results the model does not see)."""
+    edits = (body.get("context_management") or {}).get("edits") or []
+    applied, cleared = [], set()
+    for e in edits:
+        if not isinstance(e, dict) or e.get("type") != "clear_tool_uses_20250919":
+            continue
+        ids = [i for i, _ in in_context if i not in cleared]
+        trigger = ((e.get("trigger") or {}).get("value")) or 100000
+        keep = ((e.get("keep") or {}).get("value")) or 3
+        least = ((e.get("clear_at_least") or {}).get("value")) or 0
+        if len(ids) < trigger:
+            continue
+        excluded = set(e.get("exclude_tools") or [])
+        texts = dict(in_context)
+        gone = [i for i in ids[:max(len(ids) - keep, 0)] if (uses.get(i) or (None,))[0] not in excluded]
+        tokens = sum(len(texts[i]) for i in gone) // 4
+        if not gone or tokens < least:
+            continue
+        cleared |= set(gone)
+        applied.append({"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(gone),
+                        "cleared_input_tokens": tokens})
+    return applied, cleared
 
 
 def claude_usage(a):
@@ -346,7 +397,7 @@ def sse(event, data):
     return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
 
 
-def claude_message(model, action, usage_in=USAGE_IN):
+def claude_message(model, action, usage_in=USAGE_IN, applied_edits=()):
     mid = "msg_mock_" + uuid.uuid4().hex[:16]
     if action[0] == "text":
         content = [{"type": "text", "text": action[1]}]
@@ -356,15 +407,19 @@ def claude_message(model, action, usage_in=USAGE_IN):
         content = [{"type": "tool_use", "id": "toolu_mock_" + uuid.uuid4().hex[:16], "name": name, "input": inp}
                    for name, inp in uses]
         stop = "tool_use"
-    return {"id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": usage_in, "output_tokens": USAGE_OUT,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+    msg = {"id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
+           "stop_reason": stop, "stop_sequence": None,
+           "usage": {"input_tokens": usage_in, "output_tokens": USAGE_OUT,
+                     "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+    if applied_edits:
+        msg["context_management"] = {"applied_edits": list(applied_edits)}
+    return msg
 
 
 def claude_stream(msg):
     start = dict(msg, content=[], stop_reason=None,
                  usage=dict(msg["usage"], output_tokens=1))
+    start.pop("context_management", None)
     yield sse("message_start", {"type": "message_start", "message": start})
     for i, b in enumerate(msg["content"]):
         if b["type"] == "text":
@@ -380,9 +435,11 @@ def claude_stream(msg):
                                               "delta": {"type": "input_json_delta",
                                                         "partial_json": json.dumps(b["input"])}})
         yield sse("content_block_stop", {"type": "content_block_stop", "index": i})
-    yield sse("message_delta", {"type": "message_delta",
-                                "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-                                "usage": {"output_tokens": USAGE_OUT}})
+    delta = {"type": "message_delta", "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+             "usage": {"output_tokens": USAGE_OUT}}
+    if msg.get("context_management"):  # where the API reports what it cleared
+        delta["context_management"] = msg["context_management"]
+    yield sse("message_delta", delta)
     yield sse("message_stop", {"type": "message_stop"})
 
 
@@ -673,7 +730,12 @@ class Handler(BaseHTTPRequestHandler):
                "n_tools": len(a["tools"]), "prompt": short(a["prompt"]),
                "tool_results": logged_results(a),
                "context_whole": context_whole(a["context_results"]),
-               "reply": describe(action), "delay": delay, "t_start": now()}
+               "reply": describe(action), "delay": delay, "t_start": now(),
+               "context_management": body.get("context_management")}
+        if a["cleared"]:
+            rec["cleared"] = a["cleared"]
+        if a["context_short"]:
+            rec["context_short"] = a["context_short"]
         if over_limit(rec["session"]):
             action = ("error", 400, "mock: more than %d requests for session %s (loop?)"
                       % (ARGS.max_requests_per_session, rec["session"]))
@@ -686,7 +748,8 @@ class Handler(BaseHTTPRequestHandler):
             log_request(rec)
             return self._json(action[1], {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": action[2]}})
-        msg = claude_message(model, action, claude_usage(a) if kind == "main" and action[0] == "text" else USAGE_IN)
+        msg = claude_message(model, action, claude_usage(a) if kind == "main" and action[0] == "text" else USAGE_IN,
+                             a["applied_edits"])
         rec["status"] = 200
         log_request(rec)
         if body.get("stream"):
