@@ -181,6 +181,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
         transcript: transcript.to_str().expect("UTF-8 path"),
         turn: leanctx::witness::Turn::Prompt,
         now: t - 1,
+        pid: None,
         idle_ms: leanctx::hosts::profile::profile(Host::ClaudeCode).idle_clear_ms,
     };
     leanctx::witness::on_turn(dir, &b, std::time::Instant::now() + Duration::from_secs(1), |_| Ok(()))

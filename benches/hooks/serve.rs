@@ -92,6 +92,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         transcript: tp,
         turn,
         now: t0,
+        pid: None,
         idle_ms: None,
     };
     leanctx::witness::on_turn(&data, &b, deadline, |_| Ok(())).expect("witness");

@@ -290,7 +290,8 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         Some((transcript, turn)) => {
             let profile = hosts::profile::profile(host);
             let deadline = std::time::Instant::now() + crate::state::journal::LOCK_WAIT;
-            let b = crate::witness::Boundary { host, conv, transcript, turn, now, idle_ms: profile.idle_clear_ms };
+            let pid = env.claude_pid;
+            let b = crate::witness::Boundary { host, conv, transcript, turn, now, pid, idle_ms: profile.idle_clear_ms };
             crate::witness::on_turn(dir, &b, deadline, |end| {
                 if end {
                     recs.push(Record::Compaction { t: now, host, conv });

@@ -57,7 +57,10 @@ pub struct HostProfile {
     pub server: ServerProfile,
     /// The host can withdraw a delivered result with no hook, and its
     /// transcript (`transcript_path`) records it: a stub then also needs
-    /// the transcript's word (src/witness/, docs/DELIVERY.md §8).
+    /// the transcript's word (src/witness/, docs/DELIVERY.md §8). Only
+    /// Claude Code: no public record of Cursor's or CodeBuddy's transcript
+    /// shows a compaction or a withdrawal (§8, "Cursor and CodeBuddy
+    /// transcripts").
     pub transcript_witness: bool,
     /// The hooks' `transcript_path` is the file that holds the
     /// conversation's history: a turn hook naming another file for the same

@@ -412,6 +412,7 @@ impl ReadPath {
             delivered_ms: seen.delivered_at_ms,
             now,
             idle_ms: profile.idle_clear_ms,
+            proc: self.host_pid(),
         };
         let (reason, why) = match witness::check(dir, &q, deadline, end_all) {
             Check::Present => return,
@@ -436,7 +437,7 @@ impl ReadPath {
         if !crate::hosts::profile::profile(host).transcript_witness {
             return;
         }
-        let q = witness::Question { host, conv, call_id: None, delivered_ms: now, now, idle_ms: None };
+        let q = witness::Question { host, conv, call_id: None, delivered_ms: now, now, idle_ms: None, proc: None };
         let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
         let _ = witness::check(dir, &q, Instant::now() + READ_WAIT, end_all);
     }

@@ -22,6 +22,10 @@ pub const DIR: &str = "witness";
 pub const MAX_READ_BYTES: u64 = 8 << 20;
 /// Largest state file (ids and offsets at their bounds fit well inside).
 pub const MAX_STATE_BYTES: u64 = 1 << 20;
+/// Host processes whose idle clocks one conversation keeps (the oldest
+/// clock is dropped past it; its process then falls back to the
+/// conversation's clock).
+pub const MAX_PROCS: usize = 16;
 /// Witness files kept before old ones (a day untouched) are removed.
 pub const MAX_FILES: usize = 512;
 /// How a transcript is opened: any regular file (it is the host's, not
@@ -47,6 +51,12 @@ pub struct State {
     /// The seal of the [`TAIL_BYTES`] before `offset` (empty: not read yet).
     #[serde(default)]
     pub tail: String,
+    /// Claude Code processes of the conversation (`CLAUDE_PID`) and each
+    /// one's idle clock: its last prompt or stop, or, at a resume, its last
+    /// response. Two processes of one session (`--resume` in a second
+    /// terminal) each clear old results on their own silence.
+    #[serde(default)]
+    pub procs: Vec<(u32, u64)>,
     /// Unix ms of the conversation's last prompt or stop (0: none seen).
     pub last_turn_ms: u64,
     /// Unix ms the witness started watching this transcript: a delivery
@@ -54,6 +64,33 @@ pub struct State {
     pub since_ms: u64,
     #[serde(flatten)]
     pub track: Track,
+}
+
+impl State {
+    /// Since when host process `pid` (none: not known) has been silent,
+    /// as far as the hooks tell: the conversation's last prompt or stop,
+    /// or, before any, the turn that started the witness (a session whose
+    /// first prompt hook died has results to cut too); and no later than
+    /// the process's own clock (another process's turns do not end its
+    /// silence). Both found by tests/it/sim_ledger.rs.
+    pub fn silent_since(&self, pid: Option<u32>) -> u64 {
+        let conv = self.last_turn_ms.max(self.since_ms);
+        match pid.and_then(|p| self.procs.iter().find(|(q, _)| *q == p)) {
+            Some(&(_, t)) => t.min(conv),
+            None => conv,
+        }
+    }
+
+    /// Set process `pid`'s idle clock to `t`, within [`MAX_PROCS`].
+    fn clock(&mut self, pid: u32, t: u64) {
+        self.procs.retain(|(p, _)| *p != pid);
+        if self.procs.len() >= MAX_PROCS
+            && let Some(i) = self.procs.iter().enumerate().min_by_key(|(_, (_, t))| *t).map(|(i, _)| i)
+        {
+            self.procs.remove(i);
+        }
+        self.procs.push((pid, t));
+    }
 }
 
 /// The witness's answer for one delivery.
@@ -132,7 +169,14 @@ pub enum Turn {
 /// rewind goes on in a new rollout file, [`crate::hosts::profile::HostProfile::history_file`]).
 /// A first witness ends nothing here: deliveries from before it are judged
 /// by [`State::since_ms`].
-pub fn turn_ends_all(old: Option<&State>, transcript: &str, turn: Turn, now: u64, idle_ms: Option<u64>) -> bool {
+pub fn turn_ends_all(
+    old: Option<&State>,
+    transcript: &str,
+    turn: Turn,
+    now: u64,
+    pid: Option<u32>,
+    idle_ms: Option<u64>,
+) -> bool {
     let Some(old) = old else { return false };
     if old.transcript != transcript {
         return true;
@@ -140,7 +184,7 @@ pub fn turn_ends_all(old: Option<&State>, transcript: &str, turn: Turn, now: u64
     let Some(idle) = idle_ms else { return false };
     match turn {
         Turn::Start { idle_s } => idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle),
-        Turn::Prompt => old.last_turn_ms != 0 && now.saturating_sub(old.last_turn_ms) >= idle,
+        Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle,
         Turn::Stop => false,
     }
 }
@@ -155,6 +199,8 @@ pub struct Boundary<'a> {
     pub transcript: &'a str,
     pub turn: Turn,
     pub now: u64,
+    /// The hook's host process (`CLAUDE_PID`), if named: its own idle clock.
+    pub pid: Option<u32>,
     pub idle_ms: Option<u64>,
 }
 
@@ -184,14 +230,14 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     deadline: Instant,
     append: &mut Option<F>,
 ) -> io::Result<()> {
-    let &Boundary { host, conv, transcript, turn, now, idle_ms } = b;
+    let &Boundary { host, conv, transcript, turn, now, pid, idle_ms } = b;
     let wdir = fsx::ensure_private_subdir(dir, DIR)?;
     let (path, lock) = paths(dir, host, conv);
     let _held = locked(&lock, deadline)?;
     // An unreadable state is replaced: ending every earlier delivery
     // covers whatever it said.
     let old = load_at(&path).ok().flatten();
-    let end_all = turn_ends_all(old.as_ref(), transcript, turn, now, idle_ms);
+    let end_all = turn_ends_all(old.as_ref(), transcript, turn, now, pid, idle_ms);
     let mut st = match old.filter(|o| o.transcript == transcript) {
         Some(o) => o,
         None => {
@@ -219,6 +265,12 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     // long pause starts too): only prompts and stops time the silence.
     if matches!(turn, Turn::Prompt | Turn::Stop) {
         st.last_turn_ms = now;
+    }
+    // A process's own clock: its turns, or the last response it loaded.
+    match (pid, turn) {
+        (Some(p), Turn::Prompt | Turn::Stop) => st.clock(p, now),
+        (Some(p), Turn::Start { idle_s: Some(s) }) => st.clock(p, now.saturating_sub(s.saturating_mul(1000))),
+        _ => {}
     }
     save(&path, &st).map(drop)
 }
@@ -256,6 +308,8 @@ pub struct Question<'a> {
     pub now: u64,
     /// The host's idle threshold ([`crate::hosts::profile::HostProfile::idle_clear_ms`]).
     pub idle_ms: Option<u64>,
+    /// The asking host process (the server's parent), if known.
+    pub proc: Option<u32>,
 }
 
 /// Read what the host appended to the conversation's transcript since the
@@ -348,12 +402,11 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
     // the prompt that ends the silence may clear old results, and its own
     // hook (which would have ended them) may have died.
     if let Some(idle) = q.idle_ms
-        && st.last_turn_ms != 0
-        && q.now.saturating_sub(st.last_turn_ms) >= idle
+        && q.now.saturating_sub(st.silent_since(q.proc)) >= idle
     {
         return Check::Unavailable(format!(
             "no prompt or stop hook for {} s (the host clears old results after {} s of silence)",
-            q.now.saturating_sub(st.last_turn_ms) / 1000,
+            q.now.saturating_sub(st.silent_since(q.proc)) / 1000,
             idle / 1000
         ));
     }

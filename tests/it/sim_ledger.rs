@@ -35,13 +35,20 @@
 //!   uuid), and, in most chats, the idle cut: the first prompt after more
 //!   than 3,900 s of silence clears a share of the main window's results
 //!   (a `tool_results_cut` record with their ids, written late in half the
-//!   cases: after the turn's first question). A run spans less virtual time
-//!   than that threshold but for its rare 2-3 h pauses, so idle cuts are
-//!   rare here; tests/it/withdrawal.rs replays the real ones. A resume
-//!   (`--resume`) is another host process, whose window is its own (its
-//!   `SessionStart` names it by `CLAUDE_PID`); `SessionStart(resume)`
-//!   carries `seconds_since_last_response`. The transcript is a real file
-//!   with the prompts and MCP tool uses the witness places a rewind by.
+//!   cases: after the turn's first question). The user steps away now and
+//!   then (after a Claude chat's step): every chat between steps falls
+//!   silent for just under the product's 3,840 s, between it and the
+//!   host's 3,900 s, or past (up to 3 h), and each Claude chat comes back
+//!   with a prompt. A resume (`--resume`) is another host process, whose
+//!   window is its own (its `SessionStart` names it by `CLAUDE_PID`);
+//!   `SessionStart(resume)` carries `seconds_since_last_response`. A
+//!   second terminal may also resume a session while its first process
+//!   runs: two processes of one session, each with its own context (the
+//!   history as it stood, then its own), both writing the one transcript.
+//!   The transcript is a real file with the prompts and MCP tool uses the
+//!   witness places a rewind by. The oracle knows what the host withdrew
+//!   (a rewind restores the window of its prompt; an idle cut removes the
+//!   results it cut) and never asks the product.
 //! - Hooks that never fire: a share of post hooks is dropped, and a share of
 //!   the other hook processes die before they record (not compaction hooks:
 //!   a lost one cannot be detected without a window id; and in the main
@@ -225,6 +232,14 @@ struct Knobs {
     /// A Claude Code step is a new turn (episode stream, besides the main
     /// schedule's prompts).
     claude_turn: f64,
+    /// A Claude Code chat (no subagent running) falls silent for about the
+    /// host's idle threshold or longer after a step, and comes back with a
+    /// prompt. Episode stream.
+    long_silence: f64,
+    /// A second terminal resumes a running Claude Code session (`--resume`):
+    /// two host processes of one session, each with its own context.
+    /// Episode stream.
+    second_process: f64,
 }
 
 const KNOBS: Knobs = Knobs {
@@ -244,6 +259,8 @@ const KNOBS: Knobs = Knobs {
     claude_turn: 0.12,
     idle_cut_chats: 0.7,
     idle_cut_share: 0.6,
+    long_silence: 0.05,
+    second_process: 0.04,
 };
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -295,6 +312,13 @@ struct Stats {
     idle_cuts: u64,
     cut_results: u64,
     new_processes: u64,
+    /// Silences of a Claude chat near or past the idle threshold, by band:
+    /// under the product's 3,840 s, between it and the host's 3,900 s, past.
+    silences: [u64; 3],
+    /// Second processes of a running Claude session, and the questions
+    /// asked while both ran (a delivery in one never backs the other).
+    second_processes: u64,
+    two_process_questions: u64,
     /// A fold of every decision and oracle verdict, to check replays.
     trace: u64,
 }
@@ -319,6 +343,11 @@ impl Stats {
         self.unknowable += o.unknowable;
         self.cut_results += o.cut_results;
         self.new_processes += o.new_processes;
+        for (a, b) in self.silences.iter_mut().zip(o.silences) {
+            *a += b;
+        }
+        self.second_processes += o.second_processes;
+        self.two_process_questions += o.two_process_questions;
         for (h, s) in &o.hosts {
             let m = self.hosts.entry(*h).or_default();
             m.questions += s.questions;
@@ -401,6 +430,10 @@ enum Op {
     Prompt,
     /// Claude Code: a rewind to the chat's k-th remembered prompt.
     Rewind(usize),
+    /// Claude Code: this chat is a second process of chat `.0`'s session,
+    /// starting now (`--resume` while it runs): it loads the history as it
+    /// stands, and its `SessionStart(resume)` fires.
+    Resume(usize),
 }
 
 #[derive(Debug)]
@@ -452,6 +485,16 @@ struct Chat {
     pending_cut: Option<String>,
     /// Claude Code: its host process (a pseudo pid; a resume starts another).
     proc: u32,
+    /// Back from a long silence: the next step is a prompt.
+    returning: bool,
+    /// The user stepped away: once this chat's step is done (and its
+    /// subagents stopped), it is silent until then (virtual ms; 0: not).
+    away_until: u64,
+    /// Its session has had two processes at once. Such a session is not
+    /// resumed again (a new chat starts instead): which process's chain a
+    /// later `--resume` loads is not known (RELIABILITY.md, "What the
+    /// suites do not prove").
+    two_processes: bool,
 }
 
 struct World {
@@ -545,7 +588,7 @@ impl World {
         if self.trace {
             let mut shown = extra.to_string();
             shown.truncate(200);
-            eprintln!("t={t} {:?} {} hook {event} {shown}", chat.host, chat.id);
+            eprintln!("t={t} {:?} {} hook {event} {shown} (proc {})", chat.host, chat.id, chat.proc);
         }
         let mut p = json!({"hook_event_name": event, "cwd": "/sim/project",
             "transcript_path": format!("/sim/{}.jsonl", chat.id)});
@@ -824,6 +867,10 @@ impl World {
             self.st.disabled += 1;
             self.st.disabled_unsafe += !safe as u64;
         }
+        let chat = &self.chats[c];
+        let two = host == H::Claude
+            && self.chats.iter().any(|o| o.host == H::Claude && o.id == chat.id && o.proc != chat.proc && !o.ended);
+        self.st.two_process_questions += two as u64;
         let hs = self.st.hosts.entry(host).or_default();
         hs.misresolved += misresolved as u64;
         hs.questions += 1;
@@ -969,6 +1016,9 @@ impl World {
 
     fn exec(&mut self, c: usize, op: Op) {
         let idle_since = self.chats[c].last_active;
+        // The host's idle clock runs from the last response: a start (a
+        // resume loads the history) and a rewind are no response.
+        let activity = !matches!(&op, Op::Hook { event: "SessionStart", .. } | Op::Rewind(_) | Op::Resume(_));
         match op {
             Op::Hook { event, extra, kind } => self.hook(c, event, extra, kind, None),
             Op::Pre(r) => self.pre(c, r),
@@ -983,6 +1033,18 @@ impl World {
                 chat.win_n += 1;
             }
             Op::Prompt => self.prompt(c, idle_since),
+            Op::Resume(p) => {
+                let (window, held, prompts, history, last) = {
+                    let p = &self.chats[p];
+                    (p.window.clone(), p.held.clone(), p.prompts.clone(), p.history.clone(), p.last_active)
+                };
+                let chat = &mut self.chats[c];
+                (chat.window, chat.held, chat.prompts, chat.history, chat.last_active) =
+                    (window, held, prompts, history, last);
+                let silent = self.t.saturating_sub(last) / 1000;
+                let extra = json!({"source": "resume", "seconds_since_last_response": silent});
+                self.hook(c, "SessionStart", extra, Kind::Other, None);
+            }
             Op::Rewind(k) => {
                 self.st.rewinds += 1;
                 let chat = &mut self.chats[c];
@@ -995,7 +1057,63 @@ impl World {
                 self.write_line(c, &line);
             }
         }
-        self.chats[c].last_active = self.t;
+        if activity {
+            self.chats[c].last_active = self.t;
+        }
+    }
+
+    /// Stop every running subagent of chat `c` (their stop hooks queued).
+    fn stop_subs(&mut self, c: usize) {
+        let cursor = self.chats[c].host == H::Cursor;
+        for s in std::mem::take(&mut self.chats[c].subs) {
+            if cursor {
+                let id = self.chats[c].id.clone();
+                let extra = json!({"subagent_id": s.raw, "parent_conversation_id": id, "status": "completed"});
+                self.hook_op(c, "subagentStop", extra, Kind::Other);
+            } else {
+                self.hook_op(c, "SubagentStop", json!({"agent_id": s.raw}), Kind::Other);
+            }
+        }
+    }
+
+    /// A second terminal resumes Claude chat `c`'s session while `c` runs:
+    /// another host process (its own pid, its own MCP server), whose context
+    /// is the history as it stands when it starts (`c`'s window, prompts
+    /// and results: [`Op::Resume`]), and from then on its own. Both write
+    /// the one transcript.
+    fn second_process(&mut self, c: usize) {
+        self.st.second_processes += 1;
+        let proc = 500_000 + 10 * self.st.second_processes as u32;
+        let ready = self.t + self.rng.range(1_000, 20_000);
+        let p = &self.chats[c];
+        let chat = Chat {
+            host: H::Claude,
+            id: p.id.clone(),
+            ended: false,
+            window: Window::new(),
+            subs: Vec::new(),
+            win_n: 0,
+            project: p.project,
+            ready,
+            disabled: p.disabled,
+            legacy: Default::default(),
+            history: Vec::new(),
+            queue: VecDeque::new(),
+            reads: Vec::new(),
+            prompts: Vec::new(),
+            held: HashMap::new(),
+            last_active: p.last_active,
+            idle_cuts: p.idle_cuts,
+            pending_cut: None,
+            proc,
+            returning: false,
+            away_until: 0,
+            two_processes: true,
+        };
+        self.chats[c].two_processes = true;
+        self.chats.push(chat);
+        let n = self.chats.len() - 1;
+        self.push(n, Op::Resume(c));
     }
 
     /// A new read of one file; `not` is a file already read in the same
@@ -1084,7 +1202,7 @@ impl World {
         if self.chats[c].ended {
             // Claude Code and Codex resume with the same id; the transcript
             // (and so the window) comes back. The others start a new chat.
-            if matches!(host, H::Claude | H::Codex) && self.rng.chance(0.6) {
+            if matches!(host, H::Claude | H::Codex) && self.rng.chance(0.6) && !self.chats[c].two_processes {
                 self.chats[c].ended = false;
                 // Claude Code: `--resume` is another host process (its own
                 // window), and says how long the session was silent.
@@ -1104,6 +1222,7 @@ impl World {
                 chat.held.clear();
                 chat.prompts.clear();
                 chat.pending_cut = None;
+                chat.two_processes = false;
                 chat.proc += 1_000;
                 chat.subs.clear();
                 chat.win_n = 0;
@@ -1114,6 +1233,21 @@ impl World {
             return;
         }
         let nsubs = self.chats[c].subs.len();
+        // Back from a long silence: the user's prompt comes first.
+        if host == H::Claude && self.chats[c].returning {
+            self.chats[c].returning = false;
+            self.claude_turn(c, nsubs);
+            return;
+        }
+        if host == H::Claude
+            && nsubs == 0
+            && self.chats.len() < 9
+            && !self.chats[c].two_processes
+            && self.episodes.chance(self.knobs.second_process)
+        {
+            self.second_process(c);
+            return;
+        }
         // Claude Code: more turns (each a chance of a rewind or of a return
         // after a long silence), drawn from the episode stream.
         if host == H::Claude && self.episodes.chance(self.knobs.claude_turn) {
@@ -1229,6 +1363,7 @@ impl World {
                 chat.held.clear();
                 chat.prompts.clear();
                 chat.pending_cut = None;
+                chat.two_processes = false;
                 self.hook_op(c, "SessionStart", json!({"source": "clear"}), Kind::Other);
             }
             _ => {
@@ -1300,6 +1435,9 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
             idle_cuts,
             pending_cut: None,
             proc,
+            returning: false,
+            away_until: 0,
+            two_processes: false,
             disabled,
             legacy: Default::default(),
             host,
@@ -1339,9 +1477,52 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
                 0..=69 => w.rng.range(1_000, 15_000),
                 70..=94 => w.rng.range(15_000, 120_000),
                 95..=98 => w.rng.range(120_000, 900_000),
-                _ if no_subs => w.rng.range(2 * 3_600_000, 3 * 3_600_000),
+                _ if no_subs => {
+                    // Left alone for hours: a Claude chat comes back with a
+                    // prompt (its own idle clock, whatever the others did).
+                    w.chats[c].returning = w.chats[c].host == H::Claude;
+                    w.rng.range(2 * 3_600_000, 3 * 3_600_000)
+                }
                 _ => w.rng.range(120_000, 900_000),
             }
+        };
+        // The user steps away after a Claude chat's step: every chat, once
+        // its step is done and its subagents stopped (a start older than the
+        // journal's 2 h TTL is forgotten), falls silent for just under the
+        // product's 3,840 s, between it and the host's 3,900 s, or past (up
+        // to 3 h); each Claude chat comes back with a prompt. (A run is
+        // otherwise shorter than the threshold: no idle cut happened.)
+        let chat = &w.chats[c];
+        if chat.queue.is_empty()
+            && chat.host == H::Claude
+            && chat.subs.is_empty()
+            && w.episodes.chance(knobs.long_silence)
+        {
+            let band = w.episodes.below(6) as usize;
+            w.st.silences[band.min(2)] += 1;
+            let away = match band {
+                0 => w.episodes.range(3_600_000, 3_839_999),
+                1 => w.episodes.range(3_840_000, 3_900_000),
+                _ => w.episodes.range(3_900_001, 3 * 3_600_000),
+            };
+            for i in 0..w.chats.len() {
+                let late = if i == c { 0 } else { w.episodes.range(0, 60_000) };
+                w.chats[i].away_until = w.t + away + late;
+            }
+        }
+        let pause = match &w.chats[c] {
+            ch if ch.queue.is_empty() && ch.away_until > w.t && !ch.subs.is_empty() => {
+                w.stop_subs(c);
+                w.rng.range(5, 150)
+            }
+            ch if ch.queue.is_empty() && ch.away_until > w.t => {
+                let back = ch.away_until - w.t;
+                let ch = &mut w.chats[c];
+                ch.away_until = 0;
+                ch.returning = ch.host == H::Claude;
+                back
+            }
+            _ => pause,
         };
         w.chats[c].ready = w.t + pause;
     }
@@ -1365,6 +1546,8 @@ fn report(name: &str, s: &Stats) -> String {
         "sim-ledger[{name}]: {} seeds, {} hook processes ({} died before recording, {} post hooks dropped), \
          {} compactions ({} swallowing a Codex result), {} interrupted calls, {} subagents, {} ends, \
          {} file changes, {} rewinds, {} idle cuts ({} results cut), {} resumes in a new process, \
+         silences {:?} (under 3,840 s, to 3,900 s, past), {} second processes of a running session \
+         ({} questions while both ran), \
          {} task calls unknowable (start hook died, no task env): wrong stubs {}",
         s.seeds,
         s.hooks,
@@ -1380,6 +1563,9 @@ fn report(name: &str, s: &Stats) -> String {
         s.idle_cuts,
         s.cut_results,
         s.new_processes,
+        s.silences,
+        s.second_processes,
+        s.two_process_questions,
         s.unknowable,
         s.wrong()
     );
@@ -1491,18 +1677,27 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     assert_eq!(s.wrong(), 0);
     if let Some(f) = &fixed {
         println!("{}", report("shared, fixed seeds", f));
-        assert_floors("fixed seeds", f);
+        // The withdrawals are really exercised: rewinds, idle cuts (and
+        // silences in each band around the thresholds), questions while two
+        // processes of one session run.
+        assert!(f.rewinds > 0 && f.idle_cuts > 0 && f.cut_results > 0, "{}", report("fixed seeds", f));
+        assert!(f.silences.iter().all(|&n| n > 0), "{}", report("fixed seeds", f));
+        assert!(f.second_processes > 0 && f.two_process_questions > 0, "{}", report("fixed seeds", f));
+        // The issue's floors are asserted on 100 seeds or more (below): 16
+        // seeds hold too few safe stubs per host (Claude Code: 93) for a
+        // floor a few points under the mean, now that idle returns cost
+        // what the idle rule costs.
         if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
             // The CI run's figures (RELIABILITY.md), deterministic: floors
             // a little under what they measure.
-            for (h, floor) in [(H::Claude, 94.0), (H::Codex, 95.0), (H::Cursor, 83.0), (H::CodeBuddy, 86.0)] {
+            for (h, floor) in [(H::Claude, 86.0), (H::Codex, 94.0), (H::Cursor, 91.0), (H::CodeBuddy, 75.0)] {
                 let hs = &f.hosts[&h];
                 let share = pct(hs.safe_allowed, hs.safe);
                 assert!(share >= floor && hs.questions >= 190, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
             }
-            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 80 && f.ends >= 40, "{f:?}");
-            assert!(f.disabled >= 50 && f.faults >= 5, "{f:?}");
-            assert!(f.rewinds >= 5 && f.new_processes >= 3, "{f:?}");
+            assert!(f.hooks >= 3_100 && f.compactions >= 80 && f.subagents >= 80 && f.ends >= 30, "{f:?}");
+            assert!(f.disabled >= 25 && f.faults >= 5, "{f:?}");
+            assert!(f.rewinds >= 15 && f.new_processes >= 2 && f.idle_cuts >= 3 && f.second_processes >= 10, "{f:?}");
         }
     }
     if s.seeds >= 100 {
@@ -1533,6 +1728,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         "compacted",
         "state-unavailable",
         "scope-disabled",
+        "withdrawn",
     ] {
         assert!(reasons.get(r).copied().unwrap_or(0) > 0, "reason {r} never reached: {reasons:?}");
     }
@@ -1589,7 +1785,7 @@ fn ledger_simulation_fingerprint_hosts_with_interrupts_and_task_hooks_without_en
 }
 
 /// Every reason code the ledger answers with (`ReadPath::stub`).
-const LEDGER_REASONS: [&str; 11] = [
+const LEDGER_REASONS: [&str; 13] = [
     "confirmed-delivery",
     "not-delivered",
     "version-changed",
@@ -1601,6 +1797,8 @@ const LEDGER_REASONS: [&str; 11] = [
     "subagent-active",
     "state-unavailable",
     "scope-disabled",
+    "withdrawn",
+    "transcript-unavailable",
 ];
 
 fn coverage(name: &str, s: &Stats) -> String {

@@ -30,9 +30,14 @@ impl W {
     }
 
     fn turn(&self, turn: Turn, now: u64) -> bool {
+        self.turn_by(turn, now, None)
+    }
+
+    /// A turn hook of host process `pid` (`CLAUDE_PID`).
+    fn turn_by(&self, turn: Turn, now: u64, pid: Option<u32>) -> bool {
         let mut ended = false;
         let t = self.transcript.to_str().unwrap();
-        let b = Boundary { host: Host::ClaudeCode, conv: "S", transcript: t, turn, now, idle_ms: Some(IDLE) };
+        let b = Boundary { host: Host::ClaudeCode, conv: "S", transcript: t, turn, now, pid, idle_ms: Some(IDLE) };
         on_turn(&self.data, &b, far(), |e| {
             ended = e;
             Ok(())
@@ -42,6 +47,11 @@ impl W {
     }
 
     fn ask_at(&self, id: &str, delivered: u64, now: u64) -> Check {
+        self.ask_by(id, delivered, now, None)
+    }
+
+    /// A question from host process `proc`.
+    fn ask_by(&self, id: &str, delivered: u64, now: u64, proc: Option<u32>) -> Check {
         let q = Question {
             host: Host::ClaudeCode,
             conv: "S",
@@ -49,6 +59,7 @@ impl W {
             delivered_ms: delivered,
             now,
             idle_ms: Some(IDLE),
+            proc,
         };
         check(&self.data, &q, far(), || {
             self.ends.set(self.ends.get() + 1);
@@ -126,6 +137,7 @@ fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first()
             delivered_ms: T0 + 1,
             now: T0 + 2,
             idle_ms: None,
+            proc: None,
         };
         let c = check(&w.data, &q, far(), || Err(std::io::Error::other("disk full")));
         assert!(unavailable(&c), "{c:?}");
@@ -243,6 +255,9 @@ fn silence_past_the_idle_threshold_ends_earlier_deliveries() {
         (vec![(Turn::Stop, T0)], (Turn::Start { idle_s: Some(IDLE / 1000 - 1) }, T0 + 5), false),
         // No earlier turn: nothing to time.
         (vec![], (Turn::Prompt, T0 + 10 * IDLE), false),
+        // Only a start before (the first prompt's hook died): timed from it.
+        (vec![(Turn::Start { idle_s: None }, T0)], (Turn::Prompt, T0 + IDLE), true),
+        (vec![(Turn::Start { idle_s: None }, T0)], (Turn::Prompt, T0 + IDLE - 1), false),
     ];
     for (i, (before, (turn, at), want)) in rows.into_iter().enumerate() {
         let w = W::new();
@@ -255,6 +270,35 @@ fn silence_past_the_idle_threshold_ends_earlier_deliveries() {
     // prompt that ends the silence may have lost its hook).
     let w = W::new();
     w.turn(Turn::Stop, T0);
+    assert_eq!(w.ask_at("t1", T0 + 1, T0 + IDLE - 1), Check::Present);
+    assert!(unavailable(&w.ask_at("t1", T0 + 1, T0 + IDLE)));
+    // Two processes of one session: each is silent on its own clock. P2
+    // resumed at T0 (its last response then); P1 prompts on.
+    let two = || {
+        let w = W::new();
+        w.turn_by(Turn::Prompt, T0, Some(1));
+        w.turn_by(Turn::Start { idle_s: Some(0) }, T0, Some(2));
+        w.turn_by(Turn::Prompt, T0 + IDLE - 1_000, Some(1));
+        w
+    };
+    let w = two();
+    assert!(w.turn_by(Turn::Prompt, T0 + IDLE + 1_000, Some(2)), "P2's prompt after its own silence ends all");
+    let w = two();
+    assert!(!w.turn_by(Turn::Prompt, T0 + IDLE + 1_000, Some(1)), "P1 was not silent");
+    // A process not known to the witness goes by the conversation's clock.
+    assert!(!two().turn_by(Turn::Prompt, T0 + IDLE + 1_000, Some(3)));
+    let w = two();
+    assert!(unavailable(&w.ask_by("t1", T0 + 1, T0 + IDLE + 5, Some(2))), "P2 asks after its silence");
+    assert_eq!(w.ask_by("t1", T0 + 1, T0 + IDLE + 5, Some(1)), Check::Present);
+    // A resume's clock is the last response it loaded.
+    let w = W::new();
+    w.turn_by(Turn::Prompt, T0, Some(1));
+    w.turn_by(Turn::Start { idle_s: Some(IDLE / 1000 - 10) }, T0 + 5_000, Some(2));
+    w.turn_by(Turn::Prompt, T0 + 6_000, Some(1));
+    assert!(w.turn_by(Turn::Prompt, T0 + 20_000, Some(2)), "P2 resumed 10 s before the threshold");
+    // No prompt or stop hook yet: silent since the witness started.
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
     assert_eq!(w.ask_at("t1", T0 + 1, T0 + IDLE - 1), Check::Present);
     assert!(unavailable(&w.ask_at("t1", T0 + 1, T0 + IDLE)));
 }
@@ -277,6 +321,7 @@ fn a_turn_naming_another_transcript_ends_every_earlier_delivery() {
             transcript,
             turn: Turn::Start { idle_s: None },
             now: at,
+            pid: None,
             idle_ms: None,
         };
         on_turn(&w.data, &b, far(), |e| {
@@ -334,6 +379,7 @@ fn a_kept_state_gives_way_to_another_processs_save() {
             delivered_ms: delivered,
             now,
             idle_ms: Some(IDLE),
+            proc: None,
         };
         check(&sb.data, &q, far(), || Ok(()))
     };
