@@ -122,6 +122,11 @@ pub struct Facts {
     /// A subagent of the caller's conversation is running (of any
     /// conversation, when the caller is unknown).
     pub subagent_active: bool,
+    /// A subagent (of the caller's conversation; of any, for a caller that
+    /// names none) was running when the content was delivered: the content
+    /// may have been the subagent's, whatever the label says (a label given
+    /// while the journal did not show it, e.g. moved aside for a moment).
+    pub subagent_at_delivery: bool,
     /// The journal exists but could not be read (permissions, a busy lock):
     /// every other fact is unknown.
     pub unavailable: bool,
@@ -221,7 +226,10 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
     if current != delivered {
         return Decision::deny(Reason::OtherConversation);
     }
-    if facts.subagent_active && blind(caller) && (caller.source == Source::Custom || !is_subscope(current)) {
+    if (facts.subagent_active || facts.subagent_at_delivery)
+        && blind(caller)
+        && (caller.source == Source::Custom || !is_subscope(current))
+    {
         return Decision::deny(Reason::SubagentActive);
     }
     // Without a (trusted) delivery time, warm as cold: any recorded
@@ -300,6 +308,11 @@ mod tests {
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), busy, false, Concurrent),
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), quiet, true, SameConversation),
             (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), sub, false, SubagentActive),
+            // Delivered while a subagent ran (found by tests/it/sim.rs: a label
+            // given on a journal moved aside, the parent's stub of its
+            // subagent's read).
+            (caller(Source::Custom, Some("custom:x")), Some("custom:x"), Some(100), Facts { subagent_at_delivery: true, ..quiet }, false, SubagentActive),
+            (caller(Source::MetaSession, a),          a,         Some(100), Facts { subagent_at_delivery: true, ..quiet }, true,  SameConversation),
             // A call that named nobody: no legacy allow for the unknown caller.
             (Caller::unknown(),                       a,         Some(100), Facts { call_unresolved: true, ..quiet }, false, UnknownCaller),
             (caller(Source::ProcessEnv, a),           a,         Some(100), sub,       false, SubagentActive),

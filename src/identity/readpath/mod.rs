@@ -444,18 +444,8 @@ impl ReadPath {
             concurrent: view.concurrent(now),
             last_compaction,
             compaction_floor: view.compaction_floor(),
-            // An unknown caller may be any running subagent, or the one live
-            // chat that never got what another one did (found by
-            // tests/it/sim.rs: with the slot gone, the legacy
-            // single-conversation allow gave a subagent its parent's stub,
-            // and a chat the stub of a chat that had ended).
-            // A `custom:` scope may be any chat's: any running subagent
-            // applies to it, as any compaction does.
-            subagent_active: match conv {
-                Some(_) if caller.source == Source::Custom => view.any_subagent_active(now),
-                Some(c) => view.subagent_active(c, now),
-                None => view.any_subagent_active(now),
-            },
+            subagent_active: Self::subagent_running(view, caller, now),
+            subagent_at_delivery: false,
             several_known: conv.is_none() && view.several_conversations(),
             // The slot names its last writer; a Cursor task's hooks do not
             // write it. A live conversation other than the one it names
@@ -465,6 +455,21 @@ impl ReadPath {
             slot_stale: caller.source == Source::Slot && conv.is_some_and(|c| view.live_other_than(c, now)),
             unrecorded_call: false,
             call_unresolved: false,
+        }
+    }
+
+    /// Whether a subagent that may be `caller` ran at `t`. An unknown caller
+    /// may be any running subagent, or the one live chat that never got what
+    /// another one did (found by tests/it/sim.rs: with the slot gone, the
+    /// legacy single-conversation allow gave a subagent its parent's stub,
+    /// and a chat the stub of a chat that had ended). A `custom:` scope may
+    /// be any chat's: any running subagent applies to it, as any compaction
+    /// does.
+    fn subagent_running(view: &dyn Ask, caller: &Caller, t: u64) -> bool {
+        match caller.conversation.as_deref().or(caller.scope.as_deref()) {
+            Some(_) if caller.source == Source::Custom => view.any_subagent_active(t),
+            Some(c) => view.subagent_active(c, t),
+            None => view.any_subagent_active(t),
         }
     }
 
@@ -513,16 +518,17 @@ impl ReadPath {
         q: &StubQuery<'_>,
         now: u64,
     ) -> StubAnswer {
+        // A delivery time ahead of our clock is not one we gave: untrusted,
+        // so the compaction check applies as without a time.
+        let at = q.delivered_at_ms.filter(|t| *t <= now.saturating_add(DELIVERY_AHEAD_MS));
         let facts = Facts {
             unavailable: unavailable || res.state_problem.is_some(),
             unrecorded_call: res.per_call == PerCall::NoRecord,
             call_unresolved: res.caller.scope.is_none()
                 && matches!(res.per_call, PerCall::NoMatch | PerCall::Ambiguous | PerCall::StateError),
+            subagent_at_delivery: at.is_some_and(|t| Self::subagent_running(view, &res.caller, t)),
             ..self.facts_of(view, &res.caller, now)
         };
-        // A delivery time ahead of our clock is not one we gave: untrusted,
-        // so the compaction check applies as without a time.
-        let at = q.delivered_at_ms.filter(|t| *t <= now.saturating_add(DELIVERY_AHEAD_MS));
         let decision = if q.cold {
             decision::cold(&res.caller, q.delivered, at, &facts)
         } else {
