@@ -249,7 +249,7 @@ fn decide(caller: &Caller, delivered: Option<&str>, delivered_at: Option<u64>, f
 /// scope for the server, but the host's subagents call the same server
 /// (found by tests/it/sim.rs: a subagent got the stub of what its parent
 /// had been given through a `custom:` server asked without the call).
-fn blind(caller: &Caller) -> bool {
+pub(crate) fn blind(caller: &Caller) -> bool {
     caller.source.blind_to_subagents() || caller.source == Source::Custom
 }
 

@@ -526,7 +526,10 @@ impl ReadPath {
             unrecorded_call: res.per_call == PerCall::NoRecord,
             call_unresolved: res.caller.scope.is_none()
                 && matches!(res.per_call, PerCall::NoMatch | PerCall::Ambiguous | PerCall::StateError),
-            subagent_at_delivery: at.is_some_and(|t| Self::subagent_running(view, &res.caller, t)),
+            // Asked only where it can change the answer (a caller blind to
+            // subagents): a per-call caller pays no second subagent scan.
+            subagent_at_delivery: decision::blind(&res.caller)
+                && at.is_some_and(|t| Self::subagent_running(view, &res.caller, t)),
             ..self.facts_of(view, &res.caller, now)
         };
         let decision = if q.cold {
