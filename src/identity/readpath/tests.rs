@@ -1,4 +1,5 @@
 use super::*;
+use crate::base::clock;
 use crate::state::journal::{Journal, Record};
 
 thread_local! {
