@@ -10,6 +10,7 @@
 //! can confirm it, so a cancelled result never backs a stub).
 
 pub mod bases;
+pub mod guard;
 pub mod page;
 pub mod protocol;
 pub mod read;
@@ -135,11 +136,22 @@ impl Server {
             // A batch (protocol 2025-03-26) is answered as one.
             Value::Array(items) => {
                 let replies: Vec<Value> =
-                    items.into_iter().filter_map(|m| self.message(protocol::classify(m))).collect();
+                    items.into_iter().filter_map(|m| self.guarded(protocol::classify(m))).collect();
                 if replies.is_empty() { vec![] } else { vec![Value::Array(replies)] }
             }
-            v => self.message(protocol::classify(v)).into_iter().collect(),
+            v => self.guarded(protocol::classify(v)).into_iter().collect(),
         }
+    }
+
+    /// [`Server::message`] with a panic in it caught ([`guard`]).
+    fn guarded(&mut self, m: Message) -> Option<Value> {
+        let (id, what) = match &m {
+            Message::Request { id, method, .. } => (Some(id.clone()), format!("{method} request {id}")),
+            Message::Notification { method, .. } => (None, format!("{method} notification")),
+            Message::Response { id, .. } => (None, format!("the client's response {id}")),
+            Message::Invalid { .. } => return self.message(m),
+        };
+        guard::handle(id.as_ref(), &what, || self.message(m))
     }
 
     fn message(&mut self, m: Message) -> Option<Value> {
@@ -213,6 +225,8 @@ impl Server {
             params.get("name").and_then(Value::as_str).ok_or((protocol::INVALID_PARAMS, "name: missing".into()))?;
         let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
         let call = McpCall::from_json(&request).ok_or((protocol::INVALID_PARAMS, "name: missing".into()))?;
+        let path = call.arguments.get("path").and_then(Value::as_str).unwrap_or("");
+        guard::test_panic("call", path, "");
         match name {
             "read" => {
                 let host = self.call_host(&call);
@@ -318,6 +332,7 @@ pub fn serve_stdio() -> u8 {
     });
     // The server records its own answers in the stats (one per read, a diff
     // as a diff), not each ledger question it asks on the way.
+    guard::quiet_panics();
     let mut server = Server::new(ReadPath::from_process().with_stats(None), Workspace::from_cwd());
     server.run(rx, &mut std::io::stdout().lock());
     0

@@ -110,7 +110,9 @@ impl Reader<'_> {
         let content = Content::of_text(&text);
         // Recorded for the caller when the call names it exactly; a call
         // that does not is served all the same (it never gets a stub).
-        match self.rp.deliver(call, &key, &version, &content) {
+        let recorded = self.rp.deliver(call, &key, &version, &content);
+        super::guard::test_panic("delivered", &args.path, &text);
+        match recorded {
             Ok(r) if r.recorded => {
                 if let Some(s) = &scope {
                     let lines = (!p.whole).then_some((p.first, p.last));

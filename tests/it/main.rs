@@ -35,6 +35,7 @@ mod secret;
 #[cfg(unix)]
 mod security;
 mod serve;
+mod serve_panic;
 mod serve_protocol;
 mod serve_ranges;
 mod serve_session;

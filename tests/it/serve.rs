@@ -18,7 +18,12 @@ pub struct Serve {
 
 impl Serve {
     pub fn start(sb: &Sandbox) -> Serve {
-        let mut child = sb.cmd(["serve"]).spawn_open();
+        Serve::spawn(sb.cmd(["serve"]))
+    }
+
+    /// Start `leanctx serve` as `run` says (its environment).
+    pub fn spawn(run: crate::support::Run) -> Serve {
+        let mut child = run.spawn_open();
         let stdin = child.stdin.take();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = channel();
@@ -80,6 +85,17 @@ impl Serve {
     pub fn read(&mut self, args: Value, meta: Value) -> Value {
         let r = self.request("tools/call", json!({"name": "read", "arguments": args, "_meta": meta}));
         r["result"].clone()
+    }
+
+    /// Close stdin; the exit code and all the server wrote on stderr.
+    pub fn finish_with_stderr(mut self) -> (i32, String) {
+        let mut err = self.child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut err, &mut s).unwrap();
+            s
+        });
+        (self.finish(), reader.join().unwrap())
     }
 
     /// Close stdin and wait for the exit code.

@@ -38,7 +38,7 @@ pub(crate) use ask::Ask;
 pub(crate) use asking::asking;
 use asking::check_dir;
 pub use compat::*;
-use readers::{READERS, claim, reader_for};
+use readers::{READERS, claim, lock_readers, reader_for};
 
 /// How long [`current_conversation_id`] trusts its last answer.
 pub const CACHE_TTL: Duration = Duration::from_secs(3);
@@ -167,7 +167,7 @@ impl ReadPath {
             Err(_) => return f(&empty, true),
         }
         let journal = Journal::new(d);
-        let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut readers = lock_readers(&READERS);
         let reader = reader_for(&mut readers, d, Reader::default);
         match reader.refresh_until(&journal, deadline) {
             Err(_) => f(&empty, true),

@@ -2,6 +2,7 @@
 //! through them.
 
 use super::*;
+use std::sync::MutexGuard;
 
 /// This process's journal readers, one per data dir.
 pub(super) static READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new());
@@ -9,6 +10,20 @@ pub(super) static READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new()
 /// decision holds [`READERS`], never the other way round).
 static CLAIM_READERS: Mutex<Vec<(PathBuf, Reader)>> = Mutex::new(Vec::new());
 const MAX_READERS: usize = 8;
+
+/// Lock a list of readers. A poisoned lock means a panic while a reader was
+/// held (a server that caught it and serves on: `serve::guard`), maybe half
+/// way through a refresh: its text grown but its offset not, so it would
+/// fold those lines twice, or miss some for good. Start over: one whole
+/// read, never an answer from a half-read journal.
+pub(super) fn lock_readers(m: &'static Mutex<Vec<(PathBuf, Reader)>>) -> MutexGuard<'static, Vec<(PathBuf, Reader)>> {
+    m.lock().unwrap_or_else(|poisoned| {
+        let mut readers = poisoned.into_inner();
+        readers.clear();
+        m.clear_poison();
+        readers
+    })
+}
 
 /// The reader for `dir` (a server reads one data dir; tests and tools may
 /// use a few: the oldest is dropped past [`MAX_READERS`]).
@@ -53,7 +68,7 @@ pub(super) fn claim(
         return Ok(Err(PerCall::NoMatch));
     }
     let held = journal.write_lock_until(deadline)?;
-    let mut readers = CLAIM_READERS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut readers = lock_readers(&CLAIM_READERS);
     let reader = reader_for(&mut readers, dir, Reader::for_claims);
     // A first claim starts from what the decision's reader already read
     // (a CLI call would otherwise read the whole journal twice).

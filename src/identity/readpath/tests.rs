@@ -255,3 +255,28 @@ fn lineage_with_the_parent_lookup_and_with_the_fallback_without_one() {
     let c = rp.resolve(None, now).caller;
     assert_eq!((c.scope.as_deref(), c.exact), (None, false), "no lookup: the env id alone proves nothing");
 }
+
+/// A panic while the readers were held (a server's guard caught it and it
+/// serves on) may have left a reader half-refreshed: the next question
+/// starts over on a new reader, and the lock is no longer poisoned.
+#[test]
+fn a_panic_while_the_readers_are_held_makes_them_start_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let now = clock::now_ms();
+    let two = [sighting(Host::ClaudeCode, "A", now), sighting(Host::Codex, "B", now)];
+    Journal::new(tmp.path()).append(&two, now).unwrap();
+    let rp = ReadPath::new(tmp.path(), ScopeEnv::default()).at(now);
+    let has_reader = || lock_readers(&READERS).iter().any(|(p, r)| p == tmp.path() && !r.is_new());
+    assert!(rp.concurrent(), "two live chats, read through a reader");
+    assert!(has_reader(), "a question keeps a reader for its data dir");
+    let panicked = std::thread::spawn(|| {
+        let _held = READERS.lock();
+        panic!("a panic while the readers are held (expected by this test)");
+    })
+    .join();
+    assert!(panicked.is_err());
+    assert!(!has_reader(), "the poisoned readers were kept");
+    assert!(!READERS.is_poisoned());
+    assert!(rp.concurrent(), "the same answer from a new reader");
+    assert!(has_reader());
+}
