@@ -6,10 +6,13 @@ the mock model on 127.0.0.1) with one arm as the MCP server `ctx`:
            installer did not put it there;
   plain    tests/e2e/mcp_server.py --root: the file whole at every read;
   pathkey  the same with --mode pathkey: lean-ctx's rule (path + mtime seen before by this server
-           => `[unchanged] <path>`), its memory kept for the whole session (--cache).
-Each turn is one host run (`claude -p` / `codex exec`, resumed per chat), so each turn starts its
-own server process. Outside edits between turns are written by the driver; those inside a turn by
-edit_hook.py (PreToolUse). The mock model dumps every request body: the oracle (oracle.py).
+           => `[unchanged] <path>`), one memory for the whole session, shared by both chats' server processes (--cache): the
+           rule at its most saving, as in the benchmark's earlier runs.
+Each chat is one long-lived host process, as an interactive session is (tests/e2e/live.py: Claude
+Code over `--input-format stream-json`, Codex as `codex app-server`), so one server process serves
+all of a chat's turns, its compactions (Claude `/compact`, Codex `thread/compact/start`) and its
+subagents; the two chats' processes run side by side. Outside edits between turns are written by the
+driver; those inside a turn by edit_hook.py (PreToolUse). The mock model dumps every request body: the oracle (oracle.py).
 """
 import json
 import os
@@ -18,10 +21,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 
 import oracle  # puts tests/e2e on sys.path
 
 import harness as H  # noqa: E402
+import live as L  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EDIT_HOOK = os.path.join(HERE, "edit_hook.py")
@@ -75,6 +80,14 @@ def install_serve_hooks(sb, host, bin_):
     return False
 
 
+def _tail(path, n=600):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError:
+        return ""
+
+
 def run_arm(host, arm, script, bin_=None, keep=False, timeout=900, say=print):
     """Runs the whole script; returns the arm's result (totals, per-read records, stats)."""
     root = tempfile.mkdtemp(prefix="leanctx-workload-%s-%s-" % (host, arm), dir=os.environ.get("E2E_SANDBOX_BASE"))
@@ -97,46 +110,60 @@ def run_arm(host, arm, script, bin_=None, keep=False, timeout=900, say=print):
                    project_files=script["files"], mock_dump=True, keep=keep)
     res = {"host": host, "arm": arm, "runs": 0, "seconds": 0.0}
     t0 = time.time()
+    live_ = {}  # chat -> its one host process
     try:
         if arm == "serve":
             res["ack_hook_installed_by_leanctx"] = install_serve_hooks(sb, host, bin_)
-        sids = {}
         for ev in script["events"]:
             if ev["op"] == "edit":
                 with open(os.path.join(project, ev["path"]), "w") as f:
                     f.write(ev["text"])
                 continue
             chat = ev["chat"]
+            if chat not in live_:
+                live_[chat] = L.ClaudeStream(sb, timeout=timeout) if host == "claude" else L.CodexApp(sb, timeout=timeout)
+                if host == "codex" and not live_[chat].thread:
+                    raise ArmError("%s/%s: codex app-server started no thread: %s" % (
+                        host, arm, json.dumps(live_[chat].lines)[-600:]))
+            c, t1 = live_[chat], time.time()
+            n0 = len(c.lines)
             if ev["op"] == "turn":
-                prompt = "%s[reads=%s] work on the task" % ("[subagent] " if ev["subagent"] else "",
-                                                             ",".join(ev["reads"]))
-                kw = {}
-            elif host == "claude":
-                prompt, kw = "/compact", {}
-            else:  # Codex compacts on its own once over the limit: a turn with no read
-                prompt, kw = "say ok", {"config": ["model_auto_compact_token_limit=60"]}
-            if chat in sids:
-                kw["resume"] = sids[chat]
-            run = H.run_claude if host == "claude" else H.run_codex
-            r = run(sb, prompt, timeout=timeout, **kw)
+                what = "%s[reads=%s] work on the task" % ("[subagent] " if ev["subagent"] else "", ",".join(ev["reads"]))
+                if host == "claude":
+                    r = c.user(str(uuid.uuid4()), what)
+                    ok = r is not None and not r.get("is_error")
+                else:
+                    ok = c.turn(what)[1]
+            elif host == "claude":  # the user's /compact in the same process
+                what = "/compact"
+                r = c.user(str(uuid.uuid4()), what)
+                ok = r is not None and not r.get("is_error") and any(
+                    m.get("type") == "system" and m.get("subtype") == "compact_boundary" for m in c.lines[n0:])
+            else:  # Codex's own compaction of the thread (what /compact does)
+                what = "thread/compact/start"
+                ok = c.compact()
             res["runs"] += 1
-            if r.exit_code != 0 or r.timed_out:
-                raise ArmError("%s/%s: %r exited %s%s: %s" % (host, arm, prompt[:80], r.exit_code,
-                                                              " (timeout)" if r.timed_out else "",
-                                                              r.stderr[-600:]))
-            if chat not in sids:
-                sids[chat] = r.session_id
-                if not sids[chat]:
-                    raise ArmError("%s/%s: no session id from the first run of chat %s" % (host, arm, chat))
-            say("  %s/%s: %s (%.0f s)" % (host, arm, prompt[:60], r.duration))
+            if not ok:
+                raise ArmError("%s/%s: chat %s: %r failed: %s (stderr: %s)" % (
+                    host, arm, chat, what[:80], json.dumps(c.lines[-3:])[-600:], _tail(c.stderr_path)))
+            say("  %s/%s: %s: %s (%.0f s)" % (host, arm, chat, what[:60], time.time() - t1))
+        for chat, c in sorted(live_.items()):
+            rc = c.close(wait=60)
+            if rc != 0:
+                raise ArmError("%s/%s: chat %s's host process exited %s (stderr: %s)" % (
+                    host, arm, chat, rc, _tail(c.stderr_path)))
         res["seconds"] = round(time.time() - t0, 1)
         reads_log = os.path.join(state, "reads.jsonl")
         if not os.path.exists(reads_log):
             raise ArmError("%s/%s: the edit hook logged no read (did PreToolUse fire?)" % (host, arm))
-        turns = [e["first_read"] for e in script["events"] if e["op"] == "turn"]
+        # Which server process answered each read: the one of its chat's host process.
+        turns = [(e["first_read"], e["chat"]) for e in script["events"] if e["op"] == "turn"]
         res["per_read"] = oracle.analyse(os.path.join(root, "logs", "mock-bodies"), reads_log, script["versions"],
                                          turns)
         res["totals"] = oracle.totals(res["per_read"])
+        # The compactions the script asks for reached the model as compaction requests.
+        res["compaction_requests"] = sum(1 for c, _ in oracle.load_requests(os.path.join(root, "logs", "mock-bodies"))
+                                         if c)
         with open(reads_log) as f:
             res["hook_reads"] = sum(1 for _ in f)
         if arm == "serve":
@@ -145,6 +172,8 @@ def run_arm(host, arm, script, bin_=None, keep=False, timeout=900, say=print):
         res["sandbox"] = root if keep else None
         return res
     finally:
+        for c in live_.values():
+            c.close(wait=5)
         sb.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)

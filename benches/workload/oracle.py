@@ -23,9 +23,10 @@ in the ideal server each of those reads delivered its version. Then r costs
   - else the whole file.
 The same-server limit (arm "limit-same-server") is that limit for a server whose diff bases live
 in its own memory, as `leanctx serve`'s do (no file content on disk): a diff only against a
-version delivered in the same turn, since each turn of the script is one host run (`claude -p`,
-`codex exec`) and so one server process. What serve misses between the two limits is what a new
-process cannot know.
+version delivered by the same server process. The driver runs each chat as one host process, so
+one server process answers all of a chat's reads and this equals the limit; it differs only when
+a chat's turns are split over host processes (each `claude -p --resume` / `codex exec resume`
+turn starts its own server, as this benchmark's first runs did).
 """
 import difflib
 import hashlib
@@ -172,15 +173,16 @@ def classify(r, held, catalog):
 def analyse(dump_dir, reads_log, versions, turns=()):
     """Per read (in order of arrival): path, bytes, kind, version met, wrong?, limit cost, and
     the limit for a server whose diff bases live in its process (`limit_same_server`): the same,
-    but a diff only against a version delivered in the same turn (each turn is one host run, so
-    one server process). `turns`: the first read index of each turn, in order."""
+    but a diff only against a version that server process delivered. `turns`: (first read index,
+    server process) of each turn, in order (the driver runs each chat as one host process, so one
+    server process serves all of a chat's turns)."""
     catalog = {p: {sha(t): t for t in ts} for p, ts in versions.items()}
-    met, turn = {}, {}
+    met, server = {}, {}
     with open(reads_log) as f:
         for line in f:
             rec = json.loads(line)
             met[rec["id"]] = rec["sha"]
-            turn[rec["id"]] = sum(1 for t in turns if t <= rec["n"])
+            server[rec["id"]] = ([proc for first, proc in turns if first <= rec["n"]] or [None])[-1]
     seen, reads = {}, []
     for compact, results in load_requests(dump_dir):
         if compact:
@@ -212,7 +214,7 @@ def analyse(dump_dir, reads_log, versions, turns=()):
         rec["plain"] = len(text.encode())
         earlier = [seen[i] for i in rec["before"] if seen[i]["path"] == path and seen[i]["version"]]
         held = {e["version"] for e in earlier}
-        same = {e["version"] for e in earlier if turn.get(e["id"]) == turn.get(rec["id"])}
+        same = {e["version"] for e in earlier if server.get(e["id"]) == server.get(rec["id"])}
         diff = lambda bases: min([rec["plain"]] + [len(min_diff(catalog[path][u], text).encode()) for u in bases])
         rec["limit"] = stub_min(path) if v in held else diff(held)
         rec["limit_same_server"] = stub_min(path) if v in held else diff(same)

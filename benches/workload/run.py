@@ -60,7 +60,8 @@ def summarize(host, results):
     arms_out = {}
     for name, r in by.items():
         t = r["totals"]
-        arms_out[name] = dict(t, seconds=r["seconds"], runs=r["runs"], hook_reads=r["hook_reads"])
+        arms_out[name] = dict(t, seconds=r["seconds"], runs=r["runs"], hook_reads=r["hook_reads"],
+                              compaction_requests=r["compaction_requests"])
     for name, key in (("limit", "limit_bytes"), ("limit-same-server", "limit_same_server_bytes")):
         arms_out[name] = {"bytes_received": ref["totals"][key], "reads": ref["totals"]["reads"],
                           "plain_bytes": ref["totals"]["plain_bytes"], "limit_bytes": ref["totals"]["limit_bytes"],
@@ -82,8 +83,12 @@ def summarize(host, results):
     return out
 
 
-def failures(host, summary):
+def failures(host, summary, compactions):
     bad = []
+    for name, a in summary["arms"].items():
+        if a.get("compaction_requests", compactions) < compactions:
+            bad.append("%s/%s: %d compactions scripted, %d compaction requests reached the model"
+                       % (host, name, compactions, a["compaction_requests"]))
     serve = summary["arms"].get("serve")
     if serve:
         if serve["wrong_stubs"] or serve["wrong_diffs"]:
@@ -144,7 +149,7 @@ def main():
             print("%s/%s: %s" % (host, arm, json.dumps(r["totals"])), flush=True)
         report["hosts"][host] = summarize(host, results)
         details[host] = {r["arm"]: r["per_read"] for r in results}
-        bad += failures(host, report["hosts"][host])
+        bad += failures(host, report["hosts"][host], report["compactions"])
         sc_ = report["hosts"][host].get("stats_check")
         if sc_:
             print("%s: leanctx stats: sent %s vs the model received %s; whole %s vs plain %s (%s)" % (

@@ -5,11 +5,12 @@ versions in every arm, on both hosts.
 Events, in order:
   {"op": "edit", "path", "text"}        an outside edit between turns (the driver writes it)
   {"op": "turn", "chat", "reads", "subagent", "first_read"}
-                                        one host run: the mock model reads `reads` one at a time
+                                        one turn (a user message to the chat's host process): the
+                                        mock model reads `reads` one at a time
                                         (`subagent`: a subagent does, in its own context);
                                         `first_read` is the session-wide index of its first read
   {"op": "compact", "chat"}             the chat is compacted (Claude `/compact`; Codex
-                                        auto-compaction in a turn of its own)
+                                        `thread/compact/start`, what its /compact does)
 `schedule`: {read index: [[path, text], ...]}, outside edits made inside a turn, just before that
 read (benches/workload/edit_hook.py, the hosts' PreToolUse hook, writes them): always a file read
 earlier in the same turn, read again right then, so the model holds the base of a diff.

@@ -23,17 +23,16 @@ import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture_text  # noqa: E402
 import harness as H  # noqa: E402
+import live  # noqa: E402
 import sc_idle  # noqa: E402
 import sc_serve  # noqa: E402
 import sc_workload  # noqa: E402
@@ -1032,65 +1031,26 @@ def sc_server_registered(host):
 
 def run_claude_stream(w, steps, timeout=120, env=None):
     """Claude Code driven over `--input-format stream-json`, one message at a time, as an SDK host
-    does: each step is ("user", uuid, prompt) (waits for the turn's result), ("rewind", uuid)
-    (the control request `rewind_conversation` to that user message, naming the last user message
-    sent as seen, as an SDK client does: without it Claude Code refuses a rewind past a subagent's
-    turn as `stale_target`; waits for its answer) or
-    ("call", fn) (runs fn() between turns, e.g. an edit outside the host, or moving the host's
-    clock). One host process, so one MCP server process, serves the whole session. `env`: extra
-    variables for the host. Returns (exit code, the stdout lines as JSON, the session id)."""
-    sb = w.sb
-    argv = [H.claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-            "--replay-user-messages"] + H.claude_mcp_args(sb)
-    p = subprocess.Popen(argv, cwd=sb.project, env=sb.env("claude", env), stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    lines, sid, last_user = [], None, None
-    deadline = time.time() + timeout
-
-    def until(pred):
-        nonlocal sid
-        while time.time() < deadline:
-            line = p.stdout.readline()
-            if not line:
-                return False
-            try:
-                m = json.loads(line)
-            except ValueError:
-                continue
-            lines.append(m)
-            sid = sid or m.get("session_id")
-            if pred(m):
-                return True
-        return False
-
+    does (live.ClaudeStream): each step is ("user", uuid, prompt) (waits for the turn's result),
+    ("rewind", uuid) (the control request `rewind_conversation` to that user message; waits for its
+    answer) or ("call", fn) (runs fn() between turns, e.g. an edit outside the host, or moving the
+    host's clock). One host process, so one MCP server process, serves the whole session. `timeout`
+    bounds each step; `env`: extra variables for the host. Returns (exit code, the stdout lines as
+    JSON, the session id)."""
+    c = live.ClaudeStream(w.sb, timeout=timeout, env=env)
+    rc = None
     try:
-        for n, step in enumerate(steps):
+        for step in steps:
             if step[0] == "call":
                 step[1]()
             elif step[0] == "user":
-                _, uuid, prompt = step
-                last_user = uuid
-                p.stdin.write(json.dumps({"type": "user", "uuid": uuid, "session_id": "",
-                                          "message": {"role": "user", "content": prompt},
-                                          "parent_tool_use_id": None}) + "\n")
-                p.stdin.flush()
-                until(lambda m: m.get("type") == "result")
+                c.user(step[1], step[2])
             else:
-                p.stdin.write(json.dumps({"type": "control_request", "request_id": "rw-%d" % n, "request": {
-                    "subtype": "rewind_conversation", "target_message_uuid": step[1],
-                    "last_seen_user_message_uuid": last_user}}) + "\n")
-                p.stdin.flush()
-                until(lambda m: m.get("type") == "control_response")
-        p.stdin.close()
-        rc = p.wait(max(1, deadline - time.time()))
-    except (subprocess.TimeoutExpired, OSError, ValueError):
-        rc = None
+                c.rewind(step[1])
+        rc = c.close(wait=timeout)
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return rc, lines, sid
+        c.close()
+    return rc, c.lines, c.session_id
 
 
 def sc_ledger_rewind(host):

@@ -281,7 +281,10 @@ def claude_analyse(body):
                     results_since.append({"tool": name, "input": inp, "tool_use_id": b.get("tool_use_id"),
                                           "is_error": bool(b.get("is_error")),
                                           "text": text_of_tool_result(b)})
-    last = msgs[-1] if msgs else {}
+    # Claude Code may end a request with a `system` message of its own ("The user hasn't heard from
+    # you in a while", after a long turn), even after its compaction instructions: the last message
+    # the user side sent is the one that says what the request is.
+    last = next((m for m in reversed(msgs) if m.get("role") != "system"), {})
     # tool results the host sent back since the model last spoke (what this request adds)
     last_asst = max([i for i, m in enumerate(msgs) if m.get("role") == "assistant"] or [-1])
     ids = set()

@@ -24,13 +24,10 @@ live in that process's memory only):
 import json
 import os
 import re
-import signal
-import subprocess
-import time
 import uuid
 
 import fixture_text
-import harness as H
+import live
 import mock_model
 
 A = "A.txt"
@@ -268,10 +265,10 @@ def run_claude_session(E, w, tag, plan, edit):
 
 
 def run_codex_session(E, w, tag, plan, edit):
-    """The same session in one `codex app-server` process (CodexApp): Codex's own compaction
+    """The same session in one `codex app-server` process (live.CodexApp): Codex's own compaction
     (`thread/compact/start`, what /compact does) and its rewind (`thread/revert`)."""
     plan = [p[0] for p in plan]
-    c = CodexApp(w.sb)
+    c = live.CodexApp(w.sb)
     try:
         E.check("%s: codex app-server started a thread" % tag, c.thread, json.dumps(c.lines)[-600:])
         turns = []
@@ -297,76 +294,3 @@ def run_codex_session(E, w, tag, plan, edit):
         turn(plan[7])
     finally:
         c.close()
-
-
-class CodexApp:
-    """Codex as one `codex app-server` process over stdio (JSON-RPC, one message a line), as the
-    IDE extension and the desktop app run it: one thread, many turns, so one `leanctx serve`
-    process for the whole session. Hooks run as with `codex exec --dangerously-bypass-hook-trust`
-    (the thread's `bypass_hook_trust` setting). Every line it prints is kept in `lines`."""
-
-    def __init__(self, sb, timeout=600):
-        sb._write_codex_config()  # the mock's port; the installer's server block is kept
-        self.p = subprocess.Popen([H.codex_bin(), "app-server"], cwd=sb.project, env=sb.env("codex"),
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True, start_new_session=True)
-        self.deadline = time.time() + timeout
-        self.lines, self.n = [], 0
-        self.request("initialize", {"clientInfo": {"name": "leanctx-e2e", "version": "0"}})
-        self.send({"method": "initialized"})
-        r = self.request("thread/start", {"cwd": sb.project, "config": {"bypass_hook_trust": True}})
-        self.thread = ((r or {}).get("result") or {}).get("thread", {}).get("id")
-
-    def send(self, msg):
-        self.p.stdin.write(json.dumps(msg) + "\n")
-        self.p.stdin.flush()
-
-    def until(self, pred):
-        while time.time() < self.deadline:
-            line = self.p.stdout.readline()
-            if not line:
-                return None
-            try:
-                m = json.loads(line)
-            except ValueError:
-                continue
-            self.lines.append(m)
-            if pred(m):
-                return m
-        return None
-
-    def request(self, method, params):
-        self.n += 1
-        self.send({"id": self.n, "method": method, "params": params})
-        n = self.n
-        return self.until(lambda m: m.get("id") == n and "method" not in m)
-
-    def turn(self, prompt):
-        """One user turn; returns (its id, whether it completed)."""
-        r = self.request("turn/start", {"threadId": self.thread, "input": [{"type": "text", "text": prompt}]})
-        tid = (((r or {}).get("result") or {}).get("turn") or {}).get("id")
-        done = self.until(lambda m: m.get("method") == "turn/completed"
-                          and (m.get("params") or {}).get("turn", {}).get("id") == tid)
-        return tid, done is not None and done["params"]["turn"].get("status") == "completed"
-
-    def compact(self):
-        """Codex's own compaction of the thread (what /compact does); waits for its turn to end."""
-        r = self.request("thread/compact/start", {"threadId": self.thread})
-        done = self.until(lambda m: m.get("method") == "turn/completed")
-        return r is not None and "error" not in r and done is not None
-
-    def revert(self, turn_id):
-        """The thread's history without that turn and every later one (Codex's rewind)."""
-        return self.request("thread/revert", {"threadId": self.thread, "beforeTurnId": turn_id})
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-            self.p.wait(10)
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            pass
-        finally:
-            try:
-                os.killpg(self.p.pid, signal.SIGKILL)
-            except OSError:
-                pass

@@ -35,6 +35,10 @@ def sc_workload(host, check, leanctx, keep=False):
     check("%s: serve: all %d scripted reads reached the model, every one the hook saw has a known version"
           % (tag, sc["reads"]), serve["reads"] == sc["reads"] == serve["hook_reads"] + serve["unknown_version"],
           serve)
+    compactions = sum(e["op"] == "compact" for e in sc["events"])
+    check("%s: the scripted compaction reached the model as a compaction request, in both arms (%d, %d)"
+          % (tag, serve["compaction_requests"], pk["compaction_requests"]),
+          min(serve["compaction_requests"], pk["compaction_requests"]) >= compactions > 0, s["arms"])
     check("%s: serve: 0 wrong stubs, 0 wrong diffs (oracle: %d stubs, %d diffs, %d whole)"
           % (tag, serve["stubs"], serve["diffs"], serve["whole"]),
           serve["wrong_stubs"] == 0 and serve["wrong_diffs"] == 0, serve)
