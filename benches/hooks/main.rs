@@ -129,6 +129,9 @@ struct Candidate {
     /// Exit codes that mean "worked".
     ok_codes: &'static [i32],
     samples: Vec<Duration>,
+    /// CPU time and minor page faults of each timed run (rusage).
+    cpu: Vec<Duration>,
+    faults: Vec<u64>,
     rss_kib: Option<u64>,
     /// Judged against this floor candidate (by name) instead of the first:
     /// a floor fed the same stdin, for a payload far larger than the usual.
@@ -302,7 +305,19 @@ impl Sandbox {
 }
 
 fn cand(name: String, group: &'static str, spec: Spec, target: Target, ok_codes: &'static [i32]) -> Candidate {
-    Candidate { name, group, spec, target, ok_codes, samples: Vec::new(), rss_kib: None, own_floor: None, grow: None }
+    Candidate {
+        name,
+        group,
+        spec,
+        target,
+        ok_codes,
+        samples: Vec::new(),
+        cpu: Vec::new(),
+        faults: Vec::new(),
+        rss_kib: None,
+        own_floor: None,
+        grow: None,
+    }
 }
 
 fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<String>) -> Vec<Candidate> {
@@ -366,33 +381,6 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
     }
 
     let at = (leanctx::base::clock::now_ms() - 60_000).to_string();
-    // `--compare OTHER_LEANCTX`: the same hook and CLI calls through another
-    // build (before/after a change, in the same run).
-    if let Some(other) = compare_bin() {
-        let (host, mcp, _, _) = HOSTS[0];
-        let label = other.display().to_string();
-        out.push(cand(
-            format!("[{label}] hook {host}: gated MCP call"),
-            "hook",
-            spec(&other, &["hook", host], &data, read_payload(&pl, mcp)),
-            Target::Hook,
-            &[0],
-        ));
-        out.push(cand(
-            format!("[{label}] cli scope check --delivered --at (slot)"),
-            "cli",
-            spec(&other, &["scope", "check", "--delivered", CLAUDE_SESSION, "--at", &at], &data, Vec::new()),
-            Target::Cli,
-            &[0, 1],
-        ));
-        out.push(cand(
-            format!("[{label}] cli scope current --call - (Cursor fingerprint)"),
-            "cli",
-            spec(&other, &["scope", "current", "--call", "-"], &data, CURSOR_CALL.to_vec()),
-            Target::Cli,
-            &[0, 1],
-        ));
-    }
 
     // The read path through the CLI, against the state the hooks above keep
     // writing (a live slot, four hosts' conversations, call records).
@@ -438,6 +426,9 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
     ));
 
     ledger_candidates(sb, &pl, &data, &tools.floor, &spec, &mut out);
+    if let Some(other) = compare_bin() {
+        compare_rows(&other, &mut out);
+    }
 
     if peers_wanted {
         peers(sb, &pl, &peer_data, notes, &mut out);
@@ -649,6 +640,32 @@ fn private_copies(sb: &Sandbox, cands: &mut [Candidate]) {
     }
 }
 
+/// `--compare OTHER_LEANCTX`: every hook and CLI row again through another
+/// build (before/after a change), in the same run and rounds, on the same
+/// data dirs and inputs: only ratios from one run mean anything on a shared
+/// machine. Each row is named `[B] <row>` and judged against the same floor.
+fn compare_rows(other: &Path, out: &mut Vec<Candidate>) {
+    let mirrored: Vec<Candidate> = out
+        .iter()
+        .filter(|c| c.group == "hook" || c.group == "cli")
+        .map(|c| {
+            let mut spec = c.spec.clone();
+            spec.program = other.to_path_buf();
+            Candidate {
+                name: format!("[B] {}", c.name),
+                spec,
+                samples: Vec::new(),
+                cpu: Vec::new(),
+                faults: Vec::new(),
+                rss_kib: None,
+                grow: c.grow.clone(),
+                ..*c
+            }
+        })
+        .collect();
+    out.extend(mirrored);
+}
+
 fn compare_bin() -> Option<PathBuf> {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == "--compare").and_then(|i| args.get(i + 1)).map(PathBuf::from)
@@ -717,6 +734,8 @@ fn run_processes(cfg: &Config, cands: &mut [Candidate], tools: &Tools) {
             }
             if round >= cfg.warmup {
                 c.samples.push(o.wall);
+                c.cpu.push(o.cpu);
+                c.faults.push(o.faults);
             }
         }
         if !cfg.smoke && round % 250 == 249 {
@@ -742,8 +761,12 @@ fn mib(kib: u64) -> String {
 fn process_table(out: &mut String, cands: &[Candidate], tools: &Tools, cfg: &Config) -> Vec<String> {
     let floor = Stats::of(&cands[0].samples);
     let mut verdicts = Vec::new();
-    let _ = writeln!(out, "| candidate | p50 | p90 | p99 | p50 / floor | p99 / floor | peak RSS | §8 target |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---|");
+    let floor_cpu = Stats::of(&cands[0].cpu);
+    let _ = writeln!(
+        out,
+        "| candidate | p50 | p90 | p99 | p50 / floor | p99 / floor | CPU p50 | CPU / floor | faults p50 | peak RSS | §8 target |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for c in cands {
         let s = Stats::of(&c.samples);
         let r50 = s.p50.as_secs_f64() / floor.p50.as_secs_f64();
@@ -756,6 +779,12 @@ fn process_table(out: &mut String, cands: &[Candidate], tools: &Tools, cfg: &Con
                 (j, format!(" ({j:.2}× its own floor)"))
             }
             None => (r50, String::new()),
+        };
+        let cpu = Stats::of(&c.cpu).p50;
+        let faults = {
+            let mut f = c.faults.clone();
+            f.sort_unstable();
+            f.get(f.len() / 2).copied().unwrap_or(0)
         };
         let rss = c.rss_kib.map(mib).unwrap_or_else(|| "–".into());
         let rss_ok = c.rss_kib.is_none_or(|k| k <= 6 * 1024);
@@ -778,13 +807,16 @@ fn process_table(out: &mut String, cands: &[Candidate], tools: &Tools, cfg: &Con
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.2}× | {:.2}× | {} | {} |",
+            "| {} | {} | {} | {} | {:.2}× | {:.2}× | {} | {:.2}× | {} | {} | {} |",
             c.name,
             fmt_dur(s.p50),
             fmt_dur(s.p90),
             fmt_dur(s.p99),
             r50,
             r99,
+            fmt_dur(cpu),
+            cpu.as_secs_f64() / floor_cpu.p50.as_secs_f64(),
+            faults,
             rss,
             target
         );
@@ -792,7 +824,8 @@ fn process_table(out: &mut String, cands: &[Candidate], tools: &Tools, cfg: &Con
     let _ = writeln!(
         out,
         "\n{} timed runs per candidate after {} warm-up rounds, interleaved (each round runs every candidate once, in a shuffled order). \
-         Peak RSS: max ru_maxrss of {} runs started from a {} launcher whose own share is ≤ {} \
+         CPU (user + system) and minor page faults: the child's own, from wait4's rusage; judged on wall time, \
+         CPU shows what a run cost when the machine is loaded. Peak RSS: max ru_maxrss of {} runs started from a {} launcher whose own share is ≤ {} \
          (Linux charges the exec'ing parent's high-water mark to the child).",
         cands[0].samples.len(),
         cfg.warmup,

@@ -46,6 +46,22 @@ pub struct Outcome {
     pub code: i32,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// The child's CPU time, user and system (rusage): what the run cost,
+    /// far less moved by a loaded machine than the wall time.
+    pub cpu: Duration,
+    /// The child's minor page faults (rusage): the pages its start touched.
+    pub faults: u64,
+}
+
+#[cfg(unix)]
+fn usage(ru: &libc::rusage) -> (Duration, u64) {
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_minflt as u64)
+}
+
+#[cfg(not(unix))]
+fn usage(_: &()) -> (Duration, u64) {
+    (Duration::ZERO, 0)
 }
 
 /// Reap `pid` with wait4 (retrying on EINTR); the exit code and rusage.
@@ -88,9 +104,10 @@ pub fn run_once(spec: &Spec) -> io::Result<Outcome> {
     child.stdout.take().expect("piped stdout").read_to_end(&mut stdout)?;
     let mut stderr = Vec::new();
     child.stderr.take().expect("piped stderr").read_to_end(&mut stderr)?;
-    let (code, _) = wait4(child.id())?;
+    let (code, ru) = wait4(child.id())?;
     let wall = start.elapsed();
-    Ok(Outcome { wall, code, stdout, stderr })
+    let (cpu, faults) = usage(&ru);
+    Ok(Outcome { wall, code, stdout, stderr, cpu, faults })
 }
 
 /// Peak RSS of one run, through the static launcher (see [`Tools`]): KiB.

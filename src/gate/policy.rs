@@ -106,15 +106,25 @@ pub fn load(path: &Path) -> Result<Option<Policy>, PolicyError> {
 /// Load the user's own policy file: as [`load`], and the file must also be
 /// owned by this user and writable by nobody else (the rule for the data
 /// dir and its state files): anyone else who can write it could change the
-/// user's rules. Checked on the path before the read: swapping the file
-/// in between needs write access to the (trusted) data dir.
+/// user's rules. Checked on the file opened, before it is read.
 pub fn load_trusted(path: &Path) -> Result<Option<Policy>, PolicyError> {
     load_checked(path, true)
 }
 
 fn load_checked(path: &Path, trusted: bool) -> Result<Option<Policy>, PolicyError> {
     let err = |message: String| PolicyError { path: path.to_path_buf(), line: 0, column: 0, message };
-    if trusted && let Some(md) = std::fs::metadata(path).ok().filter(|md| md.is_file()) {
+    // The bounded read: a FIFO or device planted as a workspace's policy
+    // must not hang the hook (and with it the host); not a regular file, too
+    // large, not UTF-8: broken.
+    let rule = crate::fsx::ReadRule::any(MAX_POLICY_BYTES);
+    let (file, md) = match crate::fsx::open_file(path, &rule) {
+        Ok(None) => return Ok(None),
+        Ok(Some(opened)) => opened,
+        Err(e) => return Err(err(problem_of(path, &e))),
+    };
+    // Owner and mode of the file opened, the one that is read (one stat
+    // fewer on every gated call than checking the path first).
+    if trusted {
         let (me, owner, mode) = (crate::fsx::current_uid(), crate::fsx::owner(&md), crate::fsx::mode_of(&md));
         if owner != me {
             return Err(err(format!("cannot be trusted: owned by uid {owner}, not by this user (uid {me})")));
@@ -125,14 +135,8 @@ fn load_checked(path: &Path, trusted: bool) -> Result<Option<Policy>, PolicyErro
             )));
         }
     }
-    // The bounded read: a FIFO or device planted as a workspace's policy
-    // must not hang the hook (and with it the host); not a regular file, too
-    // large, not UTF-8: broken.
-    let text = match crate::fsx::read_file(path, &crate::fsx::ReadRule::any(MAX_POLICY_BYTES)) {
-        Ok(None) => return Ok(None),
-        Ok(Some(b)) => String::from_utf8(b).map_err(|e| err(format!("not UTF-8: {e}")))?,
-        Err(e) => return Err(err(problem_of(path, &e))),
-    };
+    let bytes = crate::fsx::read_opened(path, &file, &md, &rule).map_err(|e| err(problem_of(path, &e)))?;
+    let text = String::from_utf8(bytes).map_err(|e| err(format!("not UTF-8: {e}")))?;
     parse(&text, path).map(Some)
 }
 

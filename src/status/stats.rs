@@ -65,7 +65,14 @@ fn money(v: f64) -> String {
     if v >= 1.0 || v == 0.0 {
         format!("{v:.2}")
     } else {
-        format!("{:.*}", (3 - v.log10().floor() as i32).max(2) as usize, v)
+        // Four decimals below 1, one more for each leading zero. Compared,
+        // not `log10`: that one call linked libm into the binary, a library
+        // every hook process then loaded and searched for symbols.
+        let zeros = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12]
+            .iter()
+            .take_while(|&&t| v.abs() < t)
+            .count();
+        format!("{:.*}", zeros + 4, v)
     }
 }
 
