@@ -180,6 +180,32 @@ mod tests {
         );
     }
 
+    /// A hook that cannot read its payload learns the event only from its
+    /// command line: every event whose fail-open answer is not the host's
+    /// answer for an unknown event must be named there (`--event`), or a
+    /// bad payload gets the wrong answer (Cursor's `{}` on a permission
+    /// event blocks: docs/HOST-FACTS.md §7).
+    #[test]
+    fn events_whose_answer_differs_name_themselves_on_the_command_line() {
+        use crate::gate::Verdict;
+        let mut named = Vec::new();
+        for host in Host::ALL {
+            let unknown = crate::hosts::answer(host, "", false, &Verdict::NoOpinion);
+            for e in &Spec::for_host(host, "/x/leanctx").entries {
+                let cmd = e.handler["command"].as_str().unwrap();
+                let words = crate::install::command::shell_words(cmd).unwrap();
+                let given = words.windows(2).find(|w| w[0] == "--event").map(|w| w[1].as_str());
+                if crate::hosts::answer(host, &e.event, false, &Verdict::NoOpinion) != unknown {
+                    assert_eq!(given, Some(e.event.as_str()), "{host} {}: {cmd}", e.event);
+                    named.push(format!("{host} {}", e.event));
+                } else {
+                    assert!(given.is_none_or(|g| g == e.event), "{host} {}: {cmd}", e.event);
+                }
+            }
+        }
+        assert_eq!(named, ["cursor beforeSubmitPrompt", "cursor beforeMCPExecution"]);
+    }
+
     #[test]
     fn a_program_with_json_specials_is_substituted_safely() {
         let spec = Spec::for_host(Host::Cursor, r#"'/a "b\c/leanctx'"#);

@@ -130,8 +130,12 @@ fn reinstall_is_idempotent_and_writes_nothing() {
         assert_eq!(crate::support::file_identity(&p), ino, "{host}: the file was not even replaced");
         let name = p.file_name().unwrap().to_str().unwrap();
         assert_eq!(litter(p.parent().unwrap(), &[name]), Vec::<String>::new(), "{host}: a new file gets no backup");
+        // Cursor's events whose answer is not `{}` name themselves
+        // (tests/it/hook_failopen.rs checks which).
+        let base = format!("{} hook {host}", canonical_bin());
         for c in ours(&v, host) {
-            assert_eq!(c, format!("{} hook {host}", canonical_bin()));
+            let rest = c.strip_prefix(&base).unwrap_or_else(|| panic!("{c}"));
+            assert!(rest.is_empty() || (host == "cursor" && rest.starts_with(" --event ")), "{c}");
         }
     }
 }

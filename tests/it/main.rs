@@ -19,6 +19,7 @@ mod gate;
 // Unix-only: file modes.
 #[cfg(unix)]
 mod gate_agree;
+mod hook_failopen;
 mod hooks;
 // Unix-only: FIFOs, symlink loops and modes as transcripts.
 #[cfg(unix)]

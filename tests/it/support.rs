@@ -355,16 +355,7 @@ impl Run {
         let timeout = self.timeout;
         let start = Instant::now();
         let mut child = self.spawn();
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if start.elapsed() > timeout {
-                let _ = child.kill();
-                panic!("leanctx did not finish within {timeout:?}");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        wait_within(&mut child, start, timeout, "leanctx");
         let o = child.wait_with_output().unwrap();
         Out {
             code: o.status.code().unwrap_or(-1),
@@ -391,6 +382,18 @@ impl Run {
         let o = self.run();
         assert_eq!(o.code, 0, "exit {}; stderr: {}", o.code, o.stderr);
         o
+    }
+}
+
+/// Wait for `child` to exit, at most `timeout` after `start`; past that it
+/// is killed and the test fails naming `what`.
+pub fn wait_within(child: &mut std::process::Child, start: Instant, timeout: Duration, what: &str) {
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("{what} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
