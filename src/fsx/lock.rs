@@ -63,6 +63,12 @@ pub fn lock_ref(file: &File, kind: LockKind, deadline: Instant) -> Result<LockRe
     Ok(LockRef { file })
 }
 
+/// Tests: the threads that found a lock busy (and so waited or gave up), so
+/// a test can tell a question that met a held lock from one that ran before
+/// or after it.
+#[cfg(test)]
+pub(crate) static MET_BUSY: std::sync::Mutex<Vec<std::thread::ThreadId>> = std::sync::Mutex::new(Vec::new());
+
 fn wait(file: &File, kind: LockKind, deadline: Instant) -> Result<(), LockError> {
     let started = Instant::now();
     let mut pause = Duration::from_micros(50);
@@ -74,6 +80,8 @@ fn wait(file: &File, kind: LockKind, deadline: Instant) -> Result<(), LockError>
         match tried {
             Ok(()) => return Ok(()),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                #[cfg(test)]
+                MET_BUSY.lock().unwrap_or_else(|e| e.into_inner()).push(std::thread::current().id());
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(2));
             }
