@@ -21,12 +21,21 @@ use crate::identity::decision::{Decision, Reason};
 use crate::identity::delivery::{self, Question};
 use crate::identity::mcp_call::{McpCall, PerCall};
 use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
+use crate::state::digest::Reader;
 use crate::state::journal::{Journal, Record};
 use crate::state::ledger::{self, Confirmation, Content, InputError};
 use crate::stats::{Kind, Outcome, Via};
 use crate::witness::{self, Check};
 use serde::Serialize;
 use std::time::Instant;
+
+/// Journal reads after the first one for one stub question, each after
+/// the witness answered (see [`ReadPath::stub_with_base`]). A second read
+/// settles it unless the newest delivery itself changed meanwhile.
+const MAX_REDECIDE: usize = 2;
+
+/// A journal reader's position ([`Reader::position`]).
+type JournalAt = Option<((u64, u64), u64)>;
 
 /// The answer to a stub question through the ledger.
 #[derive(Clone, Debug, Serialize)]
@@ -228,14 +237,48 @@ impl ReadPath {
         // The result to compare with the confirmed delivery, as the journal
         // keeps it (sealed digest, coarse length).
         let sealed = result.and_then(|c| Some(self.secret()?.seal_content(c)));
-        let (mut ans, lc) = self.with_journal(now, deadline, |view, unavailable| {
-            let unavailable = unavailable || no_secret;
-            let lc = self.ledger_caller(call, view, unavailable, now, deadline);
-            let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, sealed.as_ref()), window.clone());
-            (ans, lc)
-        });
-        if ans.decision.allow {
-            self.ask_witness(&mut ans, now, deadline);
+        // `None`: the journal is where `seen` left it (the same digest).
+        let decide = |seen: JournalAt| {
+            self.with_journal(now, deadline, |view, unavailable| {
+                let at = view.reader().and_then(Reader::position);
+                if at.is_some() && at == seen {
+                    return None;
+                }
+                let unavailable = unavailable || no_secret;
+                let lc = self.ledger_caller(call, view, unavailable, now, deadline);
+                let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, sealed.as_ref()), window.clone());
+                Some((ans, lc, at))
+            })
+        };
+        let Some((mut ans, mut lc, mut at)) = decide(None) else { unreachable!("a first read always decides") };
+        // The witness's lock is taken after the journal was read: another
+        // question may meanwhile have read a withdrawal in the transcript,
+        // journaled "every delivery ended" and moved the offset past it, so
+        // this one reads nothing new. Whatever ends every delivery is
+        // journaled before the witness's lock is let go, so a journal read
+        // after the witness answered sees it: decide again on that read,
+        // and keep the stub only when it rests on the same delivery.
+        for round in 0..=MAX_REDECIDE {
+            if !ans.decision.allow {
+                break;
+            }
+            #[cfg(test)]
+            tests::BEFORE_WITNESS.with_borrow(|f| f.as_ref().map(|f| f()));
+            let asked = ans.delivery.as_ref().map(|d| d.call_ref.clone());
+            if !self.ask_witness(&mut ans, now, deadline) {
+                break;
+            }
+            let Some((again, lc_again, at_again)) = decide(at) else { break };
+            let same = again.decision.allow && again.delivery.as_ref().map(|d| &d.call_ref) == asked.as_ref();
+            if same {
+                break;
+            }
+            (ans, lc, at) = (again, lc_again, at_again);
+            if round == MAX_REDECIDE && ans.decision.allow {
+                // Still moving: no stub rests on a delivery nobody witnessed.
+                ans.decision = Decision { allow: false, reason: Reason::TranscriptUnavailable };
+                ans.witness = Some("the journal kept changing while the transcript was read".into());
+            }
         }
         if let Some(content) = result
             && !ans.decision.allow
@@ -395,13 +438,14 @@ impl ReadPath {
     /// The second witness: a confirmed delivery on a host that can withdraw
     /// results without a hook stands only if its transcript, read on from
     /// where the last question stopped, does not show it gone.
-    fn ask_witness(&self, ans: &mut LedgerAnswer, now: u64, deadline: Instant) {
-        let Some(seen) = &ans.delivery else { return };
+    /// Whether the witness was asked and found the delivery present.
+    fn ask_witness(&self, ans: &mut LedgerAnswer, now: u64, deadline: Instant) -> bool {
+        let Some(seen) = &ans.delivery else { return false };
         let profile = crate::hosts::profile::profile(seen.host);
         if !profile.transcript_witness {
-            return;
+            return false;
         }
-        let Some(dir) = self.usable_dir() else { return };
+        let Some(dir) = self.usable_dir() else { return false };
         let (host, conv) = (seen.host, seen.conversation.as_str());
         let call_id = seen.call_ref.strip_prefix("id:");
         let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
@@ -415,13 +459,14 @@ impl ReadPath {
             proc: self.host_pid(),
         };
         let (reason, why) = match witness::check(dir, &q, deadline, end_all) {
-            Check::Present => return,
+            Check::Present => return true,
             Check::Withdrawn(why) => (Reason::Withdrawn, why.to_string()),
             Check::EndedAll(why) => (Reason::Withdrawn, why),
             Check::Unavailable(why) => (Reason::TranscriptUnavailable, why),
         };
         ans.decision = Decision { allow: false, reason };
         ans.witness = Some(why);
+        false
     }
 
     /// Before a delivery is recorded, the second witness reads what the
@@ -520,3 +565,6 @@ fn reloaded_after(view: &dyn Ask, d: &ledger::Delivery<'_>, window: Option<&str>
     });
     whole.is_some_and(|(i, _)| view.started_after(d.host, pid, d.conv, i))
 }
+
+#[cfg(test)]
+mod tests;

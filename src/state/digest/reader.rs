@@ -38,6 +38,13 @@ impl Reader {
         Reader { digest: Digest { claims_only: true, ..Digest::default() }, ..Reader::default() }
     }
 
+    /// The file read (its device and inode) and the bytes digested: the
+    /// same position is the same digest (the journal is only appended to
+    /// in place; a trim writes a new file).
+    pub fn position(&self) -> Option<((u64, u64), u64)> {
+        Some((self.id?, self.offset))
+    }
+
     /// Nothing read yet.
     pub fn is_new(&self) -> bool {
         self.id.is_none()

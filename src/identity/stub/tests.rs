@@ -1,0 +1,108 @@
+use super::*;
+use crate::base::clock;
+use crate::identity::caller::ScopeEnv;
+use crate::state::journal::Call;
+use crate::state::ledger::{Ack, Delivery};
+use crate::state::secret::Secret;
+use std::cell::Cell;
+use std::io::Write as _;
+use std::rc::Rc;
+
+thread_local! {
+    /// Runs between the ledger's journal read and the witness's lock:
+    /// where another process's question can land.
+    pub(super) static BEFORE_WITNESS: std::cell::RefCell<Option<Box<dyn Fn()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+const HOST_PID: u32 = 4242;
+
+fn claude_call(id: &str) -> McpCall {
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ctx_read",
+        "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}});
+    McpCall::from_json(&v).unwrap()
+}
+
+fn call_record(id: &str, t: u64) -> Record<'_> {
+    Record::Call(Call {
+        t,
+        host: crate::Host::ClaudeCode,
+        conv: "S",
+        agent: None,
+        server: Some("ctx"),
+        tool: "ctx_read",
+        fp: "0",
+        call_id: Some(id),
+        key: id,
+    })
+}
+
+/// Another question lands between this one's journal read and its witness
+/// lock: it reads the compaction the transcript shows, journals "every
+/// delivery ended" and moves the witness's offset past that line. This
+/// question's witness then reads nothing new; before the journal was read
+/// again after the witness, the stub was served on a compacted delivery.
+#[test]
+fn an_end_journaled_between_the_journal_read_and_the_witness_is_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let now = clock::now_ms();
+    let transcript = dir.join("t.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let host = crate::Host::ClaudeCode;
+    let idle_ms = crate::hosts::profile::profile(host).idle_clear_ms;
+    let b = witness::Boundary {
+        host,
+        conv: "S",
+        transcript: transcript.to_str().unwrap(),
+        turn: witness::Turn::Prompt,
+        now: now - 100,
+        pid: None,
+        idle_ms,
+    };
+    witness::on_turn(&dir, &b, Instant::now() + READ_WAIT, |_| Ok(())).unwrap();
+    let secret = Secret::load_or_create(&dir).unwrap();
+    let (key, version) = (secret.name("key", "a.rs"), secret.name("version", "v1"));
+    let call_ref = ledger::id_ref("toolu_1");
+    let window = format!("proc:{HOST_PID}");
+    let d = Delivery {
+        t: now - 50,
+        host,
+        conv: "S",
+        scope: "S",
+        window: Some(&window),
+        call_ref: &call_ref,
+        key: &key,
+        version: &version,
+        digest: "d",
+        len: 10,
+        base: None,
+    };
+    let a = Ack { t: now - 40, host, scope: "S", call_ref: &call_ref, digest: "d", len: 10, whole: true };
+    let j = Journal::new(&dir);
+    j.append(&[call_record("toolu_1", now - 60), Record::Delivery(d), Record::Ack(a)], now - 40).unwrap();
+    j.append(&[call_record("toolu_2", now - 20), call_record("toolu_3", now - 10)], now - 10).unwrap();
+    let rp = ReadPath::new(&dir, ScopeEnv::default()).at(now).with_host_pid(HOST_PID).with_stats(None);
+    // The control: confirmed, and the transcript shows nothing.
+    let ans = rp.stub(&claude_call("toolu_2"), "a.rs", "v1", None).unwrap();
+    assert!(ans.decision.allow, "{ans:?}");
+    // The host compacts; another server's question reads it first.
+    let done = Rc::new(Cell::new(false));
+    let (other_dir, flag) = (dir.clone(), done.clone());
+    BEFORE_WITNESS.set(Some(Box::new(move || {
+        if flag.replace(true) {
+            return;
+        }
+        let mut f = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(f, r#"{{"type":"system","subtype":"compact_boundary"}}"#).unwrap();
+        let q = witness::Question { host, conv: "S", call_id: None, delivered_ms: now, now, idle_ms: None, proc: None };
+        let end = || Journal::new(&other_dir).append(&[Record::Compaction { t: now, host, conv: "S" }], now);
+        let c = witness::check(&other_dir, &q, Instant::now() + READ_WAIT, end);
+        assert!(matches!(c, Check::EndedAll(_)), "{c:?}");
+    })));
+    let ans = rp.stub(&claude_call("toolu_3"), "a.rs", "v1", None).unwrap();
+    BEFORE_WITNESS.set(None);
+    assert!(done.get(), "the other question ran");
+    assert!(!ans.decision.allow, "a stub on a delivery the host compacted away: {ans:?}");
+    assert_eq!(ans.decision.reason, Reason::Compacted, "{ans:?}");
+}
