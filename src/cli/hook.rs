@@ -31,8 +31,10 @@ pub(crate) fn run_hook_without_host(argv: &HookArgv, started: Instant) -> ExitCo
 /// The hook: never anything but exit 0 and a well-formed answer.
 pub(crate) fn run_hook(host: Host, event: Option<String>, started: Instant) -> ExitCode {
     let fallback_event = event.clone().unwrap_or_default();
+    super::panics::quiet_panics("leanctx hook");
     let result = std::panic::catch_unwind(|| {
         let input = stdin::read_bounded(stdin::MAX_PAYLOAD_BYTES, started + stdin::STDIN_DEADLINE);
+        test_panic(&input);
         let ctx = HookContext {
             host,
             event_override: event,
@@ -63,3 +65,20 @@ pub(crate) fn run_hook(host: Host, event: Option<String>, started: Instant) -> E
     }
     ExitCode::SUCCESS
 }
+
+/// Tests only, and only in debug builds: `LEANCTX_HOOK_PANIC` set makes the
+/// hook panic with a message that quotes its payload, so the tests can see
+/// through the real binary that the answer still comes and the payload
+/// stays off stderr. A release build has no such point.
+#[cfg(debug_assertions)]
+fn test_panic(input: &stdin::Input) {
+    if std::env::var_os("LEANCTX_HOOK_PANIC").is_some()
+        && let stdin::Input::Complete(b) = input
+    {
+        panic!("LEANCTX_HOOK_PANIC: {}", String::from_utf8_lossy(b));
+    }
+}
+
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+fn test_panic(_: &stdin::Input) {}

@@ -15,6 +15,7 @@ mod hook;
 mod hooks;
 mod input;
 mod ledger;
+mod panics;
 mod scope;
 mod stats;
 
@@ -95,7 +96,10 @@ pub fn run() -> ExitCode {
             let json = a.json;
             exit_as(stats::stats(a), json)
         }
-        Command::Serve => ExitCode::from(crate::serve::serve_stdio()),
+        Command::Serve => {
+            panics::quiet_panics("leanctx serve");
+            ExitCode::from(crate::serve::serve_stdio())
+        }
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics on a failed write.
             let mut script = Vec::new();

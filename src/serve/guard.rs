@@ -1,6 +1,7 @@
 //! A panic in one message's handler must not take the server down: the host
 //! would lose its tools for the rest of the session. [`handle`] catches it,
 //! answers that request with a JSON-RPC internal error, and the loop goes on.
+//! What the panic itself prints is `cli::panics`' (its place, not its text).
 //!
 //! Why the ledger stays consistent: a read records its delivery *before* its
 //! answer is written (the host's hook may fire as soon as the result is out,
@@ -35,21 +36,6 @@ pub fn handle(id: Option<&Value>, what: &str, f: impl FnOnce() -> Option<Value>)
             id.map(|i| protocol::error(i, protocol::INTERNAL_ERROR, INTERNAL_MESSAGE))
         }
     }
-}
-
-/// Replace the default panic message (which prints the panic's text, and a
-/// formatted text may quote file content: a bad slice of a line prints the
-/// line) by its place in the source; a plain literal message is shown too.
-/// Process-wide: only `leanctx serve`'s process sets it.
-pub fn quiet_panics() {
-    std::panic::set_hook(Box::new(|info| {
-        let place = info.location().map_or_else(|| "an unknown place".to_string(), |l| l.to_string());
-        let what = match info.payload().downcast_ref::<&'static str>() {
-            Some(literal) => format!(": {literal}"),
-            None => " (its message is not shown: it may quote a file)".to_string(),
-        };
-        eprintln!("leanctx serve: panic at {place}{what}");
-    }));
 }
 
 /// Tests only, and only in debug builds: `LEANCTX_SERVE_PANIC=<point>:<path>`

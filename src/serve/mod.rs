@@ -332,7 +332,6 @@ pub fn serve_stdio() -> u8 {
     });
     // The server records its own answers in the stats (one per read, a diff
     // as a diff), not each ledger question it asks on the way.
-    guard::quiet_panics();
     let mut server = Server::new(ReadPath::from_process().with_stats(None), Workspace::from_cwd());
     server.run(rx, &mut std::io::stdout().lock());
     0

@@ -164,3 +164,37 @@ fn plain_cursor_entries_are_migrated_in_place_and_removed_byte_for_byte() {
         assert_eq!(fs::read_to_string(&p).unwrap(), foreign);
     }
 }
+
+/// A panic in the hook (made by `LEANCTX_HOOK_PANIC`, which only debug
+/// builds read; its message quotes the payload): every host still gets the
+/// event's fail-open answer and exit 0, and stderr says where the panic was,
+/// never its text.
+#[test]
+fn a_panicking_hook_answers_fail_open_and_keeps_its_payload_off_stderr() {
+    const MARK: &str = "PIN-4821-never-on-stderr";
+    let sb = Sandbox::new();
+    let cases = [
+        ("cursor", "beforeMCPExecution", true),
+        ("cursor", "beforeSubmitPrompt", true),
+        ("cursor", "stop", false),
+        ("claude-code", "PreToolUse", false),
+        ("codex", "PreToolUse", false),
+        ("codebuddy", "PreToolUse", false),
+    ];
+    for (host, event, named) in cases {
+        let payload = json!({"hook_event_name": event, "session_id": "s1", "conversation_id": "s1",
+            "tool_name": "mcp__x__read", "tool_input": {"path": MARK}});
+        let mut run = sb.cmd(["hook", host]);
+        if named {
+            run = run.arg("--event").arg(event);
+        }
+        let o = run.env("LEANCTX_HOOK_PANIC", "1").stdin(payload.to_string()).run();
+        assert_eq!(o.code, 0, "{host} {event}: {}", o.stderr);
+        let got: Option<Value> = (!o.stdout.trim().is_empty()).then(|| serde_json::from_str(&o.stdout).unwrap());
+        assert_eq!(got, fail_open(host, event), "{host} {event}: {}", o.stderr);
+        let err = o.stderr.replace('\\', "/"); // Windows: src\cli\hook.rs
+        assert!(err.contains("leanctx hook: panic at src/cli/hook.rs:"), "{host} {event}: {err}");
+        assert!(err.contains("internal error; answering without recording"), "{host} {event}: {err}");
+        assert!(!err.contains(MARK), "{host} {event}: the panic's text quoted the payload onto stderr: {err}");
+    }
+}
