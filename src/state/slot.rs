@@ -8,7 +8,7 @@
 use crate::base::host::Host;
 use crate::base::ids;
 use crate::base::scope::ScopeKind;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -70,16 +70,31 @@ impl Slot {
     }
 
     pub fn to_json(&self) -> String {
-        let mut m = Map::new();
-        m.insert("transcript_path".into(), Value::String(self.transcript_path.clone()));
-        m.insert("conversation_id".into(), opt(&self.conversation_id));
-        m.insert("session_id".into(), opt(&self.session_id));
-        m.insert("updated_at".into(), Value::from(self.updated_at));
-        m.insert("updated_at_ms".into(), Value::from(self.updated_at_ms));
-        m.insert("host".into(), opt(&self.host));
-        m.insert("event".into(), opt(&self.event));
-        m.insert("agent".into(), opt(&self.agent));
-        let mut s = Value::Object(m).to_string();
+        // Serialized from borrowed fields, not built as a map of values and
+        // then printed (every hook writes a slot: that was ~10k of its
+        // instructions); the same keys, in the same order, nulls included.
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            transcript_path: &'a str,
+            conversation_id: Option<&'a str>,
+            session_id: Option<&'a str>,
+            updated_at: u64,
+            updated_at_ms: u64,
+            host: Option<&'a str>,
+            event: Option<&'a str>,
+            agent: Option<&'a str>,
+        }
+        let out = Out {
+            transcript_path: &self.transcript_path,
+            conversation_id: self.conversation_id.as_deref(),
+            session_id: self.session_id.as_deref(),
+            updated_at: self.updated_at,
+            updated_at_ms: self.updated_at_ms,
+            host: self.host.as_deref(),
+            event: self.event.as_deref(),
+            agent: self.agent.as_deref(),
+        };
+        let mut s = serde_json::to_string(&out).expect("strings and integers always serialize");
         s.push('\n');
         s
     }
@@ -121,10 +136,6 @@ impl Slot {
     pub fn age_ms(&self, now_ms: u64) -> u64 {
         now_ms.saturating_sub(self.updated_at_ms)
     }
-}
-
-fn opt(v: &Option<String>) -> Value {
-    v.as_ref().map(|s| Value::String(s.clone())).unwrap_or(Value::Null)
 }
 
 pub fn slot_path(dir: &Path) -> PathBuf {
@@ -202,6 +213,34 @@ mod tests {
         assert_eq!(v["updated_at"], 1000);
         assert_eq!(Slot::parse(&j).unwrap(), s);
         assert_eq!(s.scope(), Some("agent:a1"));
+    }
+
+    /// The bytes lean-ctx and older leanctx builds wrote: a JSON object
+    /// printed from a map in this key order, nulls for what is absent.
+    #[test]
+    fn written_as_before() {
+        let opt = |v: &Option<String>| v.as_ref().map(|s| Value::String(s.clone())).unwrap_or(Value::Null);
+        let slots = [
+            Slot::new(Host::ClaudeCode, "sess-1", Some("/t.jsonl"), "PreToolUse", Some("agent:a1"), 1_000_123),
+            Slot::new(Host::Cursor, "conv", None, "sessionStart", None, 0),
+            Slot {
+                transcript_path: "C:\\x\"y\u{1}\u{e9}\u{2028}".into(),
+                event: Some("\"\n".into()),
+                ..Slot::new(Host::Codex, "c", None, "e", Some("task:t"), u64::MAX)
+            },
+        ];
+        for s in slots {
+            let mut m = serde_json::Map::new();
+            m.insert("transcript_path".into(), Value::String(s.transcript_path.clone()));
+            m.insert("conversation_id".into(), opt(&s.conversation_id));
+            m.insert("session_id".into(), opt(&s.session_id));
+            m.insert("updated_at".into(), Value::from(s.updated_at));
+            m.insert("updated_at_ms".into(), Value::from(s.updated_at_ms));
+            m.insert("host".into(), opt(&s.host));
+            m.insert("event".into(), opt(&s.event));
+            m.insert("agent".into(), opt(&s.agent));
+            assert_eq!(s.to_json(), format!("{}\n", Value::Object(m)));
+        }
     }
 
     #[test]
