@@ -4,7 +4,7 @@
 //! and the host's transcript, read from the saved offset on.
 
 use super::held::{self, Held};
-use super::scan::{Effect, Track, classify};
+use super::scan::{Effect, Pending, Track, classify_in};
 use crate::base::fingerprint::sha256_hex;
 use crate::base::host::Host;
 use crate::fsx;
@@ -161,31 +161,57 @@ pub enum Turn {
     Stop,
 }
 
-/// Whether a turn ends every earlier delivery of its conversation, pure:
-/// the conversation was silent for the host's idle threshold (`idle_ms`),
-/// after which the host clears old results without a hook and writes its
-/// record late (docs/DELIVERY.md §8, "the race"); or its hook names another
-/// transcript than the last one did: the history was replaced (Codex's
-/// rewind goes on in a new rollout file, [`crate::hosts::profile::HostProfile::history_file`]).
-/// A first witness ends nothing here: deliveries from before it are judged
-/// by [`State::since_ms`].
-pub fn turn_ends_all(
+/// What a turn does to the earlier deliveries of its conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnEnd {
+    None,
+    /// Every earlier delivery ends now.
+    All,
+    /// An idle return: earlier deliveries wait for the transcript ([`Pending`]).
+    Provisional,
+}
+
+/// What a turn does to the earlier deliveries of its conversation, pure.
+/// After the host's idle threshold (`idle_ms`) of silence the host may
+/// clear old results without a hook and record it late (docs/DELIVERY.md
+/// §8, "the race"): a resume that long after the last response ends them
+/// all; a prompt that long after the last prompt or stop is provisional
+/// when one host process is all the witness knows of the conversation
+/// (with two on one transcript, the other's answer proves nothing), else
+/// ends them all; so does another process's turn while a return is
+/// pending. A hook naming another transcript: the history was replaced
+/// (Codex's rewind, [`crate::hosts::profile::HostProfile::history_file`]).
+/// A first witness ends nothing: [`State::since_ms`] judges the older.
+pub fn turn_end(
     old: Option<&State>,
     transcript: &str,
     turn: Turn,
     now: u64,
     pid: Option<u32>,
     idle_ms: Option<u64>,
-) -> bool {
-    let Some(old) = old else { return false };
+) -> TurnEnd {
+    let Some(old) = old else { return TurnEnd::None };
     if old.transcript != transcript {
-        return true;
+        return TurnEnd::All;
     }
-    let Some(idle) = idle_ms else { return false };
-    match turn {
-        Turn::Start { idle_s } => idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle),
+    if let Some(p) = &old.track.pending
+        && pid != Some(p.pid)
+    {
+        return TurnEnd::All;
+    }
+    let Some(idle) = idle_ms else { return TurnEnd::None };
+    let idle_return = match turn {
+        Turn::Start { idle_s } => {
+            return if idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle) { TurnEnd::All } else { TurnEnd::None };
+        }
         Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle,
         Turn::Stop => false,
+    };
+    let alone = pid.is_some_and(|p| old.procs.iter().all(|(q, _)| *q == p));
+    match (idle_return, alone) {
+        (false, _) => TurnEnd::None,
+        (true, true) => TurnEnd::Provisional,
+        (true, false) => TurnEnd::All,
     }
 }
 
@@ -207,7 +233,7 @@ pub struct Boundary<'a> {
 /// A hook's turn boundary: record the transcript (a new witness starts at
 /// its current end), apply the idle rule, and remember the time. `append`
 /// writes the hook's journal records, with a compaction record when every
-/// earlier delivery ends; the state is saved only once they are written.
+/// earlier delivery ends; the state is saved once they are written.
 pub fn on_turn(
     dir: &Path,
     b: &Boundary<'_>,
@@ -237,7 +263,15 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     // An unreadable state is replaced: ending every earlier delivery
     // covers whatever it said.
     let old = load_at(&path).ok().flatten();
-    let end_all = turn_ends_all(old.as_ref(), transcript, turn, now, pid, idle_ms);
+    let mut end = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms);
+    // The return's own lines begin at the transcript's length now (unknown: all end).
+    let from = match end {
+        TurnEnd::Provisional => std::fs::metadata(transcript).ok().filter(|m| m.is_file()).map(|m| m.len()),
+        _ => None,
+    };
+    if end == TurnEnd::Provisional && from.is_none() {
+        end = TurnEnd::All;
+    }
     let mut st = match old.filter(|o| o.transcript == transcript) {
         Some(o) => o,
         None => {
@@ -260,7 +294,25 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
             st
         }
     };
+    // A pending return keeps its start and counts its process's prompts;
+    // a new one is saved before the hook's records (unsaved: all end).
+    if turn == Turn::Prompt
+        && end != TurnEnd::All
+        && let Some(p) = st.track.pending.as_mut()
+    {
+        p.due = p.due.saturating_add(1);
+        p.at_ms = if end == TurnEnd::Provisional { now } else { p.at_ms };
+    } else if let (TurnEnd::Provisional, Some(from), Some(pid)) = (end, from, pid) {
+        st.track.pending = Some(Pending { from, at_ms: now, pid, due: 1, seen: 0, cut_seen: false });
+        if save(&path, &st).is_err() {
+            end = TurnEnd::All;
+        }
+    }
+    let end_all = end == TurnEnd::All;
     (append.take().expect("appended once"))(end_all)?;
+    if end_all {
+        st.track.pending = None;
+    }
     // A start is no activity of the conversation's own (a resume after a
     // long pause starts too): only prompts and stops time the silence.
     if matches!(turn, Turn::Prompt | Turn::Stop) {
@@ -410,6 +462,16 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
             idle / 1000
         ));
     }
+    // An idle return the transcript has not settled yet.
+    if let Some(p) = &st.track.pending
+        && q.delivered_ms < p.at_ms
+    {
+        return Check::Unavailable(format!(
+            "the conversation returned from a silence past the host's idle threshold ({} s) and its transcript \
+             does not show yet what the host withdrew then",
+            q.idle_ms.unwrap_or(0) / 1000
+        ));
+    }
     match q.call_id {
         Some(id) if st.track.is_withdrawn(id) => {
             Check::Withdrawn("the host withdrew this result (its transcript says so)")
@@ -484,7 +546,8 @@ fn read_on(h: &mut Held, secret: &Secret) -> io::Result<(Option<String>, u64)> {
     }
     while let Some(nl) = memchr::memchr(b'\n', &new[pos..]) {
         let at = st.offset + pos as u64;
-        if st.track.apply(classify(&new[pos..pos + nl]), at) == Effect::All && ended.is_none() {
+        let fact = classify_in(&new[pos..pos + nl], st.track.pending.is_some());
+        if st.track.apply(fact, at) == Effect::All && ended.is_none() {
             ended = Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
         }
         pos += nl + 1;

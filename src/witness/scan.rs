@@ -48,6 +48,13 @@ pub enum Fact {
     Prompt(String),
     /// The assistant called these MCP tools (their tool-use ids).
     ToolUses(Vec<String>),
+    /// An assistant line, classified as such only while an idle return is
+    /// [`Pending`]: the MCP tool uses it holds, and what its
+    /// `message.context_management` says the host did to the request it
+    /// answers: `cut`, its `client_cut_tool_uses` (results the client's cut
+    /// records replaced in it; 0 when absent or null), and `edit`, whether
+    /// a clearing edit was sent to the API (`client_sent_*` fields).
+    Answer { tool_uses: Vec<String>, cut: u64, edit: bool },
 }
 
 /// Which markers a line holds, found in one pass over its quotes (a
@@ -65,6 +72,7 @@ struct Marks {
     tool_result: bool,
     tool_use: bool,
     mcp: bool,
+    assistant: bool,
 }
 
 fn marks(line: &[u8]) -> Marks {
@@ -84,6 +92,7 @@ fn marks(line: &[u8]) -> Marks {
             Some(b'a') => {
                 m.applied |= r.starts_with(b"\"applied_edits\"");
                 m.replay |= r.starts_with(b"\"api-request");
+                m.assistant |= r.starts_with(b"\"assistant\"");
             }
             Some(b'r') => m.rewound |= r.starts_with(b"\"rewound\""),
             Some(b'u') => m.user |= r.starts_with(b"\"user\""),
@@ -99,6 +108,13 @@ fn marks(line: &[u8]) -> Marks {
 /// parsed. A marker inside a string is escaped (`\"`), so a quoted marker
 /// is JSON structure.
 pub fn classify(line: &[u8]) -> Fact {
+    classify_in(line, false)
+}
+
+/// [`classify`], with assistant lines as [`Fact::Answer`] when `answers`
+/// (an idle return is pending; parsed only then, so the hot path does not
+/// parse every answer).
+pub fn classify_in(line: &[u8], answers: bool) -> Fact {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Fact::Nothing;
@@ -120,7 +136,8 @@ pub fn classify(line: &[u8]) -> Fact {
     // repeat both and are not the conversation.
     let prompt = !m.replay && m.user && !m.tool_result;
     let tool = !m.replay && m.tool_use && m.mcp;
-    if !(cut || cleared || rewound || compacted || prompt || tool) {
+    let answer = answers && !m.replay && m.assistant;
+    if !(cut || cleared || rewound || compacted || prompt || tool || answer) {
         return Fact::Nothing;
     }
     let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else { return Fact::NotJson };
@@ -156,7 +173,7 @@ pub fn classify(line: &[u8]) -> Fact {
     {
         return Fact::Prompt(u);
     }
-    if tool && ty == "assistant" {
+    if (tool || answer) && ty == "assistant" {
         let ids: Vec<String> = blocks
             .and_then(Value::as_array)
             .into_iter()
@@ -165,11 +182,48 @@ pub fn classify(line: &[u8]) -> Fact {
             .filter(|b| b.get("name").and_then(Value::as_str).is_some_and(|n| n.starts_with("mcp__")))
             .filter_map(|b| s(b, "id"))
             .collect();
+        if answer {
+            // Written by Claude Code on every answer once a cut or a
+            // clearing edit is in force (docs/DELIVERY.md §8); null before.
+            let cm = v.pointer("/message/context_management").and_then(Value::as_object);
+            let cut = cm.and_then(|m| m.get("client_cut_tool_uses")).map_or(0, |c| c.as_u64().unwrap_or(u64::MAX));
+            let edit = cm.is_some_and(|m| m.keys().any(|k| k.starts_with("client_sent_")));
+            return Fact::Answer { tool_uses: ids, cut, edit };
+        }
         if !ids.is_empty() {
             return Fact::ToolUses(ids);
         }
     }
     Fact::Nothing
+}
+
+/// An idle return (a prompt after the host's idle threshold) whose effect
+/// the transcript has not shown yet. Claude Code writes, in this order, the
+/// returning prompt, the `tool_results_cut` record of a cut made at its
+/// turn's start, and the answer to the turn's first request, whose
+/// `context_management` counts the cut results and names a clearing edit
+/// sent to the API (docs/DELIVERY.md §8, "the idle return, provisional").
+/// So once that answer is read the return is settled: its cut's exact ids
+/// were withdrawn, a clearing or a cut not named ends everything, and
+/// otherwise nothing was withdrawn. Until then, deliveries from before it
+/// back no stub.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The transcript's length when the prompt's hook ran: lines from here
+    /// on were written after the return.
+    pub from: u64,
+    /// Unix ms of the returning prompt: deliveries before it are in doubt.
+    pub at_ms: u64,
+    /// The host process that returned.
+    pub pid: u32,
+    /// Its prompt hooks since `from` (the return's and any later one), and
+    /// the prompt lines seen from `from` on: an answer before the last
+    /// prompt's line is an earlier turn's (its queued write flushed late),
+    /// which settles nothing (a later return's lines may still be queued).
+    pub due: u32,
+    pub seen: u32,
+    /// A cut record was seen from `from` on (its ids are withdrawn).
+    pub cut_seen: bool,
 }
 
 /// What the witness remembers of one conversation's transcript between
@@ -182,6 +236,9 @@ pub struct Track {
     pub tools: VecDeque<(String, u64)>,
     /// Tool-use ids the host withdrew.
     pub withdrawn: VecDeque<String>,
+    /// An idle return not settled yet.
+    #[serde(default)]
+    pub pending: Option<Pending>,
 }
 
 /// What applying a fact means for the conversation's deliveries.
@@ -196,10 +253,41 @@ pub enum Effect {
 impl Track {
     /// Apply `fact`, seen on the line that starts at byte `at`.
     pub fn apply(&mut self, fact: Fact, at: u64) -> Effect {
+        let effect = self.apply_fact(fact, at);
+        if effect == Effect::All {
+            // Every earlier delivery ends: the return is moot.
+            self.pending = None;
+        }
+        effect
+    }
+
+    fn apply_fact(&mut self, fact: Fact, at: u64) -> Effect {
+        let after = |p: &Option<Pending>| p.as_ref().is_some_and(|p| at >= p.from);
         match fact {
             Fact::Nothing => Effect::Some,
             Fact::NotJson | Fact::Cleared | Fact::Compacted => Effect::All,
-            Fact::Cut(ids) => self.withdraw(ids),
+            Fact::Cut(ids) => {
+                if after(&self.pending)
+                    && let Some(p) = self.pending.as_mut()
+                {
+                    p.cut_seen = true;
+                }
+                self.withdraw(ids)
+            }
+            Fact::Answer { tool_uses, cut, edit } => {
+                let settles = after(&self.pending) && self.pending.as_ref().is_some_and(|p| p.seen >= p.due.max(1));
+                let cut_seen = self.pending.as_ref().is_some_and(|p| p.cut_seen);
+                let effect = self.apply_fact(Fact::ToolUses(tool_uses), at);
+                if !settles {
+                    return effect;
+                }
+                self.pending = None;
+                // A clearing edit sent: the API may clear the oldest
+                // results on any later request, by count. A cut counted
+                // but not recorded after the return (or an older cut
+                // still in force): which ids, the witness cannot say.
+                if edit || (cut > 0 && !cut_seen) { Effect::All } else { effect }
+            }
             Fact::Rewound(cut) => {
                 // Only where the transcript shows the cut point: from that
                 // prompt on. Unknown (not said, or older than remembered):
@@ -213,6 +301,11 @@ impl Track {
                 self.withdraw(gone)
             }
             Fact::Prompt(u) => {
+                if after(&self.pending)
+                    && let Some(p) = self.pending.as_mut()
+                {
+                    p.seen = p.seen.saturating_add(1);
+                }
                 push_bounded(&mut self.prompts, (u, at), MAX_PROMPTS);
                 Effect::Some
             }
@@ -367,6 +460,98 @@ mod tests {
                 assert!(!t.is_withdrawn(k), "row {i}: {k} kept");
             }
         }
+    }
+
+    #[test]
+    fn answers_are_classified_only_while_a_return_is_pending() {
+        let null = r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"text","text":"ok"}],"context_management":null}}"#;
+        let cut = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"}],"context_management":{"applied_edits":[],"client_cut_tool_uses":18,"client_estimated_cleared_input_tokens":161}}}"#;
+        let sent = r#"{"type":"assistant","message":{"content":[],"context_management":{"applied_edits":[],"client_sent_trigger_tool_uses":29,"client_sent_keep_tool_uses":12}}}"#;
+        let odd = r#"{"type":"assistant","message":{"content":[],"context_management":{"client_cut_tool_uses":"x"}}}"#;
+        let replay = r#"{"type":"api-request-blob","message":{"role":"assistant","content":[]}}"#;
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Fact, Fact)> = vec![
+            (null, Fact::Nothing, Fact::Answer { tool_uses: vec![], cut: 0, edit: false }),
+            (cut, Fact::ToolUses(vec!["t1".into()]), Fact::Answer { tool_uses: vec!["t1".into()], cut: 18, edit: false }),
+            (sent, Fact::Nothing, Fact::Answer { tool_uses: vec![], cut: 0, edit: true }),
+            // A count that is not one: a cut of unknown size.
+            (odd, Fact::Nothing, Fact::Answer { tool_uses: vec![], cut: u64::MAX, edit: false }),
+            (replay, Fact::Nothing, Fact::Nothing),
+            // A clearing applied is a clearing, pending or not.
+            (r#"{"type":"assistant","message":{"context_management":{"applied_edits":[{"type":"clear_tool_uses_20250919"}]}}}"#, Fact::Cleared, Fact::Cleared),
+            (r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"x"}}"#, Fact::Prompt("u1".into()), Fact::Prompt("u1".into())),
+        ];
+        for (i, (line, idle, pending)) in rows.into_iter().enumerate() {
+            assert_eq!(classify_in(line.as_bytes(), false), idle, "row {i}");
+            assert_eq!(classify_in(line.as_bytes(), true), pending, "row {i}, pending");
+        }
+    }
+
+    #[test]
+    fn the_first_answer_after_an_idle_return_settles_it() {
+        let answer = |cut: u64, edit: bool| Fact::Answer { tool_uses: vec![], cut, edit };
+        let pending = || Track {
+            pending: Some(Pending { from: 100, at_ms: 5, pid: 1, due: 1, seen: 0, cut_seen: false }),
+            ..Track::default()
+        };
+        let p = |u: &str| Fact::Prompt(u.into());
+        // Rows: facts from the return on (at offsets), the last effect,
+        // still pending after, ids withdrawn.
+        #[rustfmt::skip]
+        type Row = (Vec<(Fact, u64)>, Effect, bool, &'static [&'static str]);
+        let rows: Vec<Row> = vec![
+            // The prompt, then an answer showing no cut and no edit: nothing withdrawn.
+            (vec![(p("u"), 100), (answer(0, false), 200)], Effect::Some, false, &[]),
+            // The cut record before the answer: its exact ids, nothing more.
+            (
+                vec![(p("u"), 100), (Fact::Cut(vec!["a".into()]), 150), (answer(1, false), 200)],
+                Effect::Some,
+                false,
+                &["a"],
+            ),
+            // A cut counted but not recorded after the return: all.
+            (vec![(p("u"), 100), (answer(18, false), 200)], Effect::All, false, &[]),
+            (
+                vec![(p("u"), 100), (Fact::Cut(vec!["a".into()]), 50), (answer(1, false), 200)],
+                Effect::All,
+                false,
+                &["a"],
+            ),
+            // A clearing edit sent (the API may clear later, by count): all.
+            (vec![(p("u"), 100), (answer(0, true), 200)], Effect::All, false, &[]),
+            (vec![(p("u"), 100), (Fact::Cleared, 200)], Effect::All, false, &[]),
+            // An answer before the return's prompt line is an earlier
+            // turn's, written late: it settles nothing.
+            (vec![(answer(0, false), 150)], Effect::Some, true, &[]),
+            (vec![(p("u"), 50), (answer(0, false), 150)], Effect::Some, true, &[]),
+            (vec![(p("u"), 100), (answer(0, false), 90)], Effect::Some, true, &[]),
+            // Lines that settle nothing.
+            (vec![(p("u"), 100), (Fact::ToolUses(vec!["t".into()]), 120)], Effect::Some, true, &[]),
+        ];
+        // Two prompt hooks since the return (a second return, or any
+        // prompt): the first turn's answer, flushed after the second hook,
+        // settles nothing; the one after the second prompt's line does.
+        let mut t = pending();
+        t.pending.as_mut().unwrap().due = 2;
+        assert_eq!(t.apply(p("u1"), 100), Effect::Some);
+        assert_eq!(t.apply(answer(0, false), 110), Effect::Some);
+        assert!(t.pending.is_some(), "the first turn's answer");
+        t.apply(p("u2"), 120);
+        t.apply(Fact::Cut(vec!["c".into()]), 130);
+        assert_eq!(t.apply(answer(1, false), 140), Effect::Some);
+        assert!(t.pending.is_none() && t.is_withdrawn("c"));
+        for (i, (facts, effect, still, gone)) in rows.into_iter().enumerate() {
+            let mut t = pending();
+            let e: Vec<Effect> = facts.into_iter().map(|(f, at)| t.apply(f, at)).collect();
+            assert_eq!(*e.last().unwrap(), effect, "row {i}");
+            assert_eq!(t.pending.is_some(), still, "row {i}");
+            for g in gone {
+                assert!(t.is_withdrawn(g), "row {i}: {g}");
+            }
+        }
+        // With no return pending an answer is an ordinary line.
+        let mut t = Track::default();
+        assert_eq!(t.apply(answer(18, true), 1), Effect::Some);
     }
 
     #[test]

@@ -82,10 +82,11 @@ def first_read_id(w, path):
     return None
 
 
-def idle_return(host, scen, flags, server_edit, live=False):
+def idle_return(host, scen, flags, server_edit, live=False, cut=True):
     """The four turns, then the checks. `live`: one host process over stream-json whose clock jumps
     between the second and third turn (the return is seen by `UserPromptSubmit`, not by a
-    resume's `SessionStart`); else one `-p` run per turn, resumed."""
+    resume's `SessionStart`); else one `-p` run per turn, resumed. `cut`: the flags make the host
+    withdraw (else the control: no flag, nothing withdrawn)."""
     tag = "%s/%s" % (host, scen)
     w = E.World("%s-%s" % (host, scen), mode="ledger")
     try:
@@ -138,6 +139,33 @@ def idle_return(host, scen, flags, server_edit, live=False):
 
         qs = [q for q in E.main_requests(w, sid) if prompts[2] in (q.get("prompt") or "")]
         back = qs[0] if qs else {}
+        lines = transcript_lines(w, sid)
+        if not server_edit:
+            # The order the provisional idle rule relies on (docs/DELIVERY.md §8): after the returning
+            # prompt, a cut record comes before the first answer, and that answer's
+            # context_management says what the host did to the request (null: nothing).
+            E.check("%s: the host's transcript orders the return: prompt, cut record (if any), first "
+                    "answer, which states the cut (or none)" % tag, *return_order(lines, prompts[2], cut))
+        if not cut:
+            E.check("%s: the host withdrew nothing: no tool_results_cut, no context_management, and the model's "
+                    "first request after the return holds %s and %s whole" % (tag, first, FILES[-1]),
+                    not any((l.get("attachment") or {}).get("type") == "tool_results_cut" for l in lines)
+                    and back and first in back.get("context_whole", []) and FILES[-1] in back.get("context_whole", []),
+                    json.dumps({"context_whole": back.get("context_whole"), "n": len(qs)}))
+            third = mcp[33] if len(mcp) > 33 else {}
+            # Its first answer may not be on disk yet when the re-read in that very answer is asked:
+            # withheld then (the return is not settled), else a stub. Both are true answers.
+            E.check("%s: leanctx: the re-read after the return is a stub, or withheld until the host's "
+                    "first answer is on disk (transcript-unavailable)" % tag,
+                    (E.lc(third).get("exit"), E.reason(third)) in ((0, "confirmed-delivery"),
+                                                                     (1, "transcript-unavailable")),
+                    E.summary(mcp[33:34]))
+            E.check("%s: leanctx: right after, %s and %s are stubs (the return settled: nothing withdrawn)"
+                    % (tag, first, FILES[-1]),
+                    [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[34:]] == [(0, "confirmed-delivery")] * 2,
+                    E.summary(mcp[34:]))
+            E.check_stubs_truthful(tag, w)
+            return
         old_id = first_read_id(w, first)
         if server_edit:
             edits = [e for e in ((back.get("context_management") or {}).get("edits") or [])
@@ -166,8 +194,12 @@ def idle_return(host, scen, flags, server_edit, live=False):
                 back and first not in back.get("context_whole", []) and FILES[-1] in back.get("context_whole", []),
                 json.dumps({"context_whole": back.get("context_whole"), "n": len(qs)}))
         third = mcp[33] if len(mcp) > 33 else {}
+        # Live, the return is provisional: withheld until the first answer is on disk
+        # (transcript-unavailable), then by the cut record's exact ids (withdrawn).
         E.check("%s: leanctx withholds the re-read after the idle return" % tag,
-                E.lc(third).get("exit") == 1 and E.reason(third) in ("compacted", "withdrawn"), E.summary(mcp[33:34]))
+                E.lc(third).get("exit") == 1 and E.reason(third) in (
+                    ("withdrawn", "transcript-unavailable") if live else ("compacted", "withdrawn")),
+                E.summary(mcp[33:34]))
         E.check("%s: oracle: the model got %s whole again, not a stub" % (tag, first),
                 len(res) > 33 and first in res[33].get("whole", []) and not res[33].get("unchanged"),
                 E.desc(res[33:34]))
@@ -176,20 +208,43 @@ def idle_return(host, scen, flags, server_edit, live=False):
         # the withdrawal record and ends only what it names), unless the host keeps asking the API
         # to clear: each answer then reports a clearing (a count, not which), and leanctx, which
         # cannot tell whether the new copy was among them, withholds. A file read only before the
-        # return is sent whole (the idle rule ended every earlier delivery).
-        want = [(1, "withdrawn") if server_edit else (0, "confirmed-delivery"), (1, "compacted")]
-        E.check("%s: leanctx: %s; %s withheld (compacted)" % (
+        # return: resumed, sent whole (the resume's idle rule ended every earlier delivery); live,
+        # a stub (the return settled by the cut record, which did not name it).
+        last = (0, "confirmed-delivery") if live else (1, "compacted")
+        want = [(1, "withdrawn") if server_edit else (0, "confirmed-delivery"), last]
+        E.check("%s: leanctx: %s; %s %s" % (
                     tag, "%s withheld again (withdrawn: the API's clearing names no ids)" % first if server_edit
-                    else "%s a stub on the copy sent after the return" % first, FILES[-1]),
+                    else "%s a stub on the copy sent after the return" % first, FILES[-1],
+                    "a stub (not cut)" if live else "withheld (compacted)"),
                 [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[34:]] == want, E.summary(mcp[34:]))
         got = res[34:]
-        E.check("%s: oracle: the model got %s, then %s whole" % (
-                    tag, "%s whole" % first if server_edit else "`[unchanged] %s`" % first, FILES[-1]),
+        E.check("%s: oracle: the model got %s, then %s" % (
+                    tag, "%s whole" % first if server_edit else "`[unchanged] %s`" % first,
+                    "`[unchanged] %s`" % FILES[-1] if live else "%s whole" % FILES[-1]),
                 len(got) == 2 and (first in got[0].get("whole", []) if server_edit else E.is_stub(got[0], first))
-                and FILES[-1] in got[1].get("whole", []), E.desc(got))
+                and (E.is_stub(got[1], FILES[-1]) if live else FILES[-1] in got[1].get("whole", [])), E.desc(got))
         E.check_stubs_truthful(tag, w)
     finally:
         w.close()
+
+
+def return_order(lines, prompt, cut):
+    """(ok, detail): in the transcript, the returning prompt's line, then (when `cut`) a
+    tool_results_cut, then the first assistant line, whose context_management counts the cut
+    (client_cut_tool_uses) or is null when nothing was cut."""
+    at = next((i for i, l in enumerate(lines) if l.get("type") == "user" and prompt in json.dumps(l.get("message"))),
+              None)
+    if at is None:
+        return False, "the returning prompt is not in the transcript"
+    after = lines[at + 1:]
+    ans = next((i for i, l in enumerate(after) if l.get("type") == "assistant"), None)
+    if ans is None:
+        return False, "no answer after the returning prompt"
+    cuts = [i for i, l in enumerate(after) if (l.get("attachment") or {}).get("type") == "tool_results_cut"]
+    cm = (after[ans].get("message") or {}).get("context_management")
+    counted = (cm or {}).get("client_cut_tool_uses") or 0
+    ok = (bool(cuts) and cuts[0] < ans and counted > 0) if cut else (not cuts and not counted)
+    return ok, json.dumps({"cut_at": cuts[:1], "answer_at": ans, "context_management": cm})[:400]
 
 
 def sc_idle_cut(host):
@@ -210,10 +265,17 @@ def sc_idle_cut_live(host):
     idle_return(host, "ledger-idle-cut-live", FLAGS_CUT, server_edit=False, live=True)
 
 
+def sc_idle_nocut_live(host):
+    """The control, live: no flag, so nothing is withdrawn at the return. The return is provisional
+    until the host's first answer is on disk, then the earlier deliveries back stubs again."""
+    idle_return(host, "ledger-idle-nocut-live", {}, server_edit=False, live=True, cut=False)
+
+
 def scenarios(e2e):
     """This module's scenarios for leanctx_e2e.SCENARIOS (`e2e`: that module, for its helpers)."""
     global E
     E = e2e
     return [("ledger-idle-cut", sc_idle_cut, ("claude",)),
             ("ledger-idle-server-edit", sc_idle_server_edit, ("claude",)),
-            ("ledger-idle-cut-live", sc_idle_cut_live, ("claude",))]
+            ("ledger-idle-cut-live", sc_idle_cut_live, ("claude",)),
+            ("ledger-idle-nocut-live", sc_idle_nocut_live, ("claude",))]

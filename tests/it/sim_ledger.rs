@@ -34,8 +34,12 @@
 //!   then; the transcript gets `last-prompt` `rewound` with the prompt's
 //!   uuid), and, in most chats, the idle cut: the first prompt after more
 //!   than 3,900 s of silence clears a share of the main window's results
-//!   (a `tool_results_cut` record with their ids, written late in half the
-//!   cases: after the turn's first question). The user steps away now and
+//!   (a `tool_results_cut` record naming every copy of them: a cut takes
+//!   the oldest results). At such a return the host's writes are late in
+//!   half the cases: the prompt line, the cut record and the first
+//!   request's answers reach the disk, in that order, after the turn's
+//!   first question; each answer carries the `context_management` Claude
+//!   Code stores (null, or the cut results in force). The user steps away now and
 //!   then (after a Claude chat's step): every chat between steps falls
 //!   silent for just under the product's 3,840 s, between it and the
 //!   host's 3,900 s, or past (up to 3 h), and each Claude chat comes back
@@ -474,15 +478,23 @@ struct Chat {
     /// Claude Code: the prompts of this context, each with the main window
     /// and who delivered each of its files as they stood then (a rewind
     /// to it restores them).
-    prompts: Vec<(String, Window, HashMap<&'static str, String>)>,
+    prompts: Vec<(String, Window, Held)>,
     /// Claude Code: the read whose result is the main window's copy.
-    held: HashMap<&'static str, String>,
+    /// Every read that gave it a whole copy still there, oldest first (a
+    /// cut takes the oldest results: one that takes a copy takes the
+    /// older copies of the file too, docs/DELIVERY.md §8).
+    held: Held,
     /// When the chat last acted (virtual ms): the host's idle clock.
     last_active: u64,
     /// Its host clears old results after a long silence.
     idle_cuts: bool,
-    /// A cut record the host has not written yet (its write is queued).
-    pending_cut: Option<String>,
+    /// Transcript lines the host has not written yet (its writes are
+    /// queued), in order; `queue_lines`: lines now go behind them.
+    queued: Vec<String>,
+    queue_lines: bool,
+    /// Results its cut records replaced that are still in force (every
+    /// answer's `context_management.client_cut_tool_uses`).
+    cuts_in_force: u64,
     /// Claude Code: its host process (a pseudo pid; a resume starts another).
     proc: u32,
     /// Back from a long silence: the next step is a prompt.
@@ -496,6 +508,9 @@ struct Chat {
     /// suites do not prove").
     two_processes: bool,
 }
+
+/// Per file, the reads whose whole copies the main window holds.
+type Held = HashMap<&'static str, Vec<String>>;
 
 struct World {
     sb: Sandbox,
@@ -628,9 +643,24 @@ impl World {
         self.st.hooks += 1;
     }
 
-    /// Append one line to a Claude chat's transcript.
-    fn write_line(&self, c: usize, line: &Value) {
+    /// Append one line to a Claude chat's transcript (behind the queued
+    /// ones while the host's writes are queued).
+    fn write_line(&mut self, c: usize, line: &Value) {
         use std::io::Write;
+        if self.trace {
+            let mut shown = line.to_string();
+            shown.truncate(160);
+            eprintln!(
+                "t={} line {} {}: {shown}",
+                self.t,
+                self.chats[c].id,
+                if self.chats[c].queue_lines { "queued" } else { "written" }
+            );
+        }
+        if self.chats[c].queue_lines {
+            self.chats[c].queued.push(line.to_string());
+            return;
+        }
         let mut f = std::fs::OpenOptions::new().append(true).open(self.transcript(c)).unwrap();
         writeln!(f, "{line}").unwrap();
     }
@@ -648,46 +678,65 @@ impl World {
 
     /// A Claude Code prompt. After more than 3,900 s of silence a chat
     /// whose host cuts clears a share of the main window's results: the
-    /// oracle's window loses them at once; the transcript's record of it is
-    /// written late in half the cases (after the turn's first question: the
-    /// queued write of docs/DELIVERY.md §8).
+    /// oracle's window loses them at once. At such a return the host's
+    /// writes are queued in half the cases (docs/DELIVERY.md §8: in the live
+    /// run nothing of the turn was on disk at its first `PreToolUse`; in the
+    /// resumed run the cut record was): the prompt line, the cut record and
+    /// the first request's answers then reach the disk in that order after
+    /// the turn's first question.
     fn prompt(&mut self, c: usize, idle_since: u64) {
+        // An earlier turn's queued writes reached the disk long before
+        // this prompt (within the turn, in the study's runs).
+        self.flush(c);
         let now = self.t;
-        if self.chats[c].idle_cuts && now.saturating_sub(idle_since) > 3_900_000 {
-            let mut held: Vec<(&'static str, String)> =
+        let host_return = now.saturating_sub(idle_since) > 3_900_000;
+        let mut cut = None;
+        if self.chats[c].idle_cuts && host_return {
+            let mut held: Vec<(&'static str, Vec<String>)> =
                 self.chats[c].held.iter().map(|(f, i)| (*f, i.clone())).collect();
             held.sort();
             let mut ids = Vec::new();
-            for (file, id) in held {
+            for (file, copies) in held {
                 if self.episodes.chance(self.knobs.idle_cut_share) {
                     let chat = &mut self.chats[c];
                     chat.window.remove(file);
                     chat.held.remove(file);
-                    ids.push(id);
+                    ids.extend(copies);
                 }
             }
             if !ids.is_empty() {
                 self.st.idle_cuts += 1;
                 self.st.cut_results += ids.len() as u64;
-                let line = json!({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ids,
-                    "standIn": "[Old tool result content cleared]"}});
-                self.chats[c].pending_cut = Some(line.to_string());
+                self.chats[c].cuts_in_force += ids.len() as u64;
+                cut = Some(json!({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ids,
+                    "standIn": "[Old tool result content cleared]"}}));
             }
         }
         self.hook(c, "UserPromptSubmit", json!({"prompt": "SECRET-PROMPT"}), Kind::Other, None);
+        // Late in half the cases: drawn from the episode stream after a
+        // cut (as before returns without one were modeled), else from the
+        // time, so the fixed seeds' episodes stay as they were.
+        let late = match &cut {
+            Some(_) => !self.episodes.chance(0.5),
+            None => host_return && (now ^ self.seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63 == 1,
+        };
+        self.chats[c].queue_lines |= late;
         let uuid = self.uid("prompt-");
         let chat = &self.chats[c];
         let line = json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "SECRET-PROMPT"}});
         let snapshot = (uuid, chat.window.clone(), chat.held.clone());
         self.write_line(c, &line);
         self.chats[c].prompts.push(snapshot);
-        if self.chats[c].pending_cut.is_some() && self.episodes.chance(0.5) {
-            self.flush_cut(c);
+        if let Some(cut) = cut {
+            self.write_line(c, &cut);
         }
     }
 
-    fn flush_cut(&mut self, c: usize) {
-        if let Some(line) = self.chats[c].pending_cut.take() {
+    /// The host's queued lines reach the disk.
+    fn flush(&mut self, c: usize) {
+        let chat = &mut self.chats[c];
+        chat.queue_lines = false;
+        for line in std::mem::take(&mut chat.queued) {
             self.write_line(c, &serde_json::from_str(&line).unwrap());
         }
     }
@@ -713,7 +762,7 @@ impl World {
         if sub.is_none() {
             let held = &mut self.chats[c].held;
             if whole {
-                held.insert(file, id.to_string());
+                held.entry(file).or_default().push(id.to_string());
             } else {
                 held.remove(file);
             }
@@ -755,8 +804,14 @@ impl World {
         let ev = if host == H::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
         self.hook(c, ev, extra, Kind::Pre, task.as_deref());
         if host == H::Claude && sub.is_none() {
+            // Claude Code 2.1.328 stores the request's context management
+            // on each answer: null, or the results its cut records replaced
+            // (tests/fixtures/payloads/withdrawal/claude/idle-cut*).
+            let n = self.chats[c].cuts_in_force;
+            let cm = if n == 0 { Value::Null } else { json!({"applied_edits": [], "client_cut_tool_uses": n}) };
             let line = json!({"type": "assistant", "uuid": self.uid("a-"), "message": {"role": "assistant",
-                "content": [{"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
+                "content": [{"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}],
+                "context_management": cm}});
             self.write_line(c, &line);
         }
     }
@@ -820,9 +875,9 @@ impl World {
         if let Some(a) = fault {
             restore(&self.sb.data, a);
         }
-        // The host's queued cut record reaches the disk only now.
+        // The host's queued lines reach the disk only now.
         if host == H::Claude {
-            self.flush_cut(c);
+            self.flush(c);
         }
         let chat = &self.chats[c];
         let fresh = sub.as_deref().and_then(|s| chat.subs.iter().find(|x| x.raw == s)).and_then(|x| x.fresh.clone());
@@ -1034,13 +1089,20 @@ impl World {
             }
             Op::Prompt => self.prompt(c, idle_since),
             Op::Resume(p) => {
-                let (window, held, prompts, history, last) = {
+                let (window, held, prompts, history, last, cuts) = {
                     let p = &self.chats[p];
-                    (p.window.clone(), p.held.clone(), p.prompts.clone(), p.history.clone(), p.last_active)
+                    (
+                        p.window.clone(),
+                        p.held.clone(),
+                        p.prompts.clone(),
+                        p.history.clone(),
+                        p.last_active,
+                        p.cuts_in_force,
+                    )
                 };
                 let chat = &mut self.chats[c];
-                (chat.window, chat.held, chat.prompts, chat.history, chat.last_active) =
-                    (window, held, prompts, history, last);
+                (chat.window, chat.held, chat.prompts, chat.history, chat.last_active, chat.cuts_in_force) =
+                    (window, held, prompts, history, last, cuts);
                 let silent = self.t.saturating_sub(last) / 1000;
                 let extra = json!({"source": "resume", "seconds_since_last_response": silent});
                 self.hook(c, "SessionStart", extra, Kind::Other, None);
@@ -1104,7 +1166,9 @@ impl World {
             held: HashMap::new(),
             last_active: p.last_active,
             idle_cuts: p.idle_cuts,
-            pending_cut: None,
+            queued: Vec::new(),
+            queue_lines: false,
+            cuts_in_force: 0,
             proc,
             returning: false,
             away_until: 0,
@@ -1221,7 +1285,7 @@ impl World {
                 chat.window.clear();
                 chat.held.clear();
                 chat.prompts.clear();
-                chat.pending_cut = None;
+                (chat.queued, chat.queue_lines, chat.cuts_in_force) = (Vec::new(), false, 0);
                 chat.two_processes = false;
                 chat.proc += 1_000;
                 chat.subs.clear();
@@ -1362,7 +1426,7 @@ impl World {
                 chat.window.clear();
                 chat.held.clear();
                 chat.prompts.clear();
-                chat.pending_cut = None;
+                (chat.queued, chat.queue_lines, chat.cuts_in_force) = (Vec::new(), false, 0);
                 chat.two_processes = false;
                 self.hook_op(c, "SessionStart", json!({"source": "clear"}), Kind::Other);
             }
@@ -1433,7 +1497,9 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
             held: HashMap::new(),
             last_active: w.t,
             idle_cuts,
-            pending_cut: None,
+            queued: Vec::new(),
+            queue_lines: false,
+            cuts_in_force: 0,
             proc,
             returning: false,
             away_until: 0,
@@ -1690,7 +1756,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         if rng::count("LEANCTX_SIM_STEPS", 350, 700) == 350 {
             // The CI run's figures (RELIABILITY.md), deterministic: floors
             // a little under what they measure.
-            for (h, floor) in [(H::Claude, 86.0), (H::Codex, 94.0), (H::Cursor, 91.0), (H::CodeBuddy, 75.0)] {
+            for (h, floor) in [(H::Claude, 94.0), (H::Codex, 94.0), (H::Cursor, 91.0), (H::CodeBuddy, 75.0)] {
                 let hs = &f.hosts[&h];
                 let share = pct(hs.safe_allowed, hs.safe);
                 assert!(share >= floor && hs.questions >= 190, "fixed seeds: {}: {share:.1}% {hs:?}", h.name());
@@ -1702,10 +1768,11 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     }
     if s.seeds >= 100 {
         // Not the issue's 90 % on Claude Code: with its withdrawals modeled
-        // the 200-seed run allows 83.1 % (RELIABILITY.md, "With
-        // withdrawals": the idle rule, per-process windows). Held here so
-        // it cannot fall further unseen; the other hosts meet the issue.
-        assert_floors("all seeds", &s, 82.0);
+        // the 200-seed run allows 86.5 % (RELIABILITY.md, "With
+        // withdrawals": the idle rule where it stays blanket, per-process
+        // windows). Held here so it cannot fall further unseen; the other
+        // hosts meet the issue.
+        assert_floors("all seeds", &s, 85.0);
     }
     // The large run RELIABILITY.md cites (seeds 1–200 × 700 steps: it
     // replays exactly): its figures, when it is the run being made.
@@ -1713,13 +1780,13 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         && s.seeds == 200
         && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
     if published {
-        for (h, floor) in [(H::Claude, 83.0), (H::Codex, 91.4), (H::Cursor, 81.0), (H::CodeBuddy, 80.1)] {
+        for (h, floor) in [(H::Claude, 86.4), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
             let hs = &s.hosts[&h];
             assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
         }
         let questions: u64 = s.hosts.values().map(|h| h.questions).sum();
-        assert!(questions >= 23_229 && s.hooks >= 78_851 && s.compactions >= 2_201, "{}", report("seeds 1-200", &s));
-        assert!(s.idle_cuts >= 150 && s.rewinds >= 429 && s.second_processes >= 179, "{}", report("seeds 1-200", &s));
+        assert!(questions >= 23_231 && s.hooks >= 78_822 && s.compactions >= 2_197, "{}", report("seeds 1-200", &s));
+        assert!(s.idle_cuts >= 151 && s.rewinds >= 425 && s.second_processes >= 177, "{}", report("seeds 1-200", &s));
     }
     let Some(s) = fixed else { return };
     let reasons = s.reasons();

@@ -398,3 +398,84 @@ fn mkfifo(p: &Path) {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
 }
+
+fn answer(cm: &str) -> String {
+    format!(
+        r#"{{"type":"assistant","uuid":"a","message":{{"content":[{{"type":"text","text":"ok"}}],"context_management":{cm}}}}}"#
+    )
+}
+
+/// An idle return of a conversation's only host process is provisional
+/// (docs/DELIVERY.md §8): earlier deliveries back no stub until the host's
+/// first answer after the returning prompt is on disk, and then as that
+/// answer and the lines before it say. Before, every return ended every
+/// earlier delivery, cut or not.
+#[test]
+fn an_idle_return_of_one_process_is_settled_by_the_hosts_first_answer() {
+    let back = T0 + 10 + IDLE + 1;
+    // Rows: lines the host writes after the returning prompt's hook, then
+    // the answers for t1 and t2 (each delivered before the return).
+    #[rustfmt::skip]
+    type Row = (&'static str, Vec<String>, fn(&Check) -> bool, fn(&Check) -> bool);
+    let present: fn(&Check) -> bool = |c| *c == Check::Present;
+    let withdrawn: fn(&Check) -> bool = |c| matches!(c, Check::Withdrawn(_));
+    let ended: fn(&Check) -> bool = |c| matches!(c, Check::EndedAll(_));
+    let rows: Vec<Row> = vec![
+        ("nothing on disk yet", vec![], unavailable, unavailable),
+        ("the prompt only", vec![prompt("u2")], unavailable, unavailable),
+        ("no cut, no edit", vec![prompt("u2"), answer("null")], present, present),
+        (
+            "the cut record, then the answer counting it",
+            vec![
+                prompt("u2"),
+                r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["t1"]}}"#.into(),
+                answer(r#"{"applied_edits":[],"client_cut_tool_uses":1}"#),
+            ],
+            withdrawn,
+            present,
+        ),
+        // Every delivery ends, once: the journal records it (`ends`).
+        (
+            "a cut counted, no record",
+            vec![prompt("u2"), answer(r#"{"applied_edits":[],"client_cut_tool_uses":18}"#)],
+            ended,
+            present,
+        ),
+        (
+            "a clearing edit sent",
+            vec![prompt("u2"), answer(r#"{"applied_edits":[],"client_sent_keep_tool_uses":12}"#)],
+            ended,
+            present,
+        ),
+        // An earlier turn's answer flushed late, before the prompt line.
+        ("an answer before the prompt line", vec![answer("null"), prompt("u2")], unavailable, unavailable),
+    ];
+    for (what, lines, t1, t2) in rows {
+        let w = W::new();
+        w.turn_by(Turn::Prompt, T0, Some(7));
+        w.append(&[&prompt("u1"), &tool_use("t1"), &tool_use("t2")]);
+        w.turn_by(Turn::Stop, T0 + 10, Some(7));
+        assert!(!w.turn_by(Turn::Prompt, back, Some(7)), "{what}: nothing ends at the return itself");
+        w.append(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let a1 = w.ask_by("t1", T0 + 1, back + 5, Some(7));
+        let a2 = w.ask_by("t2", T0 + 2, back + 6, Some(7));
+        assert!(t1(&a1) && t2(&a2), "{what}: {a1:?} {a2:?}");
+        assert_eq!(w.ends.get(), ended(&a1) as u32, "{what}");
+        // A delivery after the return is not in doubt.
+        assert_eq!(w.ask_by("t9", back + 1, back + 7, Some(7)), Check::Present, "{what}");
+    }
+    // Not provisional: a second process of the session known to the
+    // witness (its answers could be the ones on disk), a process not named,
+    // or a turn of another process while a return is pending.
+    let w = W::new();
+    w.turn_by(Turn::Prompt, T0, Some(7));
+    w.turn_by(Turn::Start { idle_s: Some(0) }, T0, Some(8));
+    assert!(w.turn_by(Turn::Prompt, back, Some(7)), "two processes");
+    let w = W::new();
+    w.turn(Turn::Prompt, T0);
+    assert!(w.turn(Turn::Prompt, back), "no CLAUDE_PID");
+    let w = W::new();
+    w.turn_by(Turn::Prompt, T0, Some(7));
+    assert!(!w.turn_by(Turn::Prompt, back, Some(7)));
+    assert!(w.turn_by(Turn::Stop, back + 1, Some(8)), "another process while pending");
+}
