@@ -186,6 +186,15 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     };
     leanctx::witness::on_turn(dir, &b, std::time::Instant::now() + Duration::from_secs(1), |_| Ok(()))
         .unwrap_or_else(|e| crate::fail(&format!("witness: {e}")));
+    // The asking call's own tool use, as the host writes it before the call:
+    // a stub question waits until the transcript shows it (docs/DELIVERY.md §8).
+    {
+        use std::io::Write as _;
+        let line = serde_json::json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": claude_call_id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
+        let mut f = std::fs::OpenOptions::new().append(true).open(&transcript).expect("transcript");
+        writeln!(f, "{line}").unwrap_or_else(|e| crate::fail(&format!("transcript: {e}")));
+    }
     let window = format!("proc:{BENCH_HOST_PID}");
     let call_ref = leanctx::state::ledger::id_ref(&claude_call_id);
     let key = secret().name("key", "README.md");

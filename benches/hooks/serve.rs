@@ -40,6 +40,16 @@ fn call_line(id: usize, tool_use: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The host writes the call's tool use to its transcript before it makes
+/// the call (a stub question waits until it shows: docs/DELIVERY.md §8).
+fn host_writes(transcript: &Path, tool_use: &str) {
+    use std::io::Write as _;
+    let line = serde_json::json!({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": tool_use, "name": "mcp__leanctx__read", "input": {}}]}});
+    let mut f = std::fs::OpenOptions::new().append(true).open(transcript).expect("transcript");
+    writeln!(f, "{line}").expect("transcript");
+}
+
 fn record_call(j: &Journal, t: u64, tool_use: &str) {
     let key = format!("bench-{tool_use}");
     let rec = Record::Call(Call {
@@ -109,6 +119,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         std::fs::write(&file, &v1).expect("file");
         let id = format!("toolu_b{i}a");
         record_call(&j, t0, &id);
+        host_writes(&transcript, &id);
         let s = Instant::now();
         let a = server.line(&call_line(i, &id));
         let d_first = s.elapsed();
@@ -117,6 +128,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         // A re-read: a stub.
         let id = format!("toolu_b{i}b");
         record_call(&j, t0, &id);
+        host_writes(&transcript, &id);
         let s = Instant::now();
         let a = server.line(&call_line(i, &id));
         let d_stub = s.elapsed();
@@ -125,6 +137,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         std::fs::write(&file, &v2).expect("file");
         let id = format!("toolu_b{i}c");
         record_call(&j, t0, &id);
+        host_writes(&transcript, &id);
         let s = Instant::now();
         let a = server.line(&call_line(i, &id));
         let d_diff = s.elapsed();

@@ -27,12 +27,19 @@ use crate::state::ledger::{self, Confirmation, Content, InputError};
 use crate::stats::{Kind, Outcome, Via};
 use crate::witness::{self, Check};
 use serde::Serialize;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Journal reads after the first one for one stub question, each after
 /// the witness answered (see [`ReadPath::stub_with_base`]). A second read
 /// settles it unless the newest delivery itself changed meanwhile.
 const MAX_REDECIDE: usize = 2;
+
+/// How long a stub question waits for the host's transcript to show the
+/// asking call ([`Check::NotYet`]), and how often it looks: Claude Code
+/// drains its transcript queue every 100 ms, so a line is usually late by
+/// less; past the wait the stub is withheld (docs/DELIVERY.md §8).
+const CATCH_UP_WAIT: Duration = Duration::from_millis(1000);
+const CATCH_UP_POLL: Duration = Duration::from_millis(10);
 
 /// A journal reader's position ([`Reader::position`]).
 type JournalAt = Option<((u64, u64), u64)>;
@@ -265,7 +272,7 @@ impl ReadPath {
             #[cfg(test)]
             tests::BEFORE_WITNESS.with_borrow(|f| f.as_ref().map(|f| f()));
             let asked = ans.delivery.as_ref().map(|d| d.call_ref.clone());
-            if !self.ask_witness(&mut ans, now, deadline) {
+            if !self.ask_witness(&mut ans, call, now, deadline) {
                 break;
             }
             let Some((again, lc_again, at_again)) = decide(at) else { break };
@@ -439,7 +446,7 @@ impl ReadPath {
     /// results without a hook stands only if its transcript, read on from
     /// where the last question stopped, does not show it gone.
     /// Whether the witness was asked and found the delivery present.
-    fn ask_witness(&self, ans: &mut LedgerAnswer, now: u64, deadline: Instant) -> bool {
+    fn ask_witness(&self, ans: &mut LedgerAnswer, call: &McpCall, now: u64, deadline: Instant) -> bool {
         let Some(seen) = &ans.delivery else { return false };
         let profile = crate::hosts::profile::profile(seen.host);
         if !profile.transcript_witness {
@@ -457,9 +464,27 @@ impl ReadPath {
             now,
             idle_ms: profile.idle_clear_ms,
             proc: self.host_pid(),
+            // A subagent's calls go to its own transcript, not this one.
+            asking: call.claude_tool_use_id().filter(|_| {
+                ans.caller
+                    .scope
+                    .as_deref()
+                    .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Conversation | ScopeKind::Custom))
+            }),
         };
-        let (reason, why) = match witness::check(dir, &q, deadline, end_all) {
+        let wait_end = Instant::now() + CATCH_UP_WAIT;
+        let check = || witness::check(dir, &q, deadline.max(wait_end), end_all);
+        let mut answer = check();
+        while answer == Check::NotYet && Instant::now() < wait_end {
+            std::thread::sleep(CATCH_UP_POLL);
+            answer = check();
+        }
+        let (reason, why) = match answer {
             Check::Present => return true,
+            Check::NotYet => (
+                Reason::TranscriptUnavailable,
+                format!("the transcript did not show this call within {} ms", CATCH_UP_WAIT.as_millis()),
+            ),
             Check::Withdrawn(why) => (Reason::Withdrawn, why.to_string()),
             Check::EndedAll(why) => (Reason::Withdrawn, why),
             Check::Unavailable(why) => (Reason::TranscriptUnavailable, why),
@@ -482,7 +507,7 @@ impl ReadPath {
         if !crate::hosts::profile::profile(host).transcript_witness {
             return;
         }
-        let q = witness::Question { host, conv, call_id: None, delivered_ms: now, now, idle_ms: None, proc: None };
+        let q = witness::Question::catch_up(host, conv, now);
         let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
         let _ = witness::check(dir, &q, Instant::now() + READ_WAIT, end_all);
     }

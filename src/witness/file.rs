@@ -3,6 +3,7 @@
 //! the ids and offsets of [`Track`], the last turn's time; never content),
 //! and the host's transcript, read from the saved offset on.
 
+pub use super::ask::{Check, Question};
 use super::held::{self, Held};
 use super::scan::{Effect, Pending, Track, classify_in};
 use crate::base::fingerprint::sha256_hex;
@@ -91,22 +92,6 @@ impl State {
         }
         self.procs.push((pid, t));
     }
-}
-
-/// The witness's answer for one delivery.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Check {
-    /// Nothing in the transcript withdraws it.
-    Present,
-    /// The host withdrew this very result (cut, rewound).
-    Withdrawn(&'static str),
-    /// Every delivery of the conversation so far ended (a clearing, a
-    /// compaction, a replaced or unreadable transcript), now recorded in
-    /// the journal.
-    EndedAll(String),
-    /// The transcript cannot be read, or not all of it in the budget: no
-    /// proof either way.
-    Unavailable(String),
 }
 
 fn name(host: Host, conv: &str) -> String {
@@ -348,22 +333,6 @@ fn forget_old(wdir: &Path, now: u64) {
     }
 }
 
-/// One stub question to the witness: the delivery that would back it.
-#[derive(Clone, Debug)]
-pub struct Question<'a> {
-    pub host: Host,
-    /// The delivery's conversation.
-    pub conv: &'a str,
-    /// Its call's tool-use id (`None`: a delivery named otherwise).
-    pub call_id: Option<&'a str>,
-    pub delivered_ms: u64,
-    pub now: u64,
-    /// The host's idle threshold ([`crate::hosts::profile::HostProfile::idle_clear_ms`]).
-    pub idle_ms: Option<u64>,
-    /// The asking host process (the server's parent), if known.
-    pub proc: Option<u32>,
-}
-
 /// Read what the host appended to the conversation's transcript since the
 /// last question, and say whether the delivery `q` names is still in the
 /// context. When every delivery ends, `end_all` records it (a compaction
@@ -476,6 +445,7 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
         Some(id) if st.track.is_withdrawn(id) => {
             Check::Withdrawn("the host withdrew this result (its transcript says so)")
         }
+        _ if !st.track.caught_up(q.asking) => Check::NotYet,
         _ => Check::Present,
     }
 }

@@ -132,6 +132,10 @@ fn session(sb: &Sandbox, i: usize) -> (String, PathBuf) {
     let s = format!("S{i}");
     let t = crate::ledger::claude_turn(sb, &s);
     append(&t, lines(&s).as_bytes());
+    // The baseline's calls, as the host writes them before making them.
+    for id in ["toolu_1", "toolu_2"] {
+        crate::support::host_writes_call(&t, id);
+    }
     (s, t)
 }
 

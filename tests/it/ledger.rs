@@ -170,6 +170,12 @@ impl Replayer<'_> {
             hook["tool_use_id"] = json!(id);
             hook["tool_input"] = json!({ "path": path });
             self.sb.hook(self.host, hook.to_string()).ok();
+            if self.host == "claude-code"
+                && pre.get("agent_id").is_none()
+                && let Some(t) = pre["transcript_path"].as_str()
+            {
+                crate::support::host_writes_call(Path::new(t), &id);
+            }
             let c = self.write(&format!("q{}.json", self.fresh), &reread(call, &id, &path, window));
             let o = self.sb.cmd(["stub", "--call", c.to_str().unwrap(), "--key", &path, "--version", "v1"]).run();
             assert!(o.code == 0 || o.code == 1, "stub: {o:?}");
@@ -351,7 +357,7 @@ pub fn claude_turn(sb: &Sandbox, session: &str) -> PathBuf {
 
 /// A Claude call with its PreToolUse recorded, ready for `stub`.
 fn claude_call(sb: &Sandbox, session: &str, id: &str, path: &str) -> PathBuf {
-    claude_turn(sb, session);
+    crate::support::host_writes_call(&claude_turn(sb, session), id);
     let pre = json!({
         "session_id": session, "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
         "tool_input": {"path": path}, "tool_use_id": id, "transcript_path": "/t.jsonl", "cwd": "/p"

@@ -107,7 +107,9 @@ fn structured_content_sent_as_its_own_text_is_confirmed() {
                 "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
         )
     };
-    crate::ledger::claude_turn(&sb, "C");
+    let t = crate::ledger::claude_turn(&sb, "C");
+    crate::support::host_writes_call(&t, "toolu_1");
+    crate::support::host_writes_call(&t, "toolu_2");
     sb.hook("claude-code", pre("toolu_1").to_string()).ok();
     stub(&sb, &ccall("toolu_1"), "a.rs", Some(&res));
     let batch = json!({"session_id": "C", "hook_event_name": "PostToolBatch", "tool_calls": [{"tool_name":

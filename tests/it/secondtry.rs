@@ -72,7 +72,8 @@ fn every_command_reports_a_failed_write_and_never_aborts() {
 fn stub_says_serve_or_send_and_that_the_delivery_was_recorded() {
     let sb = Sandbox::new();
     // Claude Code's turn hook names the transcript, the stub's second witness.
-    crate::ledger::claude_turn(&sb, "s1");
+    let t = crate::ledger::claude_turn(&sb, "s1");
+    crate::support::host_writes_call(&t, "toolu_1");
     let pre = json!({"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
         "tool_input": {"path": "a.rs"}, "tool_use_id": "toolu_1", "transcript_path": "/t.jsonl", "cwd": "/p"});
     sb.hook("claude-code", pre.to_string()).ok();

@@ -24,6 +24,7 @@ fn claude_call(sb: &Sandbox, session: &str, id: &str, path: &str) -> PathBuf {
     }
     let turn = json!({"session_id": session, "hook_event_name": "UserPromptSubmit", "transcript_path": t, "cwd": "/p"});
     sb.hook("claude-code", turn.to_string()).ok();
+    crate::support::host_writes_call(&t, id);
     let pre = json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
         "tool_input": {"path": path}, "tool_use_id": id, "cwd": "/p"});
     sb.hook("claude-code", pre.to_string()).ok();

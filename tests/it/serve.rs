@@ -130,7 +130,10 @@ pub fn is_stub(result: &Value) -> bool {
 /// Claude Code's PreToolUse for a `read` call; the `_meta` its call carries.
 pub fn claude_pre(sb: &Sandbox, session: &str, agent: Option<&str>, id: &str, path: &str) -> Value {
     // The turn's prompt hook names the session's transcript (the stub's second witness).
-    crate::ledger::claude_turn(sb, session);
+    let t = crate::ledger::claude_turn(sb, session);
+    if agent.is_none() {
+        crate::support::host_writes_call(&t, id);
+    }
     let mut pre = json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "mcp__leanctx__read",
         "tool_input": {"path": path}, "tool_use_id": id, "transcript_path": "/t.jsonl", "cwd": "/p"});
     if let Some(a) = agent {

@@ -2047,6 +2047,9 @@ fn a_cursor_call_whose_hook_died_claims_a_claude_record_and_its_stub() {
         json!({"hook_event_name": "SessionStart", "session_id": "A", "source": "startup", "transcript_path": transcript}),
         None,
     );
+    for id in ["toolu_1", "toolu_2"] {
+        crate::support::host_writes_call(&transcript, id);
+    }
     at(&sb, "cursor", t, json!({"hook_event_name": "sessionStart", "conversation_id": "C"}), None);
     // Claude reads c.rs; PostToolBatch confirms it whole.
     assert_eq!(claude_read(t + 10, "toolu_1").decision.reason.as_str(), "not-delivered");

@@ -23,6 +23,16 @@ pub fn payload(rel: &str) -> String {
 /// Make a directory leanctx would accept as its data dir: 0700 on Unix
 /// (a temp dir's mode depends on the umask). On Windows there are no modes
 /// to set: the temp dir is in the user's profile, whose ACL is the check.
+/// Claude Code writes a main-agent call's tool use to the session's
+/// transcript before it makes the call; a stub question for the call waits
+/// until the transcript shows it (docs/DELIVERY.md §8).
+pub fn host_writes_call(transcript: &Path, id: &str) {
+    let line = serde_json::json!({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": id, "name": "mcp__leanctx__read", "input": {}}]}});
+    let mut f = std::fs::OpenOptions::new().append(true).open(transcript).unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
 pub fn make_private(p: &Path) {
     #[cfg(unix)]
     {

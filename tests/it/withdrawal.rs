@@ -85,8 +85,10 @@ fn host_pid() -> u32 {
 /// queued write of docs/DELIVERY.md §8, "the race"). `named`: the hooks
 /// name their host process (`CLAUDE_PID`, as the live host does), the one
 /// the stub questions come from (the test process's parent: `stub`'s
-/// caller stands for the MCP server, its parent for the host).
-fn replay(scenario: &str, lag_ms: u64, named: bool) -> Tally {
+/// caller stands for the MCP server, its parent for the host). `queued`:
+/// a rewind's record and every line after it are late by `lag_ms` too, as
+/// Claude Code's transcript queue writes them (in order, same section).
+fn replay(scenario: &str, lag_ms: u64, named: bool, queued: bool) -> Tally {
     let d = dir(scenario);
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join("transcript.jsonl");
@@ -121,7 +123,7 @@ fn replay(scenario: &str, lag_ms: u64, named: bool) -> Tally {
             _ => None,
         })
         .collect();
-    let mut last = 0;
+    let (mut last, mut behind) = (0, false);
     for line in std::fs::read_to_string(d.join("transcript.jsonl")).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         let mut t = v["timestamp"].as_str().map(iso_ms).unwrap_or(last).max(last);
@@ -130,7 +132,8 @@ fn replay(scenario: &str, lag_ms: u64, named: bool) -> Tally {
             t = h + 1;
         }
         last = t;
-        let late = line.contains("\"tool_results_cut\"") || line.contains("\"applied_edits\"");
+        behind |= queued && line.contains("\"rewound\"");
+        let late = line.contains("\"tool_results_cut\"") || line.contains("\"applied_edits\"") || behind;
         if late {
             t += lag_ms;
         }
@@ -220,8 +223,12 @@ fn replay(scenario: &str, lag_ms: u64, named: bool) -> Tally {
 #[test]
 fn every_withdrawal_fixture_replays_with_no_wrong_stub() {
     #[rustfmt::skip]
-    let rows: [(&str, u64, bool, &str); 10] = [
+    let rows: [(&str, u64, bool, &str); 11] = [
         ("rewind", 0, false, "withdrawn"),
+        // The rewind's record, and the next turn's lines queued after it,
+        // reach the disk after the question: it waits for its own call's
+        // line, then withholds (before, the stub was served: e2e claude/serve).
+        ("rewind", 60_000, false, "transcript-unavailable"),
         ("idle-cut", 0, false, "compacted"),
         ("idle-cut-interactive", 0, false, "compacted"),
         ("idle-server-edit", 0, false, "compacted"),
@@ -243,7 +250,7 @@ fn every_withdrawal_fixture_replays_with_no_wrong_stub() {
         if named && !cfg!(unix) {
             continue;
         }
-        let t = replay(scenario, lag, named);
+        let t = replay(scenario, lag, named, scenario == "rewind");
         eprintln!("{scenario} (lag {lag} ms): {t:?}");
         assert!(t.wrong.is_empty(), "{scenario}: wrong stubs {:#?}", t.wrong);
         assert!(t.rereads >= 1, "{scenario}: {t:?}");
@@ -282,6 +289,11 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
             "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}),
         );
         assert_eq!(host.run(&["hook", "claude-code"], Some(&pre)).0, 0);
+        // The host's transcript shows the call before it is made.
+        let line = json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
+        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(t, "{line}").unwrap();
         let call = file(
             &format!("call-{id}.json"),
             &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -60,6 +60,7 @@ impl W {
             now,
             idle_ms: Some(IDLE),
             proc,
+            asking: None,
         };
         check(&self.data, &q, far(), || {
             self.ends.set(self.ends.get() + 1);
@@ -138,6 +139,7 @@ fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first()
             now: T0 + 2,
             idle_ms: None,
             proc: None,
+            asking: None,
         };
         let c = check(&w.data, &q, far(), || Err(std::io::Error::other("disk full")));
         assert!(unavailable(&c), "{c:?}");
@@ -380,6 +382,7 @@ fn a_kept_state_gives_way_to_another_processs_save() {
             now,
             idle_ms: Some(IDLE),
             proc: None,
+            asking: None,
         };
         check(&sb.data, &q, far(), || Ok(()))
     };

@@ -1,0 +1,52 @@
+//! One stub question to the witness and its answer (types only; the
+//! reading is [`super::file::check`]).
+
+use crate::base::host::Host;
+
+/// The witness's answer for one delivery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// Nothing in the transcript withdraws it.
+    Present,
+    /// The host withdrew this very result (cut, rewound).
+    Withdrawn(&'static str),
+    /// Every delivery of the conversation so far ended (a clearing, a
+    /// compaction, a replaced or unreadable transcript), now recorded in
+    /// the journal.
+    EndedAll(String),
+    /// The transcript cannot be read, or not all of it in the budget: no
+    /// proof either way.
+    Unavailable(String),
+    /// The transcript does not show the asking call yet: what the host
+    /// queued before it (a rewind's record) may not be on disk either.
+    /// Asking again shortly may answer.
+    NotYet,
+}
+
+/// One stub question to the witness: the delivery that would back it.
+#[derive(Clone, Debug)]
+pub struct Question<'a> {
+    pub host: Host,
+    /// The delivery's conversation.
+    pub conv: &'a str,
+    /// Its call's tool-use id (`None`: a delivery named otherwise).
+    pub call_id: Option<&'a str>,
+    pub delivered_ms: u64,
+    pub now: u64,
+    /// The host's idle threshold ([`crate::hosts::profile::HostProfile::idle_clear_ms`]).
+    pub idle_ms: Option<u64>,
+    /// The asking host process (the server's parent), if known.
+    pub proc: Option<u32>,
+    /// The asking call's own tool-use id, when the transcript records it
+    /// before the call is made (an MCP call of Claude Code's main agent):
+    /// until it shows, the transcript is behind ([`crate::witness::scan::Track::caught_up`]).
+    pub asking: Option<&'a str>,
+}
+
+impl<'a> Question<'a> {
+    /// A read-on with no delivery to judge (before one is recorded): only
+    /// what the transcript shows is applied.
+    pub fn catch_up(host: Host, conv: &'a str, now: u64) -> Question<'a> {
+        Question { host, conv, call_id: None, delivered_ms: now, now, idle_ms: None, proc: None, asking: None }
+    }
+}
