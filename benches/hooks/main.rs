@@ -177,6 +177,20 @@ fn write_transcript(path: &Path, n: usize) {
     std::fs::write(path, text).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
 }
 
+/// Appends the assistant line naming `call`'s `_meta["claudecode/toolUseId"]`.
+fn host_writes_call(transcript: &Path, call: &[u8]) {
+    use std::io::Write as _;
+    let call: serde_json::Value = serde_json::from_slice(call).unwrap_or_else(|e| fail(&format!("call payload: {e}")));
+    let id = call["params"]["_meta"]["claudecode/toolUseId"]
+        .as_str()
+        .unwrap_or_else(|| fail("call payload: no claudecode/toolUseId"));
+    let line = serde_json::json!({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
+    let mut f =
+        std::fs::OpenOptions::new().append(true).open(transcript).unwrap_or_else(|e| fail(&format!("transcript: {e}")));
+    writeln!(f, "{line}").unwrap_or_else(|e| fail(&format!("transcript: {e}")));
+}
+
 fn grow(path: &Path, n: usize) {
     use std::io::Write as _;
     static SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(11);
@@ -479,6 +493,9 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
         };
         r(&["hook", "claude-code"], prompt.to_string().as_bytes());
         r(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/07-PreToolUse.json"));
+        // Claude Code writes the call's tool use to the transcript before it
+        // makes the call; a stub question waits until it shows (docs/DELIVERY.md §8).
+        host_writes_call(&transcript, &claude_call);
         let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
         let status =
             r(&["deliver", "--call", "-", "--key", "README.md", "--version", "v1", "--result", rf], &claude_call);

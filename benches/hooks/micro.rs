@@ -170,10 +170,18 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
     let t = now - STEP_MS / 2;
     // Claude Code stubs also ask the transcript (src/witness/): a 50 MB
     // transcript (sparse: the witness starts at its end and never reads
-    // what was there), named by a prompt hook before the delivery.
+    // what was there), named by a prompt hook before the delivery. It ends
+    // with a newline: a witness that starts inside a line skips the rest of
+    // it, which would hide the call's tool use appended below.
     let transcript = dir.join("transcript.jsonl");
     std::fs::File::create(&transcript)
-        .and_then(|f| f.set_len(50 << 20))
+        .and_then(|f| {
+            use std::io::{Seek as _, Write as _};
+            let mut f = f;
+            f.set_len((50 << 20) - 1)?;
+            f.seek(std::io::SeekFrom::End(0))?;
+            f.write_all(b"\n")
+        })
         .unwrap_or_else(|e| crate::fail(&format!("transcript: {e}")));
     let b = leanctx::witness::Boundary {
         host: Host::ClaudeCode,
