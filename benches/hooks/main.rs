@@ -191,17 +191,6 @@ fn host_writes_call(transcript: &Path, call: &[u8]) {
     writeln!(f, "{line}").unwrap_or_else(|e| fail(&format!("transcript: {e}")));
 }
 
-/// The read path's transcript rows append ~1.6 GB in a full run; the kernel
-/// writes it back while the next sections run and their file writes stall
-/// behind it (serve's first read measured 1.30 ms after the micro section,
-/// 0.41 ms alone). `sync` waits for that writeback before going on.
-fn settle_writeback() {
-    #[cfg(unix)]
-    if let Err(e) = std::process::Command::new("sync").status() {
-        eprintln!("leanctx bench: sync: {e} (the next rows may include the kernel's writeback)");
-    }
-}
-
 fn grow(path: &Path, n: usize) {
     use std::io::Write as _;
     static SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(11);
@@ -967,7 +956,6 @@ fn main() {
         let _ = writeln!(report, "## Read path in process\n");
         missed.extend(micro::run(&cfg, &sb.root, &mut report));
         report.push('\n');
-        settle_writeback();
     }
     if want("serve") {
         eprintln!("leanctx bench: serve's read in process…");
