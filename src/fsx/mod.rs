@@ -31,7 +31,7 @@ pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic, wri
 pub use bounded::{
     MAX_CONFIG_BYTES, READ_DEADLINE, ReadRule, file_problem, is_absent, open_file, read_file, read_opened, read_text,
 };
-#[cfg(test)]
+#[cfg(all(test, unix))]
 pub(crate) use lock::MET_BUSY;
 pub use lock::{Lock, LockError, LockKind, LockRef, lock, lock_ref};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};

@@ -8,16 +8,22 @@
 //! (docs/HOST-FACTS.md §7). Then: entries an older leanctx installed (the
 //! plain `hook cursor`) are recognised and migrated byte-preservingly.
 
-use crate::support::{HOSTS, Sandbox};
+#[cfg(unix)]
+use crate::support::HOSTS;
+use crate::support::Sandbox;
 use serde_json::{Value, json};
 use std::fs;
+#[cfg(unix)]
 use std::io::Write;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
 /// How long a hook may take to answer here: its own stdin bound is 1 s
 /// (`hook::payload::STDIN_DEADLINE`); the rest is headroom for a loaded
 /// machine, not a wait the hook is allowed in production.
+#[cfg(unix)]
 const ANSWER_BOUND: Duration = Duration::from_secs(20);
 
 /// What each event must answer when the payload cannot be read. Written out
@@ -55,6 +61,7 @@ fn installed(v: &Value, host: &str) -> Vec<(String, String)> {
 }
 
 /// Start `cmd` as the host would, with nothing on stdin yet.
+#[cfg(unix)]
 fn start(sb: &Sandbox, cmd: &str) -> std::process::Child {
     let mut c = Command::new("sh");
     c.arg("-c").arg(cmd).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -64,6 +71,7 @@ fn start(sb: &Sandbox, cmd: &str) -> std::process::Child {
 }
 
 /// Wait for the answer within [`ANSWER_BOUND`]: (stdout, stderr, how long).
+#[cfg(unix)]
 fn answer(mut child: std::process::Child, started: Instant, what: &str) -> (String, String, Duration) {
     crate::support::wait_within(&mut child, started, ANSWER_BOUND, what);
     let took = started.elapsed();
@@ -72,6 +80,7 @@ fn answer(mut child: std::process::Child, started: Instant, what: &str) -> (Stri
     (String::from_utf8(o.stdout).unwrap(), String::from_utf8_lossy(&o.stderr).into_owned(), took)
 }
 
+#[cfg(unix)]
 fn check(host: &str, event: &str, kind: &str, out: &str, err: &str) {
     let got: Option<Value> =
         (!out.trim().is_empty()).then(|| serde_json::from_str(out).unwrap_or_else(|e| panic!("{out:?}: {e}")));

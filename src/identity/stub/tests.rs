@@ -97,6 +97,7 @@ fn tool_use(id: &str) -> String {
     )
 }
 
+#[cfg(unix)]
 const REWIND_TO_U1: &str = r#"{"type":"last-prompt","leafUuid":null,"rewound":true,"cutUuid":"u1"}"#;
 
 /// Another question lands between this one's journal read and its witness
