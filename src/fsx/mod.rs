@@ -1,5 +1,6 @@
 //! File primitives: every reader and writer of leanctx's files goes
-//! through these. Atomic replacement ([`write_atomic`], [`replace_durable`]),
+//! through these. Atomic replacement ([`write_atomic`], [`write_recycled`],
+//! [`replace_durable`]),
 //! a lock with a bounded wait ([`lock()`]), mode and owner checks
 //! ([`state_problem`]), reads that never block or run unbounded: every
 //! file leanctx reads goes through [`read_file`] / [`open_file`] (state
@@ -11,12 +12,13 @@
 //! same functions, re-exported here; nothing else in the crate names the
 //! platform. Each provides those in the `pub use sys::{…}` list, and
 //! `keep_of`, `apply_keep`, `config_temp_in`, `persist`, `open`,
-//! `sync_dir`, `state_options`, `special_kind`, `exchange` and
-//! `read_stdin`, which the portable files here call as `sys::…`.
+//! `sync_dir`, `state_options`, `special_kind`, `exchange`,
+//! `open_rewritable`, `write_lease`, `link_count` and `read_stdin`, which the portable files here call as `sys::…`.
 
 mod atomic;
 mod bounded;
 mod lock;
+mod recycle;
 mod state;
 #[cfg(unix)]
 mod unix;
@@ -34,6 +36,7 @@ pub use bounded::{
 #[cfg(all(test, unix))]
 pub(crate) use lock::MET_BUSY;
 pub use lock::{Lock, LockError, LockKind, LockRef, lock, lock_ref};
+pub use recycle::{spare_path, write_recycled};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
     HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,

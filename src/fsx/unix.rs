@@ -39,6 +39,11 @@ pub fn file_id(md: &fs::Metadata) -> (u64, u64) {
     (md.dev(), md.ino())
 }
 
+/// How many names the file has.
+pub fn link_count(md: &fs::Metadata) -> u64 {
+    md.nlink()
+}
+
 /// `file_id` of an open file, from its metadata (`fstat`).
 #[inline]
 pub fn handle_id(_: &File, md: &fs::Metadata) -> io::Result<(u64, u64)> {
@@ -89,6 +94,18 @@ pub fn open(o: &OpenOptions, path: &Path) -> io::Result<File> {
 /// Did an open fail because the last component is a symlink (`O_NOFOLLOW`)?
 pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Open a state file to rewrite in place: read and write, not appending,
+/// created 0600 if missing, without blocking or following a symlink.
+pub fn open_rewritable(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 /// Open for reading without blocking (a FIFO must not hang the caller).
@@ -180,6 +197,56 @@ pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 pub fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// Take (`take`) or drop a write lease on `f` (Linux `F_SETLEASE`): the
+/// kernel grants it only while no other open file description of the file
+/// exists, and until it is dropped anyone else's open of the file waits
+/// for it (or fails with `EWOULDBLOCK` under `O_NONBLOCK`; leanctx's
+/// readers open so). A lease break signals the holder with SIGIO, whose
+/// default action kills: the lease is taken only while SIGIO is ignored
+/// (set here when it has its default action; a process that handles SIGIO
+/// itself gets no lease). Unsupported elsewhere, and refused by some file
+/// systems: callers then write another way.
+#[cfg(target_os = "linux")]
+pub fn write_lease(f: &File, take: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if take && !sigio_ignored() {
+        return Err(io::ErrorKind::Unsupported.into());
+    }
+    let arg = if take { libc::F_WRLCK } else { libc::F_UNLCK };
+    // SAFETY: an fcntl on a descriptor `f` owns.
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLEASE, arg) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Is SIGIO ignored (made so if it had its default action)?
+#[cfg(target_os = "linux")]
+fn sigio_ignored() -> bool {
+    static IGNORED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IGNORED.get_or_init(|| {
+        // SAFETY: sigaction with a null new action only reads the current
+        // one into `old`, a zeroed plain C struct.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGIO, std::ptr::null(), &mut old) != 0 {
+                return false;
+            }
+            match old.sa_sigaction {
+                libc::SIG_IGN => true,
+                libc::SIG_DFL => libc::signal(libc::SIGIO, libc::SIG_IGN) != libc::SIG_ERR,
+                _ => false,
+            }
+        }
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn write_lease(_: &File, _: bool) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
 }
 

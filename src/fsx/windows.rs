@@ -188,6 +188,23 @@ pub fn exchange(_: &Path, _: &Path) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
+/// How many names the file has: not asked on Windows, where nothing is
+/// rewritten in place ([`open_rewritable`]).
+pub fn link_count(_: &fs::Metadata) -> u64 {
+    1
+}
+
+/// Nothing is rewritten in place on Windows ([`write_lease`]).
+pub fn open_rewritable(_: &Path) -> io::Result<File> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// No file leases on Windows: [`super::write_recycled`] replaces by a
+/// fresh file there.
+pub fn write_lease(_: &File, _: bool) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// A temp file in `dir` for a user's config file (it inherits the dir's ACL).
 pub fn config_temp_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
     tempfile::Builder::new().prefix(super::TEMP_PREFIX).tempfile_in(dir)

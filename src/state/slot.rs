@@ -2,8 +2,8 @@
 //! with lean-ctx (`transcript_path`, `conversation_id`, `session_id`,
 //! `updated_at` in unix seconds; extra keys allowed).
 //!
-//! Written with [`crate::fsx::write_atomic`]: a reader sees the old slot or
-//! the new one, never a mix, however many writers race.
+//! Written with [`crate::fsx::write_recycled`]: a reader sees the old slot
+//! or the new one, never a mix, however many writers race.
 
 use crate::base::host::Host;
 use crate::base::ids;
@@ -142,8 +142,10 @@ pub fn slot_path(dir: &Path) -> PathBuf {
     dir.join(crate::base::paths::SLOT_FILE)
 }
 
+/// Every hook writes it: through [`crate::fsx::write_recycled`], which
+/// reuses two inodes instead of creating and unlinking one per write.
 pub fn write_slot(dir: &Path, slot: &Slot) -> io::Result<()> {
-    crate::fsx::write_atomic(&slot_path(dir), slot.to_json().as_bytes())
+    crate::fsx::write_recycled(&slot_path(dir), slot.to_json().as_bytes())
 }
 
 /// The slot file of a Cursor task scope (`CURSOR_TASK_ID`): its own file,
@@ -191,6 +193,24 @@ pub fn read_slot(dir: &Path, now_ms: u64) -> io::Result<SlotRead> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every hook writes the slot: two inodes take turns instead of a new
+    /// one created and the old one unlinked per write (fsx::write_recycled).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn slot_writes_reuse_two_inodes() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let mut inodes = std::collections::HashSet::new();
+        for i in 0..6 {
+            let s = Slot::new(Host::ClaudeCode, &format!("s{i}"), Some("/t.jsonl"), "PreToolUse", None, 1_000 + i);
+            write_slot(t.path(), &s).unwrap();
+            let SlotRead::Live(back) = read_slot(t.path(), 1_000 + i).unwrap() else { panic!("slot not live") };
+            assert_eq!(back, s);
+            inodes.insert(std::fs::metadata(slot_path(t.path())).unwrap().ino());
+        }
+        assert_eq!(inodes.len(), 2);
+    }
 
     #[test]
     fn lean_ctx_slot_parses() {

@@ -315,11 +315,18 @@ fn ids_never_reach_a_path() {
     // Inside: only the names we write.
     for f in walk(&sb.data) {
         let rel = f.strip_prefix(&sb.data).unwrap().to_string_lossy().into_owned();
-        let ok = matches!(rel.as_str(), "active_transcript.json" | "journal" | "journal.lock" | "scopes" | "secret")
-            || rel
-                .strip_prefix("scopes/")
-                .and_then(|n| n.strip_suffix(".json"))
-                .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let ok = matches!(
+            rel.as_str(),
+            "active_transcript.json"
+                | ".active_transcript.json.spare"
+                | "journal"
+                | "journal.lock"
+                | "scopes"
+                | "secret"
+        ) || rel
+            .strip_prefix("scopes/")
+            .and_then(|n| n.strip_suffix(".json"))
+            .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(ok, "unexpected state file {rel:?}");
     }
     // The journal holds no hostile id (they were all dropped as invalid),
