@@ -159,6 +159,7 @@ fn witness_turn(ev: &Event) -> Option<(&str, crate::witness::Turn)> {
         EventKind::SessionStart => Turn::Start { idle_s: ev.idle_s },
         EventKind::Prompt => Turn::Prompt,
         EventKind::Stop => Turn::Stop,
+        EventKind::SessionEnd => Turn::End,
         _ => return None,
     };
     Some((ev.transcript_path.as_deref()?, turn))

@@ -144,6 +144,10 @@ pub enum Turn {
     },
     Prompt,
     Stop,
+    /// `SessionEnd`: the hook's host process leaves the conversation (it
+    /// exits, or `/clear` moves it to a new session), so it writes no more
+    /// of this transcript and is no longer a second process of it.
+    End,
 }
 
 /// What a turn does to the earlier deliveries of its conversation.
@@ -185,14 +189,21 @@ pub fn turn_end(
         return TurnEnd::All;
     }
     let Some(idle) = idle_ms else { return TurnEnd::None };
+    let alone = pid.is_some_and(|p| old.procs.iter().all(|(q, _)| *q == p));
     let idle_return = match turn {
+        // A resume that long after the last response: the host cuts at its
+        // first prompt, not at the start (the `idle-cut` fixture, resumed),
+        // so when this process is the only one known (the others said
+        // `SessionEnd`), that prompt decides, provisionally; until it the
+        // read path's silence rule withholds (this process's clock is the
+        // last response it loaded). Else every earlier delivery ends now.
         Turn::Start { idle_s } => {
-            return if idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle) { TurnEnd::All } else { TurnEnd::None };
+            let past = idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle);
+            return if past && !alone { TurnEnd::All } else { TurnEnd::None };
         }
         Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle,
-        Turn::Stop => false,
+        Turn::Stop | Turn::End => false,
     };
-    let alone = pid.is_some_and(|p| old.procs.iter().all(|(q, _)| *q == p));
     match (idle_return, alone) {
         (false, _) => TurnEnd::None,
         (true, true) => TurnEnd::Provisional,
@@ -248,6 +259,10 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     // An unreadable state is replaced: ending every earlier delivery
     // covers whatever it said.
     let old = load_at(&path).ok().flatten();
+    if turn == Turn::End && old.is_none() {
+        // Nothing watched: nothing to forget.
+        return (append.take().expect("appended once"))(false);
+    }
     let mut end = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms);
     // The return's own lines begin at the transcript's length now (unknown: all end).
     let from = match end {
@@ -306,6 +321,7 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     // A process's own clock: its turns, or the last response it loaded.
     match (pid, turn) {
         (Some(p), Turn::Prompt | Turn::Stop) => st.clock(p, now),
+        (Some(p), Turn::End) => st.procs.retain(|(q, _)| *q != p),
         (Some(p), Turn::Start { idle_s: Some(s) }) => st.clock(p, now.saturating_sub(s.saturating_mul(1000))),
         _ => {}
     }

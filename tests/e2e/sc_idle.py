@@ -194,11 +194,13 @@ def idle_return(host, scen, flags, server_edit, live=False, cut=True):
                 back and first not in back.get("context_whole", []) and FILES[-1] in back.get("context_whole", []),
                 json.dumps({"context_whole": back.get("context_whole"), "n": len(qs)}))
         third = mcp[33] if len(mcp) > 33 else {}
-        # Live, the return is provisional: withheld until the first answer is on disk
-        # (transcript-unavailable), then by the cut record's exact ids (withdrawn).
+        # The return is provisional (live, or resumed once the first process said SessionEnd):
+        # withheld until the first answer is on disk (transcript-unavailable), then by the cut
+        # record's exact ids or the clearing (withdrawn); `compacted` if the resume ended everything.
         E.check("%s: leanctx withholds the re-read after the idle return" % tag,
                 E.lc(third).get("exit") == 1 and E.reason(third) in (
-                    ("withdrawn", "transcript-unavailable") if live else ("compacted", "withdrawn")),
+                    ("withdrawn", "transcript-unavailable") if live
+                    else ("compacted", "withdrawn", "transcript-unavailable")),
                 E.summary(mcp[33:34]))
         E.check("%s: oracle: the model got %s whole again, not a stub" % (tag, first),
                 len(res) > 33 and first in res[33].get("whole", []) and not res[33].get("unchanged"),
@@ -208,21 +210,23 @@ def idle_return(host, scen, flags, server_edit, live=False, cut=True):
         # the withdrawal record and ends only what it names), unless the host keeps asking the API
         # to clear: each answer then reports a clearing (a count, not which), and leanctx, which
         # cannot tell whether the new copy was among them, withholds. A file read only before the
-        # return: resumed, sent whole (the resume's idle rule ended every earlier delivery); live,
-        # a stub (the return settled by the cut record, which did not name it).
-        last = (0, "confirmed-delivery") if live else (1, "compacted")
+        # return: a stub (the return settled by the cut record, which did not name it), resumed too:
+        # the first process said SessionEnd, so the resume is the session's only process and its
+        # return is provisional as a live one's; sent whole after the clearing (everything ended).
+        kept = not server_edit
+        last = (0, "confirmed-delivery") if kept else (1, "compacted")
         want = [(1, "withdrawn") if server_edit else (0, "confirmed-delivery"), last]
         E.check("%s: leanctx: %s; %s %s" % (
                     tag, "%s withheld again (withdrawn: the API's clearing names no ids)" % first if server_edit
                     else "%s a stub on the copy sent after the return" % first, FILES[-1],
-                    "a stub (not cut)" if live else "withheld (compacted)"),
+                    "a stub (not cut)" if kept else "withheld (compacted)"),
                 [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[34:]] == want, E.summary(mcp[34:]))
         got = res[34:]
         E.check("%s: oracle: the model got %s, then %s" % (
                     tag, "%s whole" % first if server_edit else "`[unchanged] %s`" % first,
-                    "`[unchanged] %s`" % FILES[-1] if live else "%s whole" % FILES[-1]),
+                    "`[unchanged] %s`" % FILES[-1] if kept else "%s whole" % FILES[-1]),
                 len(got) == 2 and (first in got[0].get("whole", []) if server_edit else E.is_stub(got[0], first))
-                and (E.is_stub(got[1], FILES[-1]) if live else FILES[-1] in got[1].get("whole", [])), E.desc(got))
+                and (E.is_stub(got[1], FILES[-1]) if kept else FILES[-1] in got[1].get("whole", [])), E.desc(got))
         E.check_stubs_truthful(tag, w)
     finally:
         w.close()

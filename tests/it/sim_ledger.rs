@@ -512,6 +512,49 @@ struct Chat {
 /// Per file, the reads whose whole copies the main window holds.
 type Held = HashMap<&'static str, Vec<String>>;
 
+impl Chat {
+    /// A host process's chat as it starts: an empty context, nothing read,
+    /// queued or cut yet (a new chat, or a second process of a session).
+    #[allow(clippy::too_many_arguments)]
+    fn fresh(
+        host: H,
+        id: String,
+        project: u32,
+        ready: u64,
+        disabled: bool,
+        last_active: u64,
+        idle_cuts: bool,
+        proc: u32,
+    ) -> Chat {
+        Chat {
+            host,
+            id,
+            ended: false,
+            window: Window::new(),
+            subs: Vec::new(),
+            win_n: 0,
+            project,
+            ready,
+            disabled,
+            legacy: Default::default(),
+            history: Vec::new(),
+            queue: VecDeque::new(),
+            reads: Vec::new(),
+            prompts: Vec::new(),
+            held: HashMap::new(),
+            last_active,
+            idle_cuts,
+            queued: Vec::new(),
+            queue_lines: false,
+            cuts_in_force: 0,
+            proc,
+            returning: false,
+            away_until: 0,
+            two_processes: false,
+        }
+    }
+}
+
 struct World {
     sb: Sandbox,
     rng: Rng,
@@ -1149,30 +1192,8 @@ impl World {
         let ready = self.t + self.rng.range(1_000, 20_000);
         let p = &self.chats[c];
         let chat = Chat {
-            host: H::Claude,
-            id: p.id.clone(),
-            ended: false,
-            window: Window::new(),
-            subs: Vec::new(),
-            win_n: 0,
-            project: p.project,
-            ready,
-            disabled: p.disabled,
-            legacy: Default::default(),
-            history: Vec::new(),
-            queue: VecDeque::new(),
-            reads: Vec::new(),
-            prompts: Vec::new(),
-            held: HashMap::new(),
-            last_active: p.last_active,
-            idle_cuts: p.idle_cuts,
-            queued: Vec::new(),
-            queue_lines: false,
-            cuts_in_force: 0,
-            proc,
-            returning: false,
-            away_until: 0,
             two_processes: true,
+            ..Chat::fresh(H::Claude, p.id.clone(), p.project, ready, p.disabled, p.last_active, p.idle_cuts, proc)
         };
         self.chats[c].two_processes = true;
         self.chats.push(chat);
@@ -1492,32 +1513,7 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
         let disabled = w.episodes.chance(knobs.disabled_server);
         let idle_cuts = w.episodes.chance(knobs.idle_cut_chats);
         let proc = 10_000 + w.chats.len() as u32;
-        w.chats.push(Chat {
-            prompts: Vec::new(),
-            held: HashMap::new(),
-            last_active: w.t,
-            idle_cuts,
-            queued: Vec::new(),
-            queue_lines: false,
-            cuts_in_force: 0,
-            proc,
-            returning: false,
-            away_until: 0,
-            two_processes: false,
-            disabled,
-            legacy: Default::default(),
-            host,
-            id,
-            ended: false,
-            window: Window::new(),
-            subs: Vec::new(),
-            win_n: 0,
-            project,
-            ready,
-            history: Vec::new(),
-            queue: VecDeque::new(),
-            reads: Vec::new(),
-        });
+        w.chats.push(Chat::fresh(host, id, project, ready, disabled, w.t, idle_cuts, proc));
         let c = w.chats.len() - 1;
         let ev = if host == H::Cursor { "sessionStart" } else { "SessionStart" };
         w.hook(c, ev, json!({"source": "startup"}), Kind::Compaction, None);

@@ -218,12 +218,13 @@ fn replay(scenario: &str, lag_ms: u64, named: bool, queued: bool) -> Tally {
 
 /// Each withdrawal of the real Claude Code, as it happened: every re-read
 /// after it is withheld, with the reason the witness gave; the control run
-/// (feature flags off, no cut) loses its one re-read to the idle rule,
+/// (feature flags off, no cut), its hooks not naming their process, loses
+/// its one re-read to the idle rule,
 /// which cannot tell a cut from none (the cost docs/DELIVERY.md §8 names).
 #[test]
 fn every_withdrawal_fixture_replays_with_no_wrong_stub() {
     #[rustfmt::skip]
-    let rows: [(&str, u64, bool, &str); 11] = [
+    let rows: [(&str, u64, bool, &str); 15] = [
         ("rewind", 0, false, "withdrawn"),
         // The rewind's record, and the next turn's lines queued after it,
         // reach the disk after the question: it waits for its own call's
@@ -245,6 +246,16 @@ fn every_withdrawal_fixture_replays_with_no_wrong_stub() {
         // not yet (transcript-unavailable).
         ("idle-cut-interactive", 0, true, "withdrawn"),
         ("idle-cut-interactive", 60_000, true, "transcript-unavailable"),
+        // Print mode, then `--resume`, named: the first process said
+        // `SessionEnd`, so the resume is the only process and its return
+        // is provisional too. The re-read's result was cut (withdrawn); with
+        // the records late, not yet; the API's clearing ends everything;
+        // and the control run (flags off, nothing cut) keeps its stub,
+        // which the idle rule alone cost before.
+        ("idle-cut", 0, true, "withdrawn"),
+        ("idle-cut", 60_000, true, "transcript-unavailable"),
+        ("idle-server-edit", 0, true, "withdrawn"),
+        ("idle-cut-env-disable-feature-flags", 0, true, "confirmed-delivery"),
     ];
     for (scenario, lag, named, last_reason) in rows {
         if named && !cfg!(unix) {

@@ -482,3 +482,69 @@ fn an_idle_return_of_one_process_is_settled_by_the_hosts_first_answer() {
     assert!(!w.turn_by(Turn::Prompt, back, Some(7)));
     assert!(w.turn_by(Turn::Stop, back + 1, Some(8)), "another process while pending");
 }
+
+/// A resume after the idle threshold (`SessionStart` with
+/// `seconds_since_last_response` past it) by the only process the witness
+/// knows, the earlier ones having said `SessionEnd`: the host cuts at the
+/// resumed process's first prompt (the `idle-cut` fixture, resumed), so
+/// that prompt's return is provisional as in a live process, settled by the
+/// host's first answer. Before, the start ended every earlier delivery. A
+/// process that did not end (its `SessionEnd` hook lost, or still running)
+/// keeps the old rule.
+#[test]
+fn a_resume_after_the_old_process_ended_is_settled_by_the_hosts_first_answer() {
+    let gap_s = IDLE / 1000 + 100;
+    let start = T0 + 10 + gap_s * 1000;
+    let setup = |end_old: bool| {
+        let w = W::new();
+        w.turn_by(Turn::Prompt, T0, Some(7));
+        w.append(&[&prompt("u1"), &tool_use("t1"), &tool_use("t2")]);
+        w.turn_by(Turn::Stop, T0 + 10, Some(7));
+        if end_old {
+            assert!(!w.turn_by(Turn::End, T0 + 20, Some(7)), "an end ends nothing");
+        }
+        w
+    };
+    let w = setup(true);
+    assert!(!w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8)), "nothing ends at the start");
+    // Until the returning prompt's answer: silent past the threshold, no stub.
+    assert!(unavailable(&w.ask_by("t1", T0 + 1, start + 1, Some(8))));
+    assert!(!w.turn_by(Turn::Prompt, start + 2_000, Some(8)), "the return is provisional");
+    assert!(unavailable(&w.ask_by("t1", T0 + 1, start + 2_001, Some(8))));
+    w.append(&[
+        &prompt("u2"),
+        r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["t1"]}}"#,
+        &answer(r#"{"applied_edits":[],"client_cut_tool_uses":1}"#),
+    ]);
+    assert!(matches!(w.ask_by("t1", T0 + 1, start + 2_005, Some(8)), Check::Withdrawn(_)));
+    assert_eq!(w.ask_by("t2", T0 + 2, start + 2_006, Some(8)), Check::Present);
+    assert_eq!(w.ends.get(), 0);
+    // A clearing sent at the return ends everything, as for a live process.
+    let w = setup(true);
+    w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8));
+    w.turn_by(Turn::Prompt, start + 2_000, Some(8));
+    w.append(&[&prompt("u2"), &answer(r#"{"applied_edits":[],"client_sent_keep_tool_uses":12}"#)]);
+    assert!(matches!(w.ask_by("t2", T0 + 2, start + 2_005, Some(8)), Check::EndedAll(_)));
+    // The old process never said it ended: the start ends everything.
+    let w = setup(false);
+    assert!(w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8)), "another process known");
+    // No CLAUDE_PID on the start: as before.
+    let w = setup(true);
+    assert!(w.turn(Turn::Start { idle_s: Some(gap_s) }, start), "no CLAUDE_PID");
+    // Under the threshold: nothing ends, the prompt is no return.
+    let w = setup(true);
+    assert!(!w.turn_by(Turn::Start { idle_s: Some(60) }, T0 + 70_000, Some(8)));
+    // An end of another process while a return is pending ends everything.
+    let w = setup(true);
+    w.turn_by(Turn::Start { idle_s: Some(0) }, T0 + 30, Some(9));
+    w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8));
+    assert!(w.turn_by(Turn::Prompt, start + 2_000, Some(8)), "process 9 is known: not alone");
+    let w = setup(true);
+    w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8));
+    assert!(!w.turn_by(Turn::Prompt, start + 2_000, Some(8)));
+    assert!(w.turn_by(Turn::End, start + 2_001, Some(5)), "another process's end while pending");
+    // An end with no witness yet writes nothing of its own.
+    let w = W::new();
+    assert!(!w.turn_by(Turn::End, T0, Some(7)));
+    assert!(load(&w.data, Host::ClaudeCode, "S").unwrap().is_none());
+}
