@@ -276,9 +276,29 @@ pub fn parent_pid() -> u32 {
 
 /// The parent of `pid`, from `/proc/<pid>/stat` (Linux; `None` elsewhere).
 pub fn parent_of(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
+    use std::io::Read as _;
+    // One read into a buffer that holds the whole line (52 numeric fields
+    // and a 16-byte name), not `read_to_string`'s fstat and growing reads
+    // (six system calls on every Claude Code stub question).
+    let mut f = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+        // procfs hands the whole line to one read.
+        if buf[..n].ends_with(b"\n") {
+            break;
+        }
+    }
+    // "pid (comm) state ppid ...": comm may hold spaces, parentheses and
+    // bytes that are not UTF-8; what follows its last ')' is ASCII.
+    let close = buf[..n].iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&buf[close + 1..n]).ok()?;
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -1,18 +1,22 @@
 //! The witness's files: one state file per conversation in the data dir
 //! (`witness/<hash>.json`: the transcript's path, where reading stopped,
 //! the ids and offsets of [`Track`], the last turn's time; never content),
-//! and the host's transcript, read from the saved offset on.
+//! its lock file (`witness/<hash>.lock`), which also holds the read
+//! progress since the state file's last save ([`progress`]), and the
+//! host's transcript, read from the saved offset on ([`super::read`]).
 
 pub use super::ask::{Check, Question};
 use super::held::{self, Held};
-use super::scan::{Effect, Pending, Track, classify_in};
+use super::progress::{self, Log};
+use super::read::read_on;
+use super::scan::{Pending, Track};
 use crate::base::fingerprint::sha256_hex;
 use crate::base::host::Host;
 use crate::fsx;
 use crate::state::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -32,7 +36,7 @@ pub const MAX_FILES: usize = 512;
 /// How a transcript is opened: any regular file (it is the host's, not
 /// state), never a FIFO or a device; its size is not capped here (the
 /// witness reads at most MAX_READ_BYTES on from its offset).
-const TRANSCRIPT: fsx::ReadRule = fsx::ReadRule::any(u64::MAX);
+pub(super) const TRANSCRIPT: fsx::ReadRule = fsx::ReadRule::any(u64::MAX);
 /// A witness untouched this long is forgotten (with it, every delivery of
 /// its conversation: no witness, no stub).
 pub const KEEP_MS: u64 = crate::state::ledger::DELIVERY_KEEP_MS;
@@ -63,6 +67,10 @@ pub struct State {
     /// Unix ms the witness started watching this transcript: a delivery
     /// recorded before it was never watched, and backs no stub.
     pub since_ms: u64,
+    /// This save's mark ([`progress::new_save_id`]): the progress records that
+    /// extend it name it (0: a file from before records).
+    #[serde(default)]
+    pub save_id: u64,
     #[serde(flatten)]
     pub track: Track,
 }
@@ -106,17 +114,64 @@ fn paths(dir: &Path, host: Host, conv: &str) -> (PathBuf, PathBuf) {
     (d.join(format!("{n}.json")), d.join(format!("{n}.lock")))
 }
 
-fn locked(lock: &Path, deadline: Instant) -> io::Result<fsx::Lock> {
-    let f = fsx::open_state(lock, true, 0)?.ok_or_else(|| io::Error::other("lock file missing"))?;
-    fsx::lock(f, fsx::LockKind::Exclusive, deadline).map_err(|e| match e {
+/// The conversation's lock file, open for appending (it holds the
+/// progress records too), created if missing.
+fn open_lock(lock: &Path) -> io::Result<File> {
+    fsx::open_state(lock, true, MAX_LOCK_FILE_BYTES)?.ok_or_else(|| io::Error::other("lock file missing"))
+}
+
+/// Largest lock file opened: its records are bounded far below
+/// ([`progress::MAX_LOG_BYTES`]); more than that is read as stale.
+const MAX_LOCK_FILE_BYTES: u64 = 1 << 20;
+
+fn lock_on(f: &File, deadline: Instant) -> io::Result<fsx::LockRef<'_>> {
+    fsx::lock_ref(f, fsx::LockKind::Exclusive, deadline).map_err(|e| match e {
         fsx::LockError::Busy { waited } => io::Error::other(format!("busy for {} ms", waited.as_millis())),
         fsx::LockError::Io(e) => e,
     })
 }
 
+/// The lock file's bytes, read under the lock, and whether there were more
+/// than records ever make (then none are read: stale, dropped at the next
+/// record).
+fn read_log(f: &File) -> io::Result<(Vec<u8>, bool)> {
+    let cap = (progress::MAX_LOG_BYTES as usize) + progress::MAX_RECORD_BYTES;
+    let mut buf = vec![0u8; 4096];
+    let mut got = 0;
+    loop {
+        if got == buf.len() {
+            if buf.len() > cap {
+                return Ok((Vec::new(), true));
+            }
+            buf.resize(buf.len() * 2, 0);
+        }
+        match fsx::read_at(f, &mut buf[got..], got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    buf.truncate(got);
+    Ok((buf, false))
+}
+
+/// The state file's state with the progress records of `log` applied.
+fn with_log(mut st: State, log: &(Vec<u8>, bool)) -> (State, Log) {
+    if log.1 {
+        return (st, Log { len: u64::MAX, stale: true, dirty: false });
+    }
+    let l = progress::replay(&mut st, &log.0);
+    (st, l)
+}
+
 /// The state of a conversation: `None` when it has none.
 pub fn load(dir: &Path, host: Host, conv: &str) -> io::Result<Option<State>> {
-    load_at(&paths(dir, host, conv).0)
+    let (path, lock) = paths(dir, host, conv);
+    let Some(st) = load_at(&path)? else { return Ok(None) };
+    let log = match fsx::open_state(&lock, false, MAX_LOCK_FILE_BYTES)? {
+        Some(f) => read_log(&f)?,
+        None => (Vec::new(), false),
+    };
+    Ok(Some(with_log(st, &log).0))
 }
 
 fn load_at(path: &Path) -> io::Result<Option<State>> {
@@ -124,13 +179,31 @@ fn load_at(path: &Path) -> io::Result<Option<State>> {
     serde_json::from_slice(&bytes).map(Some).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
 }
 
-/// Save `st` whole (never in place: see [`held`]); the file saved, kept
-/// open where files are held open, with its (device, inode).
-fn save(path: &Path, st: &State) -> io::Result<Option<(File, (u64, u64))>> {
+/// Save `st` whole, as a new save ([`State::save_id`]; the progress records of
+/// older saves no longer apply), never in place (see [`held`]); the file
+/// saved, kept open where files are held open, with its (device, inode).
+fn save(path: &Path, st: &mut State) -> io::Result<Option<(File, (u64, u64))>> {
+    st.save_id = progress::new_save_id();
     let bytes = serde_json::to_vec(st).map_err(io::Error::other)?;
     let Some(f) = fsx::write_atomic_kept(path, &bytes)? else { return Ok(None) };
     let id = fsx::handle_id(&f, &f.metadata()?)?;
     Ok(Some((f, id)))
+}
+
+/// Append a progress record to the lock file `f` (under its lock): the
+/// records of an older save are dropped first.
+fn append_record(f: &File, log: &mut Log, rec: &[u8]) -> io::Result<()> {
+    if log.stale {
+        f.set_len(0)?;
+        *log = Log::default();
+    }
+    // One write of the whole line (O_APPEND); a short one leaves a torn
+    // record, which loading reads as the end of the good ones.
+    log.dirty = true;
+    (&*f).write_all(rec)?;
+    log.dirty = false;
+    log.len += rec.len() as u64;
+    Ok(())
 }
 
 const NO_WITNESS: &str = "no transcript recorded for this conversation (no prompt, stop or start hook yet)";
@@ -255,10 +328,14 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     let &Boundary { host, conv, transcript, turn, now, pid, idle_ms } = b;
     let wdir = fsx::ensure_private_subdir(dir, DIR)?;
     let (path, lock) = paths(dir, host, conv);
-    let _held = locked(&lock, deadline)?;
+    let lf = open_lock(&lock)?;
+    let _held = lock_on(&lf, deadline)?;
     // An unreadable state is replaced: ending every earlier delivery
-    // covers whatever it said.
-    let old = load_at(&path).ok().flatten();
+    // covers whatever it said. Its read progress is part of it: saved
+    // whole without it, the offset would move back, and a transcript
+    // truncated or rewritten between the two offsets go unseen.
+    let log = read_log(&lf)?;
+    let old = load_at(&path).ok().flatten().map(|st| with_log(st, &log).0);
     if turn == Turn::End && old.is_none() {
         // Nothing watched: nothing to forget.
         return (append.take().expect("appended once"))(false);
@@ -304,7 +381,7 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
         p.at_ms = if end == TurnEnd::Provisional { now } else { p.at_ms };
     } else if let (TurnEnd::Provisional, Some(from), Some(pid)) = (end, from, pid) {
         st.track.pending = Some(Pending { from, at_ms: now, pid, due: 1, seen: 0, cut_seen: false });
-        if save(&path, &st).is_err() {
+        if save(&path, &mut st).is_err() {
             end = TurnEnd::All;
         }
     }
@@ -325,7 +402,7 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
         (Some(p), Turn::Start { idle_s: Some(s) }) => st.clock(p, now.saturating_sub(s.saturating_mul(1000))),
         _ => {}
     }
-    save(&path, &st).map(drop)
+    save(&path, &mut st).map(drop)
 }
 
 /// Remove witness files untouched for [`KEEP_MS`] once there are more than
@@ -358,13 +435,21 @@ fn forget_old(wdir: &Path, now: u64) {
 pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOnce() -> io::Result<()>) -> Check {
     let (path, lock) = paths(dir, q.host, q.conv);
     let unavailable = |why: String| Check::Unavailable(why);
-    let _held = match locked(&lock, deadline) {
-        Ok(l) => l,
+    let lf = match open_lock(&lock) {
+        Ok(f) => f,
         // No witness folder: no hook named a transcript yet.
         Err(e) if fsx::is_absent(&e) => return unavailable(NO_WITNESS.into()),
         Err(e) => return unavailable(format!("the witness lock: {e}")),
     };
-    let mut h = match load_held(&path, held::take(&path)) {
+    let _held = match lock_on(&lf, deadline) {
+        Ok(l) => l,
+        Err(e) => return unavailable(format!("the witness lock: {e}")),
+    };
+    let log = match read_log(&lf) {
+        Ok(l) => l,
+        Err(e) => return unavailable(format!("the witness lock: {e}")),
+    };
+    let mut h = match load_held(&path, held::take(&path), log) {
         Ok(Some(h)) => h,
         Ok(None) => return unavailable(NO_WITNESS.into()),
         Err(e) => return unavailable(format!("the witness state: {e}")),
@@ -378,37 +463,61 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
     // comparing them says whether to save, without a copy of the state.
     let before = (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone());
     // On every early return below `h` is dropped, not kept: the next
-    // question reads the state from its file again.
-    let (ended, behind) = match read_on(&mut h, &secret) {
+    // question reads the state from its files again.
+    let r = match read_on(&mut h, &secret) {
         Ok(r) => r,
         Err(e) => return unavailable(format!("the transcript {}: {e}", h.state.transcript)),
     };
-    if let Some(why) = &ended
+    if let Some(why) = &r.ended
         && let Err(e) = end_all()
     {
         return unavailable(format!("{why}, and the journal could not record it: {e}"));
     }
-    if ended.is_some() || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone()) {
-        match save(&path, &h.state) {
-            Ok(f) => h.file = f,
-            // The facts were applied (the journal has any end); the next
-            // question reads the same bytes again.
-            Err(e) => return unavailable(format!("the witness state could not be saved: {e}")),
+    if r.ended.is_some() || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone()) {
+        // Only read on: a record in the lock file; else a new save.
+        let rec = r.seen.filter(|_| can_append(&h)).and_then(|seen| progress::record(&h.state, before.1, seen));
+        let room = |rec: &[u8]| h.log.stale || h.log.len + rec.len() as u64 <= progress::MAX_LOG_BYTES;
+        let saved = match rec {
+            Some(rec) if room(&rec) => {
+                append_record(&lf, &mut h.log, &rec).map(|()| h.log_bytes.extend_from_slice(&rec))
+            }
+            _ => save(&path, &mut h.state).map(|f| {
+                h.file = f;
+                // The records there now extend an older save.
+                h.log.stale = true;
+                h.log.dirty = false;
+            }),
+        };
+        // The facts were applied (the journal has any end); the next
+        // question reads the same bytes again.
+        if let Err(e) = saved {
+            return unavailable(format!("the witness state could not be saved: {e}"));
+        }
+        if h.log.stale {
+            h.log_bytes.clear();
         }
     }
-    let answer = judge(&h.state, q, ended, behind);
+    let answer = judge(&h.state, q, r.ended, r.behind);
     held::keep(h);
     answer
 }
 
+/// Whether a read that only read on may be recorded in the lock file: where
+/// files are held open (not Windows, whose locks are mandatory), onto a
+/// state file saved with a mark, whose records read whole.
+fn can_append(h: &Held) -> bool {
+    fsx::HOLD_OPEN && h.state.save_id != 0 && !h.log.dirty
+}
+
 /// The conversation's state: what this process kept, while the state
-/// file's path still names the file it came from (one `lstat`); else read
-/// from the file, which is then kept open. `None`: no state.
-fn load_held(path: &Path, kept: Option<Held>) -> io::Result<Option<Held>> {
+/// file's path still names the file it came from (one `lstat`) and the
+/// lock file holds the records it last saw; else read from the files (the
+/// state file is then kept open). `None`: no state.
+fn load_held(path: &Path, kept: Option<Held>, log: (Vec<u8>, bool)) -> io::Result<Option<Held>> {
     let (mut transcript, mut buf) = (None, Vec::new());
     if let Some(h) = kept {
         match std::fs::symlink_metadata(path) {
-            Ok(md) if held::is_current(&h, &md) => return Ok(Some(h)),
+            Ok(md) if held::is_current(&h, &md) && !log.1 && log.0 == h.log_bytes => return Ok(Some(h)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             _ => (transcript, buf) = (h.transcript, h.buf),
         }
@@ -416,10 +525,12 @@ fn load_held(path: &Path, kept: Option<Held>) -> io::Result<Option<Held>> {
     let Some((f, md)) = fsx::open_state_md(path, false, MAX_STATE_BYTES)? else { return Ok(None) };
     let bytes = fsx::read_opened(path, &f, &md, &fsx::ReadRule::state(MAX_STATE_BYTES))?;
     let state = serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+    let (state, l) = with_log(state, &log);
     let id = fsx::handle_id(&f, &md)?;
     // Where files are not held between calls, not even through the save.
     let file = fsx::HOLD_OPEN.then_some((f, id));
-    Ok(Some(Held { path: path.to_path_buf(), state, file, transcript, buf }))
+    let log_bytes = if log.1 { Vec::new() } else { log.0 };
+    Ok(Some(Held { path: path.to_path_buf(), state, file, transcript, buf, log: l, log_bytes }))
 }
 
 /// The witness's answer once the transcript was read on.
@@ -464,123 +575,4 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
         _ if !st.track.caught_up(q.asking) => Check::NotYet,
         _ => Check::Present,
     }
-}
-
-/// The transcript `st` names, open: the held handle while the path still
-/// names that file (one `stat`, following a symlink as the open does), else
-/// opened again (bounded: a FIFO or a device is refused without blocking).
-/// Returns its length and (device, inode).
-fn open_transcript(st: &State, held: &mut Option<(File, (u64, u64))>) -> io::Result<(u64, (u64, u64))> {
-    let path = Path::new(&st.transcript);
-    if let Some((_, id)) = held.as_ref()
-        && let Ok(md) = std::fs::metadata(path)
-        && md.file_type().is_file()
-        && fsx::path_id(path, &md).is_ok_and(|now| now == *id)
-    {
-        return Ok((md.len(), *id));
-    }
-    *held = None;
-    let (f, md) = fsx::open_file(path, &TRANSCRIPT)?
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the transcript is gone"))?;
-    let id = fsx::handle_id(&f, &md)?;
-    *held = Some((f, id));
-    Ok((md.len(), id))
-}
-
-/// Read on from `st.offset`: `(why every delivery ended, bytes left unread)`.
-/// The [`TAIL_BYTES`] before the offset are read again and compared with
-/// their seal from the last question: a file rewritten in place (the same
-/// inode, any length) is caught when its bytes there differ.
-fn read_on(h: &mut Held, secret: &Secret) -> io::Result<(Option<String>, u64)> {
-    let Held { state: st, transcript, buf, .. } = h;
-    let (len, id) = open_transcript(st, transcript)?;
-    let Some((f, _)) = transcript.as_ref() else { return Err(io::Error::other("the transcript is not open")) };
-    let mut ended = None;
-    let restart = |st: &mut State, why: &str| {
-        // What changed in a replaced file cannot be known: every delivery
-        // ends, and reading starts again at its end.
-        st.file = id;
-        st.offset = len;
-        st.skipping = false;
-        st.track.reset_positions();
-        Some(why.to_string())
-    };
-    if st.file == (0, 0) {
-        st.file = id;
-    } else if st.file != id {
-        ended = restart(st, "the transcript was replaced");
-    } else if len < st.offset {
-        ended = restart(st, "the transcript shrank");
-    }
-    let mut back = read_from(f, st.offset, len, buf)?;
-    if ended.is_none() && !st.tail.is_empty() && seal_tail(secret, &buf[..back]) != st.tail {
-        ended = restart(st, "the transcript was rewritten");
-        back = read_from(f, st.offset, len, buf)?;
-    }
-    let avail = len - st.offset;
-    let got = buf.len() - back;
-    let new = &buf[back..];
-    let mut pos = 0usize;
-    if st.skipping {
-        match memchr::memchr(b'\n', new) {
-            Some(nl) => {
-                pos = nl + 1;
-                st.skipping = false;
-            }
-            None => pos = new.len(),
-        }
-    }
-    while let Some(nl) = memchr::memchr(b'\n', &new[pos..]) {
-        let at = st.offset + pos as u64;
-        let fact = classify_in(&new[pos..pos + nl], st.track.pending.is_some());
-        if st.track.apply(fact, at) == Effect::All && ended.is_none() {
-            ended = Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
-        }
-        pos += nl + 1;
-    }
-    // A line with no end yet: being written (read it next time), unless it
-    // alone fills the budget; then it cannot be read whole, so nothing in
-    // it can be ruled out.
-    if pos == 0 && got as u64 == MAX_READ_BYTES {
-        pos = got;
-        st.skipping = true;
-        ended.get_or_insert_with(|| format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
-    }
-    st.offset += pos as u64;
-    // The bytes before the new offset are in the buffer: it starts at most
-    // TAIL_BYTES before the old one.
-    let end = back + pos;
-    st.tail = seal_tail(secret, &buf[end - end.min(TAIL_BYTES as usize)..end]);
-    Ok((ended, avail - got as u64))
-}
-
-/// Bytes before the offset read again on every question.
-pub const TAIL_BYTES: u64 = 256;
-
-/// Read from `TAIL_BYTES` before `offset` (or the file's start) up to
-/// [`MAX_READ_BYTES`] past it into `buf` (kept between questions): how many
-/// of its bytes lie before `offset`.
-fn read_from(f: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let back = offset.min(TAIL_BYTES);
-    let n = (back + len.saturating_sub(offset).min(MAX_READ_BYTES)) as usize;
-    buf.clear();
-    buf.resize(n, 0);
-    let mut got = 0;
-    while got < n {
-        match fsx::read_at(f, &mut buf[got..], offset - back + got as u64)? {
-            0 => break,
-            k => got += k,
-        }
-    }
-    if (got as u64) < back {
-        return Err(io::Error::other("the transcript shrank while it was read"));
-    }
-    buf.truncate(got);
-    Ok(back as usize)
-}
-
-/// The seal of the bytes before the offset (keyed: they are the host's
-/// content, which is never stored); empty for none.
-fn seal_tail(secret: &Secret, bytes: &[u8]) -> String {
-    if bytes.is_empty() { String::new() } else { secret.seal_bytes("witness-tail", bytes) }
 }

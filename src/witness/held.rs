@@ -9,7 +9,9 @@
 //! (`fsx::write_atomic`), never written in place, and a file held open
 //! keeps its inode number: while the path names the (device, inode) of the
 //! held file, it is the file this process read or wrote, and the state kept
-//! is what it holds. Any other answer from the path reads it again. Where
+//! is what it holds with the progress records it last read or wrote
+//! (compared byte for byte with the lock file's, read under the lock at
+//! each question). Any other answer reads them again. Where
 //! files are not held open between calls (`fsx::HOLD_OPEN` is false:
 //! Windows, where an open handle can stop a rename), nothing is kept.
 
@@ -36,6 +38,11 @@ pub struct Held {
     pub transcript: Option<(File, (u64, u64))>,
     /// The read buffer, kept so a question does not fault in fresh pages.
     pub buf: Vec<u8>,
+    /// What the lock file held of progress records when last read or
+    /// written ([`super::progress`]), and its bytes: another process's
+    /// record changes them, and the state is then read again.
+    pub log: super::progress::Log,
+    pub log_bytes: Vec<u8>,
 }
 
 static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());

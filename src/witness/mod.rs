@@ -13,6 +13,8 @@
 pub mod ask;
 pub mod file;
 pub mod held;
+pub mod progress;
+mod read;
 pub mod scan;
 
 pub use file::{Boundary, Check, Question, Turn, check, on_turn};

@@ -56,3 +56,5 @@ mod withdrawal;
 // Unix-only: FIFOs and modes.
 #[cfg(unix)]
 mod witness;
+#[cfg(unix)]
+mod witness_log;

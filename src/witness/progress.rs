@@ -1,0 +1,229 @@
+//! The witness's read progress between two saves of its state file: what
+//! questions read on since, appended as records to the conversation's lock
+//! file (`witness/<hash>.lock`), so a question that only read on writes
+//! one small record in place of replacing the state file (a new inode per
+//! question: the most of a one-shot `leanctx stub`'s witness cost,
+//! benches/README.md).
+//!
+//! A record holds the offset it read from and to, the seal of the bytes
+//! before its end, and the prompts and MCP tool uses it saw (ids and
+//! offsets; never content), which loading applies again through
+//! [`Track::apply`] in order: the same facts on the same state give the
+//! same state. Only reads whose every fact is of those two kinds, with no
+//! idle return pending, are written so; anything else (a cut, a rewind, a
+//! clearing, a replaced transcript) saves the state file whole, as before.
+//!
+//! Each record names the state file's save it extends (`save_id`, new at every
+//! save) and starts where the last one ended; its line carries its own
+//! checksum. A record of another save, torn, or out of order ends the
+//! replay there: reading starts again from the last good offset (bounded
+//! by the read budget), and the next write saves the state file whole.
+//! The state file is always written first, so a crash between the two
+//! leaves records of an older save, which are ignored.
+
+use super::file::State;
+use super::scan::{Effect, Fact};
+use serde::{Deserialize, Serialize};
+
+/// Bytes of records kept before the state file is saved whole again (and
+/// the records dropped): a question and a turn hook read at most this.
+pub const MAX_LOG_BYTES: u64 = 16 << 10;
+/// A record longer than this is not written (the state file is saved
+/// whole instead): one question's many ids.
+pub const MAX_RECORD_BYTES: usize = 4 << 10;
+
+/// One fact a record carries: a prompt's uuid, or the MCP tool uses of one
+/// assistant line, with the offset of the line that said it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Seen {
+    #[serde(rename = "p")]
+    Prompt(u64, String),
+    #[serde(rename = "t")]
+    Tools(u64, Vec<String>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Rec {
+    g: u64,
+    from: u64,
+    to: u64,
+    skip: bool,
+    tail: String,
+    seen: Vec<Seen>,
+}
+
+/// What loading found in the lock file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Log {
+    /// Its length (bytes), as read under the lock.
+    pub len: u64,
+    /// Its records belong to an older save (or it holds none that apply):
+    /// the next record replaces them.
+    pub stale: bool,
+    /// A record was torn, out of order or unreadable: the next write saves
+    /// the state file whole.
+    pub dirty: bool,
+}
+
+/// Apply the records of `log` (the lock file's bytes) that extend `st`'s
+/// save, in order.
+pub fn replay(st: &mut State, log: &[u8]) -> Log {
+    let mut out = Log { len: log.len() as u64, stale: log.is_empty(), dirty: false };
+    let mut first = true;
+    for line in log.split_inclusive(|&b| b == b'\n') {
+        let rec = match decode(line) {
+            Some(r) => r,
+            None => {
+                out.dirty = true;
+                break;
+            }
+        };
+        if rec.g != st.save_id {
+            // Another save's records: all of them are (a save's first
+            // record replaces the older ones), unless a good one came first.
+            out.stale |= first;
+            out.dirty |= !first;
+            break;
+        }
+        first = false;
+        if rec.from != st.offset || !apply(st, rec) {
+            out.dirty = true;
+            break;
+        }
+    }
+    out
+}
+
+fn apply(st: &mut State, rec: Rec) -> bool {
+    for s in rec.seen {
+        let (fact, at) = match s {
+            Seen::Prompt(at, u) => (Fact::Prompt(u), at),
+            Seen::Tools(at, ids) => (Fact::ToolUses(ids), at),
+        };
+        // Written only when these ended nothing; anything else means the
+        // record does not fit this state.
+        if st.track.pending.is_some() || st.track.apply(fact, at) != Effect::Some {
+            return false;
+        }
+    }
+    st.offset = rec.to;
+    st.skipping = rec.skip;
+    st.tail = rec.tail;
+    true
+}
+
+/// The record of a read from `from` to `st`'s offset that saw `seen`; `None`
+/// when it is too long to write (save whole instead).
+pub fn record(st: &State, from: u64, seen: Vec<Seen>) -> Option<Vec<u8>> {
+    let rec = Rec { g: st.save_id, from, to: st.offset, skip: st.skipping, tail: st.tail.clone(), seen };
+    let json = serde_json::to_vec(&rec).ok()?;
+    let mut line = Vec::with_capacity(json.len() + 18);
+    line.extend_from_slice(sum(&json).as_bytes());
+    line.push(b' ');
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    (line.len() <= MAX_RECORD_BYTES).then_some(line)
+}
+
+fn decode(line: &[u8]) -> Option<Rec> {
+    let line = line.strip_suffix(b"\n")?;
+    let (s, json) = (line.get(..16)?, line.get(17..)?);
+    if line.get(16) != Some(&b' ') || s != sum(json).as_bytes() {
+        return None;
+    }
+    serde_json::from_slice(json).ok()
+}
+
+fn sum(json: &[u8]) -> String {
+    let h = blake3::hash(json);
+    h.as_bytes()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new save's mark: unlike any earlier save's of this conversation (the
+/// clock's nanoseconds, the process and a counter, hashed), never 0 (the
+/// mark of a state file written before records existed).
+pub fn new_save_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let mut h = blake3::Hasher::new();
+    h.update(&t.to_le_bytes());
+    h.update(&std::process::id().to_le_bytes());
+    h.update(&N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let b = h.finalize();
+    u64::from_le_bytes(b.as_bytes()[..8].try_into().expect("8 bytes")).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(save_id: u64, offset: u64) -> State {
+        State { transcript: "/t".into(), offset, save_id, ..State::default() }
+    }
+
+    fn rec(st: &State, from: u64, to: u64, seen: Vec<Seen>) -> Vec<u8> {
+        let mut s = st.clone();
+        s.offset = to;
+        s.tail = format!("seal{to}");
+        record(&s, from, seen).unwrap()
+    }
+
+    #[test]
+    fn records_replay_in_order_onto_their_own_save_only() {
+        let st = state(7, 100);
+        let a = rec(&st, 100, 200, vec![Seen::Prompt(120, "u1".into()), Seen::Tools(150, vec!["t1".into()])]);
+        let b = rec(&st, 200, 300, vec![Seen::Tools(250, vec!["t2".into(), "t3".into()])]);
+        let log = [a.clone(), b.clone()].concat();
+
+        let mut s = st.clone();
+        assert_eq!(replay(&mut s, &log), Log { len: log.len() as u64, stale: false, dirty: false });
+        assert_eq!((s.offset, s.tail.as_str()), (300, "seal300"));
+        let tools: Vec<_> = s.track.tools.iter().map(|(t, o)| (t.as_str(), *o)).collect();
+        assert_eq!(tools, [("t1", 150), ("t2", 250), ("t3", 250)]);
+        assert_eq!(s.track.prompts.iter().map(|(u, o)| (u.as_str(), *o)).collect::<Vec<_>>(), [("u1", 120)]);
+
+        // The rows: (the log, what the state becomes, stale, dirty).
+        let torn = [a.clone(), b[..b.len() / 2].to_vec()].concat();
+        let mut flipped = log.clone();
+        let i = a.len() + 40;
+        flipped[i] ^= 1;
+        let other = rec(&state(8, 100), 100, 200, vec![]);
+        let table: Vec<(&str, Vec<u8>, u64, bool, bool)> = vec![
+            ("empty", vec![], 100, true, false),
+            ("torn second record", torn, 200, false, true),
+            ("a flipped byte", flipped, 200, false, true),
+            ("out of order", [b.clone(), a.clone()].concat(), 100, false, true),
+            ("an older save's records", other.clone(), 100, true, false),
+            ("another save's record after a good one", [a.clone(), other].concat(), 200, false, true),
+            ("not a record", b"{}\n".to_vec(), 100, false, true),
+            ("a record with no newline yet", a[..a.len() - 1].to_vec(), 100, false, true),
+        ];
+        for (name, log, offset, stale, dirty) in table {
+            let mut s = st.clone();
+            let got = replay(&mut s, &log);
+            assert_eq!((s.offset, got.stale, got.dirty), (offset, stale, dirty), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_record_that_would_end_something_does_not_apply() {
+        // With an idle return pending a prompt is counted, not just kept:
+        // records are never written then, and one found is not applied.
+        let mut st = state(7, 100);
+        st.track.pending = Some(Default::default());
+        let log = rec(&st, 100, 200, vec![Seen::Prompt(120, "u1".into())]);
+        let mut s = st.clone();
+        assert!(replay(&mut s, &log).dirty);
+    }
+
+    #[test]
+    fn long_records_are_not_written_and_save_ids_differ() {
+        let st = state(7, 100);
+        let ids: Vec<String> = (0..200).map(|i| format!("toolu_{i:030}")).collect();
+        assert!(record(&st, 0, vec![Seen::Tools(1, ids)]).is_none());
+        let ids: std::collections::HashSet<u64> = (0..1000).map(|_| new_save_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(!ids.contains(&0));
+    }
+}

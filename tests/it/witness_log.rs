@@ -1,0 +1,253 @@
+//! The witness's read progress as records in its lock file
+//! (src/witness/progress.rs): a question that only read on writes one
+//! record instead of a new state file, and a record that is torn, of an
+//! older save or written by many processes at once never lets a withdrawal
+//! go unseen.
+
+use crate::support::{Sandbox, host_writes_call};
+use leanctx::Host;
+use leanctx::witness::{Boundary, Check, Question, Turn, check, on_turn};
+use serde_json::json;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const T0: u64 = 1_800_000_000_000;
+const IDLE: u64 = 3_840_000;
+
+struct W {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    transcript: PathBuf,
+}
+
+impl W {
+    fn new() -> W {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        crate::support::make_private(&data);
+        let transcript = tmp.path().join("t.jsonl");
+        std::fs::write(&transcript, "").unwrap();
+        W { _tmp: tmp, data, transcript }
+    }
+
+    fn turn(&self, now: u64) {
+        let t = self.transcript.to_str().unwrap();
+        let b = Boundary {
+            host: Host::ClaudeCode,
+            conv: "S",
+            transcript: t,
+            turn: Turn::Prompt,
+            now,
+            pid: None,
+            idle_ms: Some(IDLE),
+        };
+        on_turn(&self.data, &b, Instant::now() + Duration::from_secs(30), |_| Ok(())).unwrap();
+    }
+
+    fn ask(&self, id: &str) -> Check {
+        let q = Question {
+            host: Host::ClaudeCode,
+            conv: "S",
+            call_id: Some(id),
+            delivered_ms: T0 + 1,
+            now: T0 + 2,
+            idle_ms: Some(IDLE),
+            proc: None,
+            asking: None,
+        };
+        check(&self.data, &q, Instant::now() + Duration::from_secs(30), || Ok(()))
+    }
+
+    fn append(&self, lines: &[String]) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&self.transcript).unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+    }
+
+    /// The witness's files: (state, lock).
+    fn files(&self) -> (PathBuf, PathBuf) {
+        let mut state = None;
+        let mut lock = None;
+        for e in std::fs::read_dir(self.data.join("witness")).unwrap().flatten() {
+            let p = e.path();
+            match p.extension().and_then(|x| x.to_str()) {
+                Some("json") => state = Some(p),
+                Some("lock") => lock = Some(p),
+                _ => {}
+            }
+        }
+        (state.unwrap(), lock.unwrap())
+    }
+}
+
+fn tool_use(id: &str) -> String {
+    json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": id, "name": "mcp__x__read", "input": {}}]}})
+        .to_string()
+}
+
+fn prompt(uuid: &str) -> String {
+    json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "go"}}).to_string()
+}
+
+fn harmless(n: usize) -> Vec<String> {
+    (0..n).map(|i| json!({"type": "progress", "data": "x".repeat(100 + i)}).to_string()).collect()
+}
+
+fn ino(p: &Path) -> u64 {
+    std::fs::metadata(p).unwrap().ino()
+}
+
+#[test]
+fn a_question_that_only_reads_on_writes_a_record_and_keeps_the_state_file() {
+    let w = W::new();
+    w.turn(T0);
+    w.append(&[prompt("u1"), tool_use("t1")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    let (state, lock) = w.files();
+    let (before, log) = (ino(&state), std::fs::metadata(&lock).unwrap().len());
+    for i in 2..6 {
+        let mut lines = harmless(3);
+        lines.push(tool_use(&format!("t{i}")));
+        w.append(&lines);
+        assert_eq!(w.ask("t1"), Check::Present);
+    }
+    assert_eq!(ino(&state), before, "reading on replaced the state file");
+    assert!(std::fs::metadata(&lock).unwrap().len() > log, "no progress record was written");
+    // What the records carry is the state's: a rewind to u1 withdraws the
+    // tool uses after it, seen by questions whose progress is only records.
+    w.append(&[json!({"type": "last-prompt", "rewound": true, "cutUuid": "u1"}).to_string()]);
+    assert!(matches!(w.ask("t4"), Check::Withdrawn(_)), "{:?}", w.ask("t4"));
+    assert_ne!(ino(&state), before, "a withdrawal saves the state whole");
+}
+
+/// The lock file's last record is damaged (a torn write, a flipped byte)
+/// or replaced by an older save's: the question reads again from the last
+/// good record's offset, so the facts the lost record carried are seen
+/// again, and a rewind to a prompt only that record held still withdraws.
+#[test]
+fn a_torn_or_foreign_record_reads_again_from_the_last_good_one() {
+    type Damage = fn(&Path, &[u8], usize);
+    let damages: [(&str, Damage); 4] = [
+        ("cut short", |p, log, start| std::fs::write(p, &log[..start + (log.len() - start) / 2]).unwrap()),
+        ("a flipped byte", |p, log, start| {
+            let mut b = log.to_vec();
+            b[start + 30] ^= 0x20;
+            std::fs::write(p, b).unwrap();
+        }),
+        ("no newline", |p, log, _| std::fs::write(p, &log[..log.len() - 1]).unwrap()),
+        ("junk appended", |p, log, _| std::fs::write(p, [log, b"0000000000000000 {\"g\":1}\n"].concat()).unwrap()),
+    ];
+    for (name, damage) in damages {
+        let w = W::new();
+        w.turn(T0);
+        w.append(&[prompt("u1"), tool_use("t1")]);
+        assert_eq!(w.ask("t1"), Check::Present, "{name}");
+        w.append(&[tool_use("t2")]);
+        assert_eq!(w.ask("t1"), Check::Present, "{name}");
+        let (_, lock) = w.files();
+        let start = std::fs::read(&lock).unwrap().len();
+        w.append(&[prompt("u2"), tool_use("t3")]);
+        assert_eq!(w.ask("t1"), Check::Present, "{name}");
+        let log = std::fs::read(&lock).unwrap();
+        assert!(log.len() > start, "{name}: the last question wrote a record");
+        damage(&lock, &log, start);
+        w.append(&[json!({"type": "last-prompt", "rewound": true, "cutUuid": "u2"}).to_string()]);
+        assert!(matches!(w.ask("t3"), Check::Withdrawn(_)), "{name}: {:?}", w.ask("t3"));
+        assert_eq!(w.ask("t2"), Check::Present, "{name}: before the cut point");
+    }
+}
+
+/// A turn hook saves the state whole (a new save): the records of the
+/// older one no longer apply, the next question replaces them, and the
+/// hook's save carried their progress (a transcript truncated after it is
+/// still caught, which the older offset alone would miss).
+#[test]
+fn a_turn_save_carries_the_records_progress_and_supersedes_them() {
+    let w = W::new();
+    w.turn(T0);
+    w.append(&[prompt("u1"), tool_use("t1")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    w.append(&harmless(20));
+    assert_eq!(w.ask("t1"), Check::Present);
+    w.turn(T0 + 1);
+    let st = leanctx::witness::file::load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap();
+    assert_eq!(st.offset, std::fs::metadata(&w.transcript).unwrap().len(), "the turn saved the records' offset");
+    w.append(&[tool_use("t2")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    let (_, lock) = w.files();
+    assert_eq!(std::fs::read(&lock).unwrap().iter().filter(|&&b| b == b'\n').count(), 1, "the older records dropped");
+    // Truncated to just past the turn's offset: a shrink below what was read.
+    let f = std::fs::OpenOptions::new().write(true).open(&w.transcript).unwrap();
+    f.set_len(st.offset + 3).unwrap();
+    assert!(matches!(w.ask("t1"), Check::EndedAll(_)), "{:?}", w.ask("t1"));
+}
+
+/// Many `leanctx stub` processes ask at once while the transcript grows:
+/// every answer is a stub until the host cuts the result, and withheld
+/// from then on; the records they wrote stay whole.
+#[test]
+fn many_processes_asking_at_once_keep_the_progress_whole() {
+    let sb = Sandbox::new();
+    let t = crate::ledger::claude_turn(&sb, "S");
+    host_writes_call(&t, "toolu_1");
+    let result = sb.tmp.path().join("result.json");
+    let res = json!({"content": [{"type": "text", "text": "fn a() {}\n".repeat(50)}]});
+    std::fs::write(&result, res.to_string()).unwrap();
+    let call = |id: &str| {
+        let pre = json!({"session_id": "S", "hook_event_name": "PreToolUse", "tool_name": "mcp__leanctx__read",
+            "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": t, "cwd": "/p"});
+        sb.hook("claude-code", pre.to_string()).ok();
+        let c = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}});
+        let p = sb.tmp.path().join(format!("{id}.json"));
+        std::fs::write(&p, c.to_string()).unwrap();
+        p
+    };
+    let stub = |c: &Path| {
+        let o = sb.cmd(["stub", "--call", c.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--json"]).run();
+        (o.code, o.json()["decision"]["reason"].as_str().unwrap_or_default().to_string())
+    };
+    let first = call("toolu_1");
+    let o = sb
+        .cmd(["stub", "--call", first.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--result"])
+        .arg(&result)
+        .run();
+    assert_eq!(o.code, 1, "the first read delivers: {o:?}");
+    crate::serve::claude_batch(&sb, "S", "toolu_1", &res);
+    let calls: Vec<PathBuf> = (0..24).map(|i| call(&format!("toolu_r{i}"))).collect();
+    for i in 0..calls.len() {
+        host_writes_call(&t, &format!("toolu_r{i}"));
+    }
+    let mut grown = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
+    std::thread::scope(|s| {
+        let hs: Vec<_> =
+            calls.chunks(6).map(|cs| s.spawn(move || cs.iter().map(|c| stub(c)).collect::<Vec<_>>())).collect();
+        for l in harmless(200) {
+            writeln!(grown, "{l}").unwrap();
+        }
+        for h in hs {
+            for (code, reason) in h.join().unwrap() {
+                assert_eq!((code, reason.as_str()), (0, "confirmed-delivery"));
+            }
+        }
+    });
+    writeln!(
+        grown,
+        "{}",
+        json!({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ["toolu_1"]}})
+    )
+    .unwrap();
+    std::thread::scope(|s| {
+        let hs: Vec<_> =
+            calls.chunks(6).map(|cs| s.spawn(move || cs.iter().map(|c| stub(c)).collect::<Vec<_>>())).collect();
+        for h in hs {
+            for (code, reason) in h.join().unwrap() {
+                assert_eq!((code, reason.as_str()), (1, "withdrawn"));
+            }
+        }
+    });
+}
