@@ -548,3 +548,45 @@ fn a_resume_after_the_old_process_ended_is_settled_by_the_hosts_first_answer() {
     assert!(!w.turn_by(Turn::End, T0, Some(7)));
     assert!(load(&w.data, Host::ClaudeCode, "S").unwrap().is_none());
 }
+
+/// What a turn does to earlier deliveries, pure ([`turn_end`]): the rows
+/// of docs/DELIVERY.md §8 for starts, prompts and ends, by which host
+/// processes the witness knows and whether a return is pending.
+#[test]
+fn turn_end_table() {
+    use leanctx::witness::file::{State, TurnEnd, turn_end};
+    use leanctx::witness::scan::Pending;
+    const T: &str = "/t.jsonl";
+    let st = |procs: &[u32], pending: Option<u32>| State {
+        transcript: T.into(),
+        procs: procs.iter().map(|&p| (p, T0)).collect(),
+        last_turn_ms: T0,
+        since_ms: T0,
+        track: leanctx::witness::scan::Track {
+            pending: pending.map(|pid| Pending { from: 1, at_ms: T0, pid, due: 1, seen: 0, cut_seen: false }),
+            ..Default::default()
+        },
+        ..State::default()
+    };
+    let past = Turn::Start { idle_s: Some(IDLE / 1000) };
+    let back = T0 + IDLE;
+    let (nothing, all, prov) = (TurnEnd::None, TurnEnd::All, TurnEnd::Provisional);
+    #[rustfmt::skip]
+    let rows: Vec<(&str, State, Turn, Option<u32>, TurnEnd)> = vec![
+        ("resume past the threshold, the only process", st(&[], None), past, Some(8), nothing),
+        ("resume past, itself known already", st(&[8], None), past, Some(8), nothing),
+        ("resume past, another process known", st(&[7], None), past, Some(8), all),
+        ("resume past, no CLAUDE_PID", st(&[], None), past, None, all),
+        ("resume past, another's return pending", st(&[], Some(7)), past, Some(8), all),
+        ("resume under the threshold, another known", st(&[7], None), Turn::Start { idle_s: Some(60) }, Some(8), nothing),
+        ("prompt after the silence, alone", st(&[8], None), Turn::Prompt, Some(8), prov),
+        ("prompt after the silence, two known", st(&[7, 8], None), Turn::Prompt, Some(8), all),
+        ("end of the only process", st(&[7], None), Turn::End, Some(7), nothing),
+        ("end of another while a return is pending", st(&[7, 8], Some(8)), Turn::End, Some(7), all),
+        ("end of the returning process itself", st(&[8], Some(8)), Turn::End, Some(8), nothing),
+    ];
+    for (what, old, turn, pid, want) in rows {
+        assert_eq!(turn_end(Some(&old), T, turn, back, pid, Some(IDLE)), want, "{what}");
+    }
+    assert_eq!(turn_end(None, T, Turn::End, back, Some(7), Some(IDLE)), nothing, "no witness yet");
+}
