@@ -1,12 +1,14 @@
 //! The bottom layer above [`crate::fsx`]: facts and helpers every other
 //! layer uses, with no state of their own. Time ([`clock`]), which ids and
-//! names are safe to store ([`ids`]), content hashing ([`fingerprint`]),
+//! names are safe to store ([`ids`]), content hashing ([`fingerprint`], [`sha256`], [`blake3_short`]),
 //! the four hosts' names ([`host`]) and the data dir ([`paths`]).
 
+pub mod blake3_short;
 pub mod clock;
 pub mod fingerprint;
 pub mod host;
 pub mod ids;
 pub mod paths;
 pub mod scope;
+pub mod sha256;
 pub mod shell;
