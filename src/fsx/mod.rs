@@ -36,7 +36,7 @@ pub use bounded::{
 #[cfg(all(test, unix))]
 pub(crate) use lock::MET_BUSY;
 pub use lock::{Lock, LockError, LockKind, LockRef, lock, lock_ref};
-pub use recycle::{spare_path, write_recycled};
+pub use recycle::{spare_path, write_recycled, write_recycled_kept};
 pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
     HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,

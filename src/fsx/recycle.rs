@@ -19,7 +19,7 @@
 //! support, no exchange, a spare that is not a plain file of ours, any
 //! error) falls back to [`super::write_atomic`].
 
-use super::{state_problem, sys, write_atomic};
+use super::{state_problem, sys, write_atomic, write_atomic_kept};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -35,24 +35,35 @@ pub fn spare_path(path: &Path) -> PathBuf {
 /// [`write_atomic`]. No fsync, as [`write_atomic`].
 pub fn write_recycled(path: &Path, contents: &[u8]) -> io::Result<()> {
     match recycle(path, contents) {
-        Ok(true) => Ok(()),
-        Ok(false) | Err(_) => write_atomic(path, contents),
+        Ok(Some(_)) => Ok(()),
+        Ok(None) | Err(_) => write_atomic(path, contents),
     }
 }
 
-/// The fast path: `Ok(true)` when `path` now holds `contents`; `Ok(false)`
-/// or an error when it was not touched (the spare may have been).
-fn recycle(path: &Path, contents: &[u8]) -> io::Result<bool> {
+/// [`write_recycled`], and the file now at `path`, still open, as
+/// [`write_atomic_kept`] gives it: no lease is granted on a file held open,
+/// so while it is held it is never rewritten, and as long as `path` names
+/// it, it holds what this call wrote.
+pub fn write_recycled_kept(path: &Path, contents: &[u8]) -> io::Result<Option<fs::File>> {
+    match recycle(path, contents) {
+        Ok(Some(f)) => Ok(sys::HOLD_OPEN.then_some(f)),
+        Ok(None) | Err(_) => write_atomic_kept(path, contents),
+    }
+}
+
+/// The fast path: the file now at `path`, holding `contents`; `Ok(None)`
+/// or an error when `path` was not touched (the spare may have been).
+fn recycle(path: &Path, contents: &[u8]) -> io::Result<Option<fs::File>> {
     let spare = spare_path(path);
     let f = sys::open_rewritable(&spare)?;
     let md = f.metadata()?;
     if state_problem(&md, u64::MAX).is_some() || sys::link_count(&md) != 1 {
-        return Ok(false);
+        return Ok(None);
     }
     // The lease first: then no reader has the spare open, and no other
     // writer can take it until this one closes it.
     if sys::write_lease(&f, true).is_err() {
-        return Ok(false);
+        return Ok(None);
     }
     // Still the spare? A writer that opened it just before another one
     // exchanged it in holds the target now: writing that and exchanging
@@ -60,7 +71,7 @@ fn recycle(path: &Path, contents: &[u8]) -> io::Result<bool> {
     let at_name = fs::symlink_metadata(&spare).and_then(|m| sys::path_id(&spare, &m)).ok();
     if at_name != Some(sys::handle_id(&f, &md)?) {
         let _ = sys::write_lease(&f, false);
-        return Ok(false);
+        return Ok(None);
     }
     let written = (&f)
         .write_all(contents)
@@ -74,10 +85,9 @@ fn recycle(path: &Path, contents: &[u8]) -> io::Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_file() => sys::exchange(&spare, path)?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => fs::rename(&spare, path)?,
-        _ => return Ok(false),
+        _ => return Ok(None),
     }
-    drop(f);
-    Ok(true)
+    Ok(Some(f))
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -180,12 +180,12 @@ fn load_at(path: &Path) -> io::Result<Option<State>> {
 }
 
 /// Save `st` whole, as a new save ([`State::save_id`]; the progress records of
-/// older saves no longer apply), never in place (see [`held`]); the file
-/// saved, kept open where files are held open, with its (device, inode).
+/// older saves no longer apply), never into a file held open (see [`held`]);
+/// the file saved, kept open where files are held open, with its (device, inode).
 fn save(path: &Path, st: &mut State) -> io::Result<Option<(File, (u64, u64))>> {
     st.save_id = progress::new_save_id();
     let bytes = serde_json::to_vec(st).map_err(io::Error::other)?;
-    let Some(f) = fsx::write_atomic_kept(path, &bytes)? else { return Ok(None) };
+    let Some(f) = fsx::write_recycled_kept(path, &bytes)? else { return Ok(None) };
     let id = fsx::handle_id(&f, &f.metadata()?)?;
     Ok(Some((f, id)))
 }

@@ -5,8 +5,9 @@
 //! close of the state and an open, `fstat` and close of the transcript
 //! (benches/README.md, "The witness between questions").
 //!
-//! Sound because the state file is only ever replaced whole
-//! (`fsx::write_atomic`), never written in place, and a file held open
+//! Sound because a state file held open is never written to (it is replaced
+//! whole: `fsx::write_recycled_kept` rewrites only a file nobody holds open,
+//! under a lease the kernel refuses while anyone does), and a file held open
 //! keeps its inode number: while the path names the (device, inode) of the
 //! held file, it is the file this process read or wrote, and the state kept
 //! is what it holds with the progress records it last read or wrote
