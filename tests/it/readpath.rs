@@ -311,6 +311,51 @@ fn a_claim_is_taken_exactly_once_across_processes() {
     assert_eq!(winners, 1);
 }
 
+/// Claims append through the claim reader's own handle while hooks append
+/// through theirs, as real processes: every line stays whole, and no call
+/// record is claimed twice.
+#[test]
+fn claims_and_hooks_appending_at_once_keep_every_line_whole() {
+    let sb = Sandbox::new();
+    let hook = |conv: usize, path: usize| {
+        json!({"hook_event_name": "beforeMCPExecution", "conversation_id": format!("C{conv}"),
+            "tool_name": "ctx_read", "tool_input": json!({"path": format!("{path}.rs")}).to_string()})
+        .to_string()
+    };
+    // One record per path to start with, so early claims have something to take.
+    for p in 0..6 {
+        sb.hook("cursor", hook(p, p)).ok();
+    }
+    let mut kids = Vec::new();
+    for i in 0..24 {
+        let p = i % 6;
+        kids.push(sb.cmd(["hook", "cursor"]).stdin(hook(p, p)).spawn());
+        let request = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": format!("{p}.rs")}}});
+        kids.push(sb.cmd(["scope", "current", "--json", "--call", "-"]).stdin(request.to_string()).spawn());
+    }
+    let mut won = 0;
+    for k in kids {
+        let o = k.wait_with_output().unwrap();
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{o:?}");
+        if let Ok(v) = serde_json::from_slice::<Value>(&o.stdout) {
+            won += usize::from(v["caller"]["source"] == "fingerprint");
+        }
+    }
+    let text = sb.journal();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(leanctx::state::journal::parse(&text).len(), lines.len(), "every line whole:\n{text}");
+    let keys: Vec<&str> = leanctx::state::journal::parse(&text)
+        .into_iter()
+        .filter_map(|r| if let leanctx::state::journal::Record::Claim { key, .. } = r { Some(key) } else { None })
+        .collect();
+    let mut unique = keys.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!((keys.len(), unique.len()), (won, won), "one claim per winner, none twice: {keys:?}");
+    assert!(won > 0, "some claims were taken");
+}
+
 #[test]
 fn scope_check_cli_exit_codes_and_json() {
     let sb = Sandbox::new();

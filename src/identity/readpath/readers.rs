@@ -51,6 +51,11 @@ pub(super) fn reader_for<'r>(
 /// `Digest::claim_view`), and append the claim. Was [`Journal::claim`],
 /// which read and parsed the whole journal per claim: 80-140 µs, growing
 /// with the journal (benches/hooks).
+///
+/// The lock is taken on the `journal.lock` the decision's reader keeps open
+/// (`seed`), and the claim is appended through the claim reader's own
+/// handle: a claim opens no file (each open, `fstat` and close cost a few
+/// µs, most of what a claim costs besides its reads; benches/hooks).
 pub(super) fn claim(
     dir: &Path,
     call: &McpCall,
@@ -61,13 +66,10 @@ pub(super) fn claim(
     deadline: Instant,
 ) -> std::io::Result<Result<Caller, PerCall>> {
     let journal = Journal::new(dir);
-    // No journal: no call record to claim. (Taking the write lock would
-    // create journal.lock, and a lock file without a journal reads as a
-    // deleted journal.)
-    if std::fs::symlink_metadata(journal.path()).is_err() {
+    // No journal: no call record to claim.
+    let Some(held) = journal.claim_lock_until(seed.and_then(Reader::kept_lock), deadline)? else {
         return Ok(Err(PerCall::NoMatch));
-    }
-    let held = journal.write_lock_until(deadline)?;
+    };
     let mut readers = lock_readers(&CLAIM_READERS);
     let reader = reader_for(&mut readers, dir, Reader::for_claims);
     // A first claim starts from what the decision's reader already read
@@ -80,12 +82,14 @@ pub(super) fn claim(
     reader.refresh_held(&journal)?;
     reader.index_claims();
     let view = reader.digest().claim_view(&call.name, fp, claimant, now);
+    // The key is copied out of the reader's text, which the append may change.
     let (result, key) = match mcp_call::choose_claim(&view, call, fp, claimant, now) {
-        Ok((caller, key)) => (Ok(caller), key),
+        Ok((caller, key)) => (Ok(caller), key.map(str::to_owned)),
         Err(p) => (Err(p), None),
     };
-    if let Some(key) = key {
-        journal.append_held(&held, &[crate::state::journal::Record::Claim { t: now, key, claimant }], now)?;
+    if let Some(key) = key.as_deref() {
+        let claim = [crate::state::journal::Record::Claim { t: now, key, claimant }];
+        reader.append_held(&journal, &held, &claim, now)?;
     }
     Ok(result)
 }

@@ -6,6 +6,11 @@ use crate::state::journal::{self, Journal};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 
+/// A claim reader holds the journal open for appending, where files are
+/// held open between refreshes ([`fsx::HOLD_OPEN`]), so a claim appends
+/// through it.
+const CLAIMS_WRITE: bool = fsx::HOLD_OPEN;
+
 /// A journal kept open and digested incrementally.
 #[derive(Debug, Default)]
 pub struct Reader {
@@ -16,6 +21,8 @@ pub struct Reader {
     id: Option<(u64, u64)>,
     /// Bytes digested: up to the end of the last complete line.
     offset: u64,
+    /// The file's length at the last refresh.
+    len: u64,
     /// `journal.lock`, kept open between refreshes where files are
     /// ([`fsx::HOLD_OPEN`]), with its (device, inode): one `lstat` a
     /// refresh instead of an open, `fstat` and close.
@@ -50,13 +57,49 @@ impl Reader {
         self.id.is_none()
     }
 
+    /// The `journal.lock` this reader keeps open, with its (device, inode):
+    /// a claim takes its exclusive lock there instead of opening the file
+    /// again ([`Journal::claim_lock_until`]).
+    pub fn kept_lock(&self) -> Option<(&File, (u64, u64))> {
+        self.lock.as_ref().map(|(f, id)| (f, *id))
+    }
+
+    /// Append `records` under the exclusive lock the caller holds and this
+    /// claim reader was refreshed under ([`Reader::refresh_held`]). When it
+    /// holds the journal open for appending and has read it to the end of
+    /// its last line, it knows all an append needs (the length, that no torn
+    /// tail is left, the trim header, which it read at the start of its
+    /// text): one `write`. Otherwise the journal is opened and looked at as
+    /// [`Journal::append_held`] does.
+    pub fn append_held(
+        &mut self,
+        journal: &Journal,
+        held: &journal::WriteLock<'_>,
+        records: &[journal::Record<'_>],
+        now: u64,
+    ) -> io::Result<()> {
+        match self.file.as_ref() {
+            Some(f) if CLAIMS_WRITE && self.digest.claims_only && self.offset == self.len && self.len > 0 => {
+                let kept = journal::kept_of(self.digest.text.as_bytes()).unwrap_or(0);
+                // The line is read back at the next refresh like any other
+                // (after a trim, the new file from its start).
+                let r = journal.append_known(held, f, self.len, kept, records, now);
+                if r.is_err() {
+                    self.reset();
+                }
+                r
+            }
+            _ => journal.append_held(held, records, now),
+        }
+    }
+
     /// A claim reader that starts where this one is (same call and claim
     /// lines, same offset) on its own handle of the same file, or `None`
     /// when the journal is no longer the file this one read. Call under a
     /// journal lock, so the file cannot be replaced meanwhile.
     pub fn for_claims_from(&self, journal: &Journal) -> Option<Reader> {
         let id = self.id?;
-        let (f, md) = fsx::open_state_md(journal.path().as_path(), false, u64::MAX).ok()??;
+        let (f, md) = fsx::open_state_md(journal.path().as_path(), CLAIMS_WRITE, u64::MAX).ok()??;
         if fsx::handle_id(&f, &md).ok()? != id {
             return None;
         }
@@ -69,7 +112,7 @@ impl Reader {
             claim_index: d.claim_index.clone(),
             ..Digest::default()
         };
-        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, digest, lock: None })
+        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, len: self.len, digest, lock: None })
     }
 
     fn reset(&mut self) {
@@ -145,8 +188,9 @@ impl Reader {
             // A new file, or (where the reader closes it between refreshes)
             // the same one opened again: the lock held keeps it in place,
             // and the handle's own id says which file was opened.
-            let f = fsx::open_state(&path, false, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
-            let fmd = f.metadata()?;
+            let write = CLAIMS_WRITE && self.digest.claims_only;
+            let (f, fmd) =
+                fsx::open_state_md(&path, write, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
             let id = fsx::handle_id(&f, &fmd)?;
             if !same || self.id != Some(id) {
                 self.reset();
@@ -155,6 +199,7 @@ impl Reader {
             self.file = Some(f);
             self.id = Some(id);
         }
+        self.len = len;
         let Some(f) = self.file.as_ref() else { return Ok(()) };
         let len = len.min(journal::MAX_READ_BYTES);
         if len <= self.offset {

@@ -293,19 +293,7 @@ fn reader_follows_appends_trims_and_truncation() {
     // A claim reader seeded from this one answers like one that read
     // everything itself, also after more appends: the call and claim lines
     // read before the seeding included.
-    let call = |t: u64, key: &'static str| {
-        Record::Call(Call {
-            t,
-            host: Host::Cursor,
-            conv: "y",
-            agent: None,
-            server: None,
-            tool: "ctx_read",
-            fp: "fp0",
-            call_id: None,
-            key,
-        })
-    };
+    let call = |t, key| cursor_call(t, "y", key);
     j.append(&[call(50_003, "k-old"), Record::Claim { t: 50_003, key: "k-old", claimant: None }], 50_003).unwrap();
     r.refresh(&j).unwrap();
     let mut seeded = r.for_claims_from(&j).expect("same file");
@@ -350,4 +338,109 @@ fn a_reader_locks_the_lock_file_at_the_path_not_the_one_it_kept() {
     drop(writer);
     r.refresh(&j).unwrap();
     assert!(r.digest().convs.contains_key("a"));
+}
+
+/// A claim takes the exclusive lock on the `journal.lock` a reader keeps
+/// open, and so excludes every writer, but only while that handle is still
+/// the file at the path: one deleted and made again is another file, whose
+/// writer the kept handle's lock would not exclude.
+#[cfg(unix)]
+#[test]
+fn a_claim_locks_the_kept_lock_file_only_while_it_is_the_one_at_the_path() {
+    use crate::state::journal::WriteLock;
+    use std::time::{Duration, Instant};
+    let soon = || Instant::now() + Duration::from_millis(30);
+    let tmp = tempfile::tempdir().unwrap();
+    let j = Journal::new(tmp.path());
+    assert!(j.claim_lock_until(None, soon()).unwrap().is_none(), "no journal: nothing to claim, nothing created");
+    assert!(!tmp.path().join(crate::base::paths::JOURNAL_LOCK_FILE).exists());
+    j.append(&[Record::Sighting { t: 1_000, host: Host::Cursor, conv: "a", event: "x" }], 1_000).unwrap();
+    let mut r = Reader::default();
+    r.refresh(&j).unwrap();
+    let held = j.claim_lock_until(r.kept_lock(), soon()).unwrap().unwrap();
+    assert!(matches!(held, WriteLock::Kept(_)));
+    let writer = j.write_lock_until(soon());
+    assert_eq!(writer.map(|_| ()).map_err(|e| e.kind()), Err(std::io::ErrorKind::TimedOut), "writers wait");
+    drop(held);
+
+    std::fs::remove_file(tmp.path().join(crate::base::paths::JOURNAL_LOCK_FILE)).unwrap();
+    let writer = j.write_lock_until(soon()).unwrap();
+    let busy = j.claim_lock_until(r.kept_lock(), soon());
+    assert_eq!(busy.map(|_| ()).map_err(|e| e.kind()), Err(std::io::ErrorKind::TimedOut), "the writer's lock was seen");
+    drop(writer);
+    let held = j.claim_lock_until(r.kept_lock(), soon()).unwrap().unwrap();
+    assert!(matches!(held, WriteLock::Opened(_)), "locked at the path");
+}
+
+/// A claim reader appends through its own handle when it has read the
+/// journal to the end of a whole line; a torn tail it has not read is
+/// mended first, as `Journal::append` mends it; a trim the append sets off
+/// replaces the file, and the reader starts over on it.
+#[cfg(unix)]
+#[test]
+fn a_claim_reader_appends_whole_lines_through_its_handle() {
+    use crate::state::journal::{TRIM_MIN_BYTES, kept_of, parse};
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let j = Journal::new(tmp.path());
+    let call = |t, key| cursor_call(t, "a", key);
+    let mut r = Reader::for_claims();
+    let claim = |j: &Journal, r: &mut Reader, key: &'static str, t: u64| {
+        let mut kept = Reader::default();
+        kept.refresh(j).unwrap();
+        let held = j.claim_lock_until(kept.kept_lock(), Instant::now() + Duration::from_secs(1)).unwrap().unwrap();
+        r.refresh_held(j).unwrap();
+        r.append_held(j, &held, &[Record::Claim { t, key, claimant: Some("tok") }], t).unwrap();
+    };
+    j.append(&[call(1_000, "k1")], 1_000).unwrap();
+    claim(&j, &mut r, "k1", 1_001);
+    // A torn tail (a writer cut short) that the claim reader has not read.
+    let mut f = std::fs::OpenOptions::new().append(true).open(j.path()).unwrap();
+    std::io::Write::write_all(&mut f, b"C\t1002\tcursor\ta\t-\t-\tctx_r").unwrap();
+    claim(&j, &mut r, "k2", 1_003);
+    let text = std::fs::read_to_string(j.path()).unwrap();
+    assert!(text.ends_with('\n') && text.contains("ctx_r\nK\t1003\tk2\ttok\n"), "{text:?}");
+    let claims = |text: &str| {
+        parse(text)
+            .iter()
+            .filter_map(|r| if let Record::Claim { key, .. } = r { Some(key.to_string()) } else { None })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(claims(&text), ["k1", "k2"]);
+    r.refresh(&j).unwrap();
+    assert_eq!(r.digest().text, text, "the reader reads its own lines back");
+
+    // Past the bound, the claim's append trims (no header yet: kept 0).
+    let id = |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::symlink_metadata(p).unwrap());
+    let before = id(&j.path());
+    let pad: Vec<Record<'_>> = (0..40).map(|i| call(1_010 + i, "kp")).collect();
+    let mut f = std::fs::OpenOptions::new().append(true).open(j.path()).unwrap();
+    while j.size() <= TRIM_MIN_BYTES {
+        let mut s = String::new();
+        for p in &pad {
+            p.write_line(&mut s);
+        }
+        std::io::Write::write_all(&mut f, s.as_bytes()).unwrap();
+    }
+    claim(&j, &mut r, "kp", 2_000);
+    assert_ne!(id(&j.path()), before, "trimmed: a new file");
+    let text = std::fs::read_to_string(j.path()).unwrap();
+    assert!(kept_of(text.as_bytes()).is_some(), "{:?}", &text[..40.min(text.len())]);
+    r.refresh(&j).unwrap();
+    assert_eq!(r.digest().text, text, "the reader started over on the new file");
+}
+
+/// A Cursor hook's call record of `ctx_read` with fingerprint `fp0`.
+fn cursor_call(t: u64, conv: &'static str, key: &'static str) -> Record<'static> {
+    Record::Call(crate::state::journal::Call {
+        t,
+        host: Host::Cursor,
+        conv,
+        agent: None,
+        server: None,
+        tool: "ctx_read",
+        fp: "fp0",
+        call_id: None,
+        key,
+    })
 }

@@ -12,6 +12,13 @@ pub struct Journal {
 /// A held lock on `journal.lock`.
 pub type LockGuard = fsx::Lock;
 
+/// The exclusive lock a claim holds: on a handle a reader keeps, or opened.
+#[derive(Debug)]
+pub enum WriteLock<'f> {
+    Kept(fsx::LockRef<'f>),
+    Opened(LockGuard),
+}
+
 impl Journal {
     pub fn new(dir: &Path) -> Journal {
         Journal { dir: dir.to_path_buf() }
@@ -92,14 +99,64 @@ impl Journal {
         self.lock_until(true, deadline)
     }
 
-    /// Append under the exclusive lock the caller took with
-    /// [`Journal::write_lock`] (and still holds: `held`).
-    pub fn append_held(&self, held: &LockGuard, records: &[Record<'_>], now: u64) -> io::Result<()> {
+    /// The exclusive lock for a claim: on `kept`, a `journal.lock` handle
+    /// the caller keeps open with its (device, inode) (a reader's: no open,
+    /// nothing created), when that handle still is the file at the path once
+    /// locked; otherwise on the path as [`Journal::write_lock_until`] takes it.
+    /// `Ok(None)`: no journal (taking the lock by path would create
+    /// `journal.lock`, and a lock file without a journal reads as a deleted
+    /// journal).
+    pub fn claim_lock_until<'f>(
+        &self,
+        kept: Option<(&'f File, (u64, u64))>,
+        deadline: Instant,
+    ) -> io::Result<Option<WriteLock<'f>>> {
+        if let Some((file, id)) = kept {
+            let held = fsx::lock_ref(file, LockKind::Exclusive, deadline).map_err(lock_error)?;
+            // Checked once held: a lock file deleted and made again is
+            // another file, whose lockers this lock would not exclude.
+            if self.lock_is(id) {
+                return Ok(Some(WriteLock::Kept(held)));
+            }
+        }
+        if fs::symlink_metadata(self.path()).is_err() {
+            return Ok(None);
+        }
+        self.write_lock_until(deadline).map(|g| Some(WriteLock::Opened(g)))
+    }
+
+    /// Append under the exclusive lock the caller holds (`held`).
+    pub fn append_held(&self, held: &WriteLock<'_>, records: &[Record<'_>], now: u64) -> io::Result<()> {
         let _ = held;
         if records.is_empty() {
             return Ok(());
         }
         self.append_locked(records, now)
+    }
+
+    /// Append through `f`, the journal as the caller holds it open for
+    /// appending under the exclusive lock (`held`; a claim reader's handle:
+    /// no open, no `fstat`, no reads), when the caller knows it: exactly
+    /// `len` bytes, ending with a whole line (no torn tail to mend), and
+    /// the `kept` of its trim header (0: none). Trims as
+    /// [`Journal::append`] does; the handle is then no longer the journal.
+    pub(crate) fn append_known(
+        &self,
+        held: &WriteLock<'_>,
+        f: &File,
+        len: u64,
+        kept: u64,
+        records: &[Record<'_>],
+        now: u64,
+    ) -> io::Result<()> {
+        let _ = held;
+        if records.is_empty() {
+            return Ok(());
+        }
+        if self.write_records(f, len, Some(kept), records)? {
+            self.trim_locked(now)?;
+        }
+        Ok(())
     }
 
     /// The shared lock readers hold while they read. `None` when there is
@@ -173,8 +230,21 @@ impl Journal {
         // Never through a symlink, never into a FIFO, never into a file of
         // someone else's: such a journal is refused (readers withhold on it
         // too), and the hook says why.
-        let (mut f, md) = fsx::open_state_md(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
-        let before = md.len();
+        let (f, md) = fsx::open_state_md(&self.path(), true, u64::MAX)?.ok_or_else(|| self.missing_error())?;
+        let trim = self.write_records(&f, md.len(), None, records)?;
+        drop(f);
+        if trim {
+            self.trim_locked(now)?;
+        }
+        Ok(())
+    }
+
+    /// Write `records` at the end of `f` (the journal, `before` bytes long,
+    /// opened for appending under the exclusive lock) in one write. `known`:
+    /// the caller knows the file ends with a whole line and its trim
+    /// header's `kept`; `None`: both are read from the file. Returns whether
+    /// the file has grown past its bound (the caller trims).
+    fn write_records(&self, f: &File, before: u64, known: Option<u64>, records: &[Record<'_>]) -> io::Result<bool> {
         // A compaction is stamped no earlier than the newest record already
         // written: if the clock went back since a delivery (or was ahead
         // during it), the compaction must still order after the delivering
@@ -182,7 +252,7 @@ impl Journal {
         // stub from before the compaction would pass. Erring late only
         // withholds more. Rare event, so the tail read costs nothing typical.
         let floor = if records.iter().any(|r| matches!(r, Record::Compaction { .. })) {
-            newest_in_tail(&f, before).unwrap_or(0)
+            newest_in_tail(f, before).unwrap_or(0)
         } else {
             0
         };
@@ -197,26 +267,27 @@ impl Journal {
         }
         // A tail without its newline (a write cut short by a full disk)
         // must not swallow our first record.
-        if before > 0 {
+        if before > 0 && known.is_none() {
             let mut last = [0u8; 1];
-            if fsx::read_at(&f, &mut last, before - 1)? == 1 && last[0] != b'\n' {
+            if fsx::read_at(f, &mut last, before - 1)? == 1 && last[0] != b'\n' {
                 buf.insert(0, '\n');
             }
         }
-        if let Err(e) = f.write_all(buf.as_bytes()) {
+        let mut w: &File = f;
+        if let Err(e) = w.write_all(buf.as_bytes()) {
             // Leave nothing half-written: cut back to where we started.
             let _ = f.set_len(before);
             return Err(e);
         }
         let len = before + buf.len() as u64;
-        if len > TRIM_MIN_BYTES {
-            let kept = read_kept_header(&f).unwrap_or(0);
-            if len > MAX_READ_BYTES || len > TRIM_MIN_BYTES.max(kept.saturating_mul(2)) {
-                drop(f);
-                self.trim_locked(now)?;
-            }
+        if len <= TRIM_MIN_BYTES {
+            return Ok(false);
         }
-        Ok(())
+        let kept = match known {
+            Some(k) => k,
+            None => read_kept_header(f).unwrap_or(0),
+        };
+        Ok(len > MAX_READ_BYTES || len > TRIM_MIN_BYTES.max(kept.saturating_mul(2)))
     }
 
     /// Read the journal and, under the same exclusive lock, claim the call
@@ -299,9 +370,14 @@ fn newest_in_tail(f: &File, len: u64) -> Option<u64> {
 fn read_kept_header(f: &File) -> Option<u64> {
     let mut head = [0u8; 48];
     let n = fsx::read_at(f, &mut head, 0).ok()?;
-    let s = std::str::from_utf8(&head[..n]).ok()?;
-    let rest = s.strip_prefix("#leanctx-journal v1 kept=")?;
-    rest.get(..10)?.parse().ok()
+    kept_of(&head[..n])
+}
+
+/// The `kept` of a trim header at the start of `head` (the journal's first
+/// bytes), if it has one.
+pub fn kept_of(head: &[u8]) -> Option<u64> {
+    let rest = head.strip_prefix(b"#leanctx-journal v1 kept=")?;
+    std::str::from_utf8(rest.get(..10)?).ok()?.parse().ok()
 }
 
 /// Remove temp files (`.tmp-*`) that a killed writer left behind, once they
