@@ -442,6 +442,8 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
     ledger_candidates(sb, &pl, &data, &tools.floor, &spec, &mut out);
     if let Some(other) = compare_bin() {
         compare_rows(&other, &mut out);
+        let (data_b, result_file) = (sb.data_dir("data-b"), sb.root.join("ledger-result.json"));
+        witness_rows(sb, &pl, &other, "[B] ", &data_b, &result_file, &spec, &mut out);
     }
 
     if peers_wanted {
@@ -469,13 +471,72 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
     let result = serde_json::json!({ "content": post["tool_response"] }).to_string();
     let result_file = sb.root.join("ledger-result.json");
     std::fs::write(&result_file, &result).unwrap_or_else(|e| fail(&format!("{}: {e}", result_file.display())));
+    witness_rows(sb, pl, &leanctx, "", data, &result_file, spec, out);
+    let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
+    let codex_call = read_payload(pl, "codex/baseline/mcp-tools-call-1.json");
+    out.push(cand(
+        "cli stub --call - --result FILE (Codex, not delivered: records)".into(),
+        "cli",
+        spec(
+            &leanctx,
+            &["stub", "--call", "-", "--key", "src/new.rs", "--version", "v1", "--result", rf],
+            data,
+            codex_call.clone(),
+        ),
+        Target::Cli,
+        &[1],
+    ));
+    out.push(cand(
+        "cli deliver --call - --result FILE (Codex)".into(),
+        "cli",
+        spec(
+            &leanctx,
+            &["deliver", "--call", "-", "--key", "src/other.rs", "--version", "v1", "--result", rf],
+            data,
+            codex_call,
+        ),
+        Target::Cli,
+        &[0],
+    ));
+    // The 60 KB payload has to cross the pipe and be read whatever the hook
+    // does with it: its own floor reads the same bytes, and the row is
+    // judged against that floor (the first floor's ratio is shown too).
+    let big = read_payload(pl, "claude/size-60k-annot500k/09-PostToolBatch.json");
+    out.push(cand(BIG_FLOOR.into(), "floor", spec(floor, &[], data, big.clone()), Target::None, &[0]));
+    let mut hook = cand(
+        "hook claude-code: PostToolBatch with a 60 KB result (acknowledged)".into(),
+        "hook",
+        spec(&leanctx, &["hook", "claude-code"], data, big),
+        Target::Cli,
+        &[0],
+    );
+    hook.own_floor = Some(BIG_FLOOR);
+    out.push(hook);
+}
+
+/// The two `stub` rows that ask Claude Code's transcript (src/witness/): a
+/// 50 MB transcript, still or growing, seeded by `leanctx` itself in data
+/// dirs of its own (`tag` non-empty: the `--compare` binary's, whose state
+/// files may be of another format), named `tag` + the row.
+#[allow(clippy::too_many_arguments)]
+fn witness_rows(
+    sb: &Sandbox,
+    pl: &Path,
+    leanctx: &Path,
+    tag: &str,
+    data: &Path,
+    result_file: &Path,
+    spec: &SpecFn<'_>,
+    out: &mut Vec<Candidate>,
+) {
     let claude_call = read_payload(pl, "claude/baseline/mcp-tools-call-1.json");
+    let leanctx = leanctx.to_path_buf();
     // Claude Code stubs also need the transcript's word (src/witness/): a
     // 50 MB transcript, named by the turn's prompt hook (the witness starts
     // at its end), in each of two data dirs: one whose transcript stays as
     // it is, one that grows by 100 KB before every question.
     let seed = |data: &Path, name: &str| -> (PathBuf, u64) {
-        let transcript = sb.root.join(name);
+        let transcript = sb.root.join(format!("{}{name}", if tag.is_empty() { "" } else { "b-" }));
         write_transcript(&transcript, TRANSCRIPT_BYTES);
         let mut prompt = read_json_payload(pl, "claude/baseline/03-UserPromptSubmit.json");
         prompt["transcript_path"] = serde_json::json!(transcript);
@@ -517,7 +578,7 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
         s
     };
     out.push(cand(
-        "cli stub --call - (Claude tool-use id, confirmed delivery; 50 MB transcript, nothing new)".into(),
+        format!("{tag}cli stub --call - (Claude tool-use id, confirmed delivery; 50 MB transcript, nothing new)"),
         "cli",
         pinned(
             spec(
@@ -532,10 +593,10 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
         // 1 too: a `--compare` build that predates the ledger trims its lines away.
         &[0, 1],
     ));
-    let grow_data = sb.data_dir("data-witness");
+    let grow_data = sb.data_dir(&format!("data-witness{}", if tag.is_empty() { "" } else { "-b" }));
     let (grown, seeded_at) = seed(&grow_data, "transcript-growing.jsonl");
     let mut c = cand(
-        "cli stub --call - (Claude, confirmed delivery; 50 MB transcript +100 KB before each question)".into(),
+        format!("{tag}cli stub --call - (Claude, confirmed delivery; 50 MB transcript +100 KB before each question)"),
         "cli",
         pinned(
             spec(&leanctx, &["stub", "--call", "-", "--key", "README.md", "--version", "v1"], &grow_data, claude_call),
@@ -546,46 +607,6 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
     );
     c.grow = Some((grown, GROWTH_BYTES));
     out.push(c);
-    let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
-    let codex_call = read_payload(pl, "codex/baseline/mcp-tools-call-1.json");
-    out.push(cand(
-        "cli stub --call - --result FILE (Codex, not delivered: records)".into(),
-        "cli",
-        spec(
-            &leanctx,
-            &["stub", "--call", "-", "--key", "src/new.rs", "--version", "v1", "--result", rf],
-            data,
-            codex_call.clone(),
-        ),
-        Target::Cli,
-        &[1],
-    ));
-    out.push(cand(
-        "cli deliver --call - --result FILE (Codex)".into(),
-        "cli",
-        spec(
-            &leanctx,
-            &["deliver", "--call", "-", "--key", "src/other.rs", "--version", "v1", "--result", rf],
-            data,
-            codex_call,
-        ),
-        Target::Cli,
-        &[0],
-    ));
-    // The 60 KB payload has to cross the pipe and be read whatever the hook
-    // does with it: its own floor reads the same bytes, and the row is
-    // judged against that floor (the first floor's ratio is shown too).
-    let big = read_payload(pl, "claude/size-60k-annot500k/09-PostToolBatch.json");
-    out.push(cand(BIG_FLOOR.into(), "floor", spec(floor, &[], data, big.clone()), Target::None, &[0]));
-    let mut hook = cand(
-        "hook claude-code: PostToolBatch with a 60 KB result (acknowledged)".into(),
-        "hook",
-        spec(&leanctx, &["hook", "claude-code"], data, big),
-        Target::Cli,
-        &[0],
-    );
-    hook.own_floor = Some(BIG_FLOOR);
-    out.push(hook);
 }
 
 fn read_json_payload(dir: &Path, rel: &str) -> serde_json::Value {
@@ -664,7 +685,8 @@ fn private_copies(sb: &Sandbox, cands: &mut [Candidate]) {
 fn compare_rows(other: &Path, out: &mut Vec<Candidate>) {
     let mirrored: Vec<Candidate> = out
         .iter()
-        .filter(|c| c.group == "hook" || c.group == "cli")
+        // The witness rows are seeded for the other binary apart (witness_rows).
+        .filter(|c| (c.group == "hook" || c.group == "cli") && !c.name.contains("50 MB transcript"))
         .map(|c| {
             let mut spec = c.spec.clone();
             spec.program = other.to_path_buf();
@@ -942,6 +964,17 @@ fn main() {
     if want("processes") {
         eprintln!("leanctx bench: processes ({} rounds)…", cfg.rounds);
         let mut cands = candidates(&sb, &tools, !args.iter().any(|a| a == "--no-peers"), &mut notes);
+        // `LEANCTX_BENCH_ROWS=stub,scope check`: only the rows whose name holds
+        // one of these, and the floor (while working on them; rows are
+        // still seeded, and judged against the same floor).
+        if let Ok(rows) = std::env::var("LEANCTX_BENCH_ROWS") {
+            let keep: Vec<&str> = rows.split(',').map(str::trim).filter(|r| !r.is_empty()).collect();
+            let mut i = 0;
+            cands.retain(|c| {
+                i += 1;
+                i == 1 || keep.iter().any(|r| c.name.contains(r))
+            });
+        }
         run_processes(&cfg, &mut cands, &tools);
         let _ = writeln!(report, "## Processes (spawned like a host spawns a hook)\n");
         let mut t = String::new();

@@ -479,7 +479,14 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
         let room = |rec: &[u8]| h.log.stale || h.log.len + rec.len() as u64 <= progress::MAX_LOG_BYTES;
         let saved = match rec {
             Some(rec) if room(&rec) => {
-                append_record(&lf, &mut h.log, &rec).map(|()| h.log_bytes.extend_from_slice(&rec))
+                let dropped = h.log.stale;
+                append_record(&lf, &mut h.log, &rec).map(|()| {
+                    // What the lock file now holds, for the next question's check.
+                    if dropped {
+                        h.log_bytes.clear();
+                    }
+                    h.log_bytes.extend_from_slice(&rec);
+                })
             }
             _ => save(&path, &mut h.state).map(|f| {
                 h.file = f;
@@ -492,9 +499,6 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
         // question reads the same bytes again.
         if let Err(e) = saved {
             return unavailable(format!("the witness state could not be saved: {e}"));
-        }
-        if h.log.stale {
-            h.log_bytes.clear();
         }
     }
     let answer = judge(&h.state, q, r.ended, r.behind);

@@ -8,18 +8,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const T0: u64 = 1_800_000_000_000;
+pub(crate) const T0: u64 = 1_800_000_000_000;
 const IDLE: u64 = 3_840_000;
 
-struct W {
+pub(crate) struct W {
     _tmp: tempfile::TempDir,
-    data: PathBuf,
-    transcript: PathBuf,
+    pub(crate) data: PathBuf,
+    pub(crate) transcript: PathBuf,
     ends: std::cell::Cell<u32>,
 }
 
 impl W {
-    fn new() -> W {
+    pub(crate) fn new() -> W {
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("data");
         std::fs::create_dir(&data).unwrap();
@@ -29,7 +29,7 @@ impl W {
         W { _tmp: tmp, data, transcript, ends: Default::default() }
     }
 
-    fn turn(&self, turn: Turn, now: u64) -> bool {
+    pub(crate) fn turn(&self, turn: Turn, now: u64) -> bool {
         self.turn_by(turn, now, None)
     }
 
@@ -68,11 +68,11 @@ impl W {
         })
     }
 
-    fn ask(&self, id: &str) -> Check {
+    pub(crate) fn ask(&self, id: &str) -> Check {
         self.ask_at(id, T0 + 1, T0 + 2)
     }
 
-    fn append(&self, lines: &[&str]) {
+    pub(crate) fn append(&self, lines: &[&str]) {
         let mut f = std::fs::OpenOptions::new().append(true).open(&self.transcript).unwrap();
         for l in lines {
             writeln!(f, "{l}").unwrap();
@@ -84,13 +84,13 @@ fn far() -> Instant {
     Instant::now() + Duration::from_millis(500)
 }
 
-fn tool_use(id: &str) -> String {
+pub(crate) fn tool_use(id: &str) -> String {
     format!(
         r#"{{"type":"assistant","uuid":"a-{id}","message":{{"content":[{{"type":"tool_use","id":"{id}","name":"mcp__ctx__ctx_read","input":{{}}}}]}}}}"#
     )
 }
 
-fn prompt(uuid: &str) -> String {
+pub(crate) fn prompt(uuid: &str) -> String {
     format!(r#"{{"type":"user","uuid":"{uuid}","message":{{"role":"user","content":"read it"}}}}"#)
 }
 

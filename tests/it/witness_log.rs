@@ -5,92 +5,32 @@
 //! go unseen.
 
 use crate::support::{Sandbox, host_writes_call};
+use crate::witness::{T0, W, prompt, tool_use};
 use leanctx::Host;
-use leanctx::witness::{Boundary, Check, Question, Turn, check, on_turn};
+use leanctx::witness::{Check, Turn};
 use serde_json::json;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-const T0: u64 = 1_800_000_000_000;
-const IDLE: u64 = 3_840_000;
-
-struct W {
-    _tmp: tempfile::TempDir,
-    data: PathBuf,
-    transcript: PathBuf,
-}
-
-impl W {
-    fn new() -> W {
-        let tmp = tempfile::tempdir().unwrap();
-        let data = tmp.path().join("data");
-        std::fs::create_dir(&data).unwrap();
-        crate::support::make_private(&data);
-        let transcript = tmp.path().join("t.jsonl");
-        std::fs::write(&transcript, "").unwrap();
-        W { _tmp: tmp, data, transcript }
-    }
-
-    fn turn(&self, now: u64) {
-        let t = self.transcript.to_str().unwrap();
-        let b = Boundary {
-            host: Host::ClaudeCode,
-            conv: "S",
-            transcript: t,
-            turn: Turn::Prompt,
-            now,
-            pid: None,
-            idle_ms: Some(IDLE),
-        };
-        on_turn(&self.data, &b, Instant::now() + Duration::from_secs(30), |_| Ok(())).unwrap();
-    }
-
-    fn ask(&self, id: &str) -> Check {
-        let q = Question {
-            host: Host::ClaudeCode,
-            conv: "S",
-            call_id: Some(id),
-            delivered_ms: T0 + 1,
-            now: T0 + 2,
-            idle_ms: Some(IDLE),
-            proc: None,
-            asking: None,
-        };
-        check(&self.data, &q, Instant::now() + Duration::from_secs(30), || Ok(()))
-    }
-
-    fn append(&self, lines: &[String]) {
-        let mut f = std::fs::OpenOptions::new().append(true).open(&self.transcript).unwrap();
-        for l in lines {
-            writeln!(f, "{l}").unwrap();
+/// The witness's files: (state, lock).
+fn files(w: &W) -> (PathBuf, PathBuf) {
+    let mut state = None;
+    let mut lock = None;
+    for e in std::fs::read_dir(w.data.join("witness")).unwrap().flatten() {
+        let p = e.path();
+        match p.extension().and_then(|x| x.to_str()) {
+            Some("json") => state = Some(p),
+            Some("lock") => lock = Some(p),
+            _ => {}
         }
     }
-
-    /// The witness's files: (state, lock).
-    fn files(&self) -> (PathBuf, PathBuf) {
-        let mut state = None;
-        let mut lock = None;
-        for e in std::fs::read_dir(self.data.join("witness")).unwrap().flatten() {
-            let p = e.path();
-            match p.extension().and_then(|x| x.to_str()) {
-                Some("json") => state = Some(p),
-                Some("lock") => lock = Some(p),
-                _ => {}
-            }
-        }
-        (state.unwrap(), lock.unwrap())
-    }
+    (state.unwrap(), lock.unwrap())
 }
 
-fn tool_use(id: &str) -> String {
-    json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": id, "name": "mcp__x__read", "input": {}}]}})
-        .to_string()
-}
-
-fn prompt(uuid: &str) -> String {
-    json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "go"}}).to_string()
+/// The transcript's lines, as `W::append` takes them.
+fn strs(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).collect()
 }
 
 fn harmless(n: usize) -> Vec<String> {
@@ -104,22 +44,22 @@ fn ino(p: &Path) -> u64 {
 #[test]
 fn a_question_that_only_reads_on_writes_a_record_and_keeps_the_state_file() {
     let w = W::new();
-    w.turn(T0);
-    w.append(&[prompt("u1"), tool_use("t1")]);
+    w.turn(Turn::Prompt, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1")]);
     assert_eq!(w.ask("t1"), Check::Present);
-    let (state, lock) = w.files();
+    let (state, lock) = files(&w);
     let (before, log) = (ino(&state), std::fs::metadata(&lock).unwrap().len());
     for i in 2..6 {
         let mut lines = harmless(3);
         lines.push(tool_use(&format!("t{i}")));
-        w.append(&lines);
+        w.append(&strs(&lines));
         assert_eq!(w.ask("t1"), Check::Present);
     }
     assert_eq!(ino(&state), before, "reading on replaced the state file");
     assert!(std::fs::metadata(&lock).unwrap().len() > log, "no progress record was written");
     // What the records carry is the state's: a rewind to u1 withdraws the
     // tool uses after it, seen by questions whose progress is only records.
-    w.append(&[json!({"type": "last-prompt", "rewound": true, "cutUuid": "u1"}).to_string()]);
+    w.append(&[&json!({"type": "last-prompt", "rewound": true, "cutUuid": "u1"}).to_string()]);
     assert!(matches!(w.ask("t4"), Check::Withdrawn(_)), "{:?}", w.ask("t4"));
     assert_ne!(ino(&state), before, "a withdrawal saves the state whole");
 }
@@ -143,19 +83,19 @@ fn a_torn_or_foreign_record_reads_again_from_the_last_good_one() {
     ];
     for (name, damage) in damages {
         let w = W::new();
-        w.turn(T0);
-        w.append(&[prompt("u1"), tool_use("t1")]);
+        w.turn(Turn::Prompt, T0);
+        w.append(&[&prompt("u1"), &tool_use("t1")]);
         assert_eq!(w.ask("t1"), Check::Present, "{name}");
-        w.append(&[tool_use("t2")]);
+        w.append(&[&tool_use("t2")]);
         assert_eq!(w.ask("t1"), Check::Present, "{name}");
-        let (_, lock) = w.files();
+        let (_, lock) = files(&w);
         let start = std::fs::read(&lock).unwrap().len();
-        w.append(&[prompt("u2"), tool_use("t3")]);
+        w.append(&[&prompt("u2"), &tool_use("t3")]);
         assert_eq!(w.ask("t1"), Check::Present, "{name}");
         let log = std::fs::read(&lock).unwrap();
         assert!(log.len() > start, "{name}: the last question wrote a record");
         damage(&lock, &log, start);
-        w.append(&[json!({"type": "last-prompt", "rewound": true, "cutUuid": "u2"}).to_string()]);
+        w.append(&[&json!({"type": "last-prompt", "rewound": true, "cutUuid": "u2"}).to_string()]);
         assert!(matches!(w.ask("t3"), Check::Withdrawn(_)), "{name}: {:?}", w.ask("t3"));
         assert_eq!(w.ask("t2"), Check::Present, "{name}: before the cut point");
     }
@@ -168,17 +108,17 @@ fn a_torn_or_foreign_record_reads_again_from_the_last_good_one() {
 #[test]
 fn a_turn_save_carries_the_records_progress_and_supersedes_them() {
     let w = W::new();
-    w.turn(T0);
-    w.append(&[prompt("u1"), tool_use("t1")]);
+    w.turn(Turn::Prompt, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1")]);
     assert_eq!(w.ask("t1"), Check::Present);
-    w.append(&harmless(20));
+    w.append(&strs(&harmless(20)));
     assert_eq!(w.ask("t1"), Check::Present);
-    w.turn(T0 + 1);
+    w.turn(Turn::Prompt, T0 + 1);
     let st = leanctx::witness::file::load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap();
     assert_eq!(st.offset, std::fs::metadata(&w.transcript).unwrap().len(), "the turn saved the records' offset");
-    w.append(&[tool_use("t2")]);
+    w.append(&[&tool_use("t2")]);
     assert_eq!(w.ask("t1"), Check::Present);
-    let (_, lock) = w.files();
+    let (_, lock) = files(&w);
     assert_eq!(std::fs::read(&lock).unwrap().iter().filter(|&&b| b == b'\n').count(), 1, "the older records dropped");
     // Truncated to just past the turn's offset: a shrink below what was read.
     let f = std::fs::OpenOptions::new().write(true).open(&w.transcript).unwrap();
