@@ -140,6 +140,9 @@ pub fn classify_in(line: &[u8], answers: bool) -> Fact {
     if !(cut || cleared || rewound || compacted || prompt || tool || answer) {
         return Fact::Nothing;
     }
+    if prompt && !(cut || cleared || rewound || compacted || tool || answer) {
+        return prompt_of(line);
+    }
     let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else { return Fact::NotJson };
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let ty = s(&v, "type").unwrap_or_default();
@@ -195,6 +198,27 @@ pub fn classify_in(line: &[u8], answers: bool) -> Fact {
         }
     }
     Fact::Nothing
+}
+
+/// A line whose only marker is a prompt's: its `type` and `uuid` read, the
+/// rest checked as JSON but not built (a prompt line can hold kilobytes of
+/// text; building it as a map of values was most of a question's work).
+/// A `type` or `uuid` that is not a string, or a key twice, reads as not
+/// JSON (ends every delivery), where a built value would have ignored it.
+fn prompt_of(line: &[u8]) -> Fact {
+    use std::borrow::Cow;
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        uuid: Option<Cow<'a, str>>,
+    }
+    match serde_json::from_slice::<Line<'_>>(line) {
+        Ok(Line { ty: Some(t), uuid: Some(u) }) if t == "user" => Fact::Prompt(u.into_owned()),
+        Ok(_) => Fact::Nothing,
+        Err(_) => Fact::NotJson,
+    }
 }
 
 /// An idle return (a prompt after the host's idle threshold) whose effect

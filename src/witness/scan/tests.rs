@@ -238,3 +238,26 @@ fn every_bound_holds_and_overflowing_the_withdrawn_ids_ends_all() {
     assert_eq!(t.apply(Fact::Cut(vec!["one-more".into()]), 2), Effect::All);
     assert!(t.withdrawn.is_empty());
 }
+
+#[test]
+fn a_prompt_line_is_read_by_its_type_and_uuid_only() {
+    let big = "y".repeat(20_000);
+    let table: [(String, Fact); 7] = [
+        (
+            format!(r#"{{"type":"user","uuid":"u1","message":{{"role":"user","content":"{big}"}}}}"#),
+            Fact::Prompt("u1".into()),
+        ),
+        (
+            r#"{"uuid":"u\"2","type":"user","message":{"content":[{"type":"text","text":"hi"}]}}"#.into(),
+            Fact::Prompt("u\"2".into()),
+        ),
+        (r#"{"type":"user","message":{"content":"no uuid"}}"#.into(), Fact::Nothing),
+        (r#"{"type":"userx","uuid":"u3","x":"\"user\""}"#.into(), Fact::Nothing),
+        (r#"{"type":"user","uuid":7,"message":"a number"}"#.into(), Fact::NotJson),
+        (r#"{"type":"user","type":"user","uuid":"u4"}"#.into(), Fact::NotJson),
+        (r#"{"type":"user","uuid":"u5","message":{"content":"cut short"}"#.to_string() + "}}", Fact::NotJson),
+    ];
+    for (line, want) in table {
+        assert_eq!(classify(line.as_bytes()), want, "{}", &line[..line.len().min(80)]);
+    }
+}
