@@ -34,8 +34,12 @@ fn text(seed: usize) -> String {
 }
 
 fn call_line(id: usize, tool_use: &str) -> Vec<u8> {
+    call_line_for(id, tool_use, "big.rs")
+}
+
+fn call_line_for(id: usize, tool_use: &str, path: &str) -> Vec<u8> {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read",
-        "arguments": {"path": "big.rs"}, "_meta": {"claudecode/toolUseId": tool_use}}})
+        "arguments": {"path": path}, "_meta": {"claudecode/toolUseId": tool_use}}})
     .to_string()
     .into_bytes()
 }
@@ -179,5 +183,103 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
             if ok { "met" } else { "**missed**" }
         );
     }
+    long_life(cfg, root, out, &mut missed);
     missed
+}
+
+/// Files the long-lived server reads in turn.
+const LIFE_FILES: usize = 200;
+/// Reads compared at each end of its life.
+const LIFE_WINDOW: usize = 1_000;
+/// Last window's p50 at most this times the first's.
+const LIFE_FLAT: f64 = 1.5;
+
+/// A server's long life (issue 23: `leanctx serve` lives as long as the
+/// editor): one server answering re-reads of 200 files in turn while the
+/// process also serves other data dirs now and then (every 20 reads a new
+/// one: its secret, its journal reader), as a process that lived a day
+/// would have. Every timed read is a stub of a confirmed delivery, so the
+/// first and the last 1,000 reads do the same work and differ only by what
+/// the process did before. Target: the last 1,000 reads' p50 ≤ 1.5× the
+/// first 1,000's.
+fn long_life(cfg: &Config, root: &Path, out: &mut String, missed: &mut Vec<String>) {
+    let data = root.join("life-data");
+    let ws = root.join("life-ws");
+    leanctx::fsx::create_private_dir(&data, false).expect("data dir");
+    std::fs::create_dir_all(&ws).expect("workspace");
+    for k in 0..LIFE_FILES {
+        let body: String = (0..200).map(|i| format!("fn f{k}_{i}() -> u64 {{ {i} }}\n")).collect();
+        std::fs::write(ws.join(format!("f{k}.rs")), body).expect("file");
+    }
+    let j = Journal::new(&data);
+    let t0 = leanctx::base::clock::now_ms();
+    j.append(&[Record::Sighting { t: t0, host: Host::ClaudeCode, conv: SESSION, event: "SessionStart" }], t0)
+        .expect("journal");
+    let transcript = root.join("life-transcript.jsonl");
+    std::fs::write(&transcript, "").expect("transcript");
+    let tp = transcript.to_str().expect("a UTF-8 temp path");
+    let b = leanctx::witness::Boundary {
+        host: Host::ClaudeCode,
+        conv: SESSION,
+        transcript: tp,
+        turn: leanctx::witness::file::Turn::Start { idle_s: None },
+        now: t0,
+        pid: None,
+        idle_ms: None,
+    };
+    leanctx::witness::on_turn(&data, &b, Instant::now() + Duration::from_secs(1), |_| Ok(())).expect("witness");
+    let rp = ReadPath::new(&data, ScopeEnv::default()).with_stats(None);
+    let mut server = Server::new(rp, Workspace::from_dirs([ws]));
+    let mut ask = |n: usize| {
+        let id = format!("toolu_life{n}");
+        let path = format!("f{}.rs", n % LIFE_FILES);
+        record_call(&j, t0, &id);
+        host_writes(&transcript, &id);
+        let s = Instant::now();
+        let a = server.line(&call_line_for(n, &id, &path));
+        let d = s.elapsed();
+        (d, a, id)
+    };
+    // Each file delivered once and acknowledged: every later read is a stub.
+    for n in 0..LIFE_FILES {
+        let (_, a, id) = ask(n);
+        ack(&j, t0, &id, &a[0]);
+    }
+    let reads = if cfg.smoke { 3 * LIFE_WINDOW } else { 10 * LIFE_WINDOW };
+    let mut times = Vec::with_capacity(reads);
+    let mut other = 0;
+    for n in LIFE_FILES..LIFE_FILES + reads {
+        if n % 20 == 0 {
+            // Another data dir this process serves for a while.
+            let d = root.join(format!("life-other-{other}"));
+            other += 1;
+            leanctx::fsx::create_private_dir(&d, false).expect("data dir");
+            let oj = Journal::new(&d);
+            oj.append(&[Record::Sighting { t: t0, host: Host::Codex, conv: SESSION, event: "SessionStart" }], t0)
+                .expect("journal");
+            black_box(Secret::load_or_create(&d).expect("secret"));
+            black_box(ReadPath::new(&d, ScopeEnv::default()).with_stats(None).concurrent());
+        }
+        let (d, a, _) = ask(n);
+        let text = a[0]["result"]["content"][0]["text"].as_str().unwrap_or("");
+        assert!(text.starts_with("[unchanged]"), "read {n}: {a:?}");
+        times.push(d);
+    }
+    let (first, last) = (Stats::of(&times[..LIFE_WINDOW]), Stats::of(&times[times.len() - LIFE_WINDOW..]));
+    let ratio = last.p50.as_secs_f64() / first.p50.as_secs_f64();
+    let ok = ratio <= LIFE_FLAT;
+    if !ok {
+        missed.push(format!("serve long life: last {LIFE_WINDOW} reads' p50 {ratio:.2}× the first's"));
+    }
+    let _ = writeln!(
+        out,
+        "\nA long life: {reads} re-reads (stubs) of {LIFE_FILES} files by one server while the process also served \
+         {other} other data dirs: the first {LIFE_WINDOW} p50 {} (p99 {}), the last {LIFE_WINDOW} p50 {} (p99 {}): \
+         {ratio:.2}× (target ≤ {LIFE_FLAT}×): {}.",
+        fmt_dur(first.p50),
+        fmt_dur(first.p99),
+        fmt_dur(last.p50),
+        fmt_dur(last.p99),
+        if ok { "met" } else { "**missed**" }
+    );
 }
