@@ -65,14 +65,12 @@ pub fn args_fingerprint(args: Option<&Value>) -> String {
     sha256_hex(canonical_json(v).as_bytes())
 }
 
-/// Lower-case hex sha256. Short inputs (all a hook hashes, as a rule) by
-/// [`super::sha256`], which spares a fresh process `sha2`'s CPU probe.
+/// Lower-case hex sha256. `sha2` is built with its portable code only
+/// (`force-soft`, Cargo.toml): what leanctx hashes with it is short (argument
+/// fingerprints, ids, names), and its CPU probe (`cpuid`, which traps to a
+/// hypervisor) cost a fresh hook process more than the hashing.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest: [u8; 32] = if bytes.len() <= super::sha256::SHORT_MAX {
-        super::sha256::digest(bytes)
-    } else {
-        Sha256::digest(bytes).into()
-    };
+    let digest: [u8; 32] = Sha256::digest(bytes).into();
     let mut s = String::with_capacity(64);
     for b in digest {
         s.push(HEX[(b >> 4) as usize] as char);

@@ -1,6 +1,6 @@
 //! The bottom layer above [`crate::fsx`]: facts and helpers every other
 //! layer uses, with no state of their own. Time ([`clock`]), which ids and
-//! names are safe to store ([`ids`]), content hashing ([`fingerprint`], [`sha256`], [`blake3_short`]),
+//! names are safe to store ([`ids`]), content hashing ([`fingerprint`], [`blake3_short`]),
 //! the four hosts' names ([`host`]) and the data dir ([`paths`]).
 
 pub mod blake3_short;
@@ -10,5 +10,4 @@ pub mod host;
 pub mod ids;
 pub mod paths;
 pub mod scope;
-pub mod sha256;
 pub mod shell;
