@@ -46,6 +46,12 @@ pub fn keyed_hash(key: &[u8; 32], input: &[u8]) -> Option<[u8; 32]> {
     Some(digest)
 }
 
+/// `blake3::keyed_hash(key, input)` for any length: here when it fits one
+/// chunk, else by the crate (whose probe is then paid once).
+pub fn keyed(key: &[u8; 32], input: &[u8]) -> [u8; 32] {
+    keyed_hash(key, input).unwrap_or_else(|| *blake3::keyed_hash(key, input).as_bytes())
+}
+
 fn words<const N: usize>(bytes: &[u8]) -> [u32; N] {
     let mut w = [0u32; N];
     for (w, c) in w.iter_mut().zip(bytes.chunks_exact(4)) {
@@ -102,6 +108,10 @@ mod tests {
             assert_eq!(keyed_hash(&key, &data[..n]), Some(*blake3::keyed_hash(&key, &data[..n]).as_bytes()), "{n}");
         }
         assert_eq!(keyed_hash(&key, &data[..SHORT_MAX + 1]), None);
+        // `keyed` is the same function on both sides of the bound.
+        for n in [0, SHORT_MAX, SHORT_MAX + 1, SHORT_MAX + 64] {
+            assert_eq!(keyed(&key, &data[..n]), *blake3::keyed_hash(&key, &data[..n]).as_bytes(), "{n}");
+        }
     }
 
     proptest! {

@@ -23,6 +23,7 @@
 
 use super::file::State;
 use super::scan::{Effect, Fact};
+use crate::base::blake3_short;
 use serde::{Deserialize, Serialize};
 
 /// Bytes of records kept before the state file is saved whole again (and
@@ -134,9 +135,15 @@ fn decode(line: &[u8]) -> Option<Rec> {
     serde_json::from_slice(json).ok()
 }
 
+/// The key of the records' checksums and of save marks: a fixed one (they
+/// guard against torn writes and collisions, not against anyone), so that
+/// short inputs hash without the `blake3` crate's CPU probe
+/// ([`crate::base::blake3_short`]) in every hook and `stub` process.
+const KEY: &[u8; 32] = b"leanctx witness progress, v1 key";
+
 fn sum(json: &[u8]) -> String {
-    let h = blake3::hash(json);
-    h.as_bytes()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    let h = blake3_short::keyed(KEY, json);
+    h[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A new save's mark: unlike any earlier save's of this conversation (the
@@ -146,12 +153,12 @@ pub fn new_save_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let mut h = blake3::Hasher::new();
-    h.update(&t.to_le_bytes());
-    h.update(&std::process::id().to_le_bytes());
-    h.update(&N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    let b = h.finalize();
-    u64::from_le_bytes(b.as_bytes()[..8].try_into().expect("8 bytes")).max(1)
+    let mut input = [0u8; 28];
+    input[..16].copy_from_slice(&t.to_le_bytes());
+    input[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+    input[20..].copy_from_slice(&N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let b = blake3_short::keyed(KEY, &input);
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes")).max(1)
 }
 
 #[cfg(test)]
