@@ -31,7 +31,7 @@ pub fn spare_path(path: &Path) -> PathBuf {
 }
 
 /// Replace `path` with `contents`, atomically for readers, reusing the
-/// inode of its spare where it can ([module docs](self)), else as
+/// inode of its spare where it can (the module's docs), else as
 /// [`write_atomic`]. No fsync, as [`write_atomic`].
 pub fn write_recycled(path: &Path, contents: &[u8]) -> io::Result<()> {
     match recycle(path, contents) {

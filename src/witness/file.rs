@@ -3,7 +3,7 @@
 //! the ids and offsets of [`Track`], the last turn's time; never content),
 //! its lock file (`witness/<hash>.lock`), which also holds the read
 //! progress since the state file's last save ([`progress`]), and the
-//! host's transcript, read from the saved offset on ([`super::read`]).
+//! host's transcript, read from the saved offset on (`witness/read.rs`).
 
 pub use super::ask::{Check, Question};
 use super::held::{self, Held};
@@ -53,7 +53,7 @@ pub struct State {
     pub offset: u64,
     /// Inside a line longer than [`MAX_READ_BYTES`]: skip to its end.
     pub skipping: bool,
-    /// The seal of the [`TAIL_BYTES`] before `offset` (empty: not read yet).
+    /// The seal of the `TAIL_BYTES` (`witness/read.rs`) before `offset` (empty: not read yet).
     #[serde(default)]
     pub tail: String,
     /// Claude Code processes of the conversation (`CLAUDE_PID`) and each

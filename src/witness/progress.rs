@@ -8,7 +8,7 @@
 //! A record holds the offset it read from and to, the seal of the bytes
 //! before its end, and the prompts and MCP tool uses it saw (ids and
 //! offsets; never content), which loading applies again through
-//! [`Track::apply`] in order: the same facts on the same state give the
+//! [`super::scan::Track::apply`] in order: the same facts on the same state give the
 //! same state. Only reads whose every fact is of those two kinds, with no
 //! idle return pending, are written so; anything else (a cut, a rewind, a
 //! clearing, a replaced transcript) saves the state file whole, as before.
