@@ -216,11 +216,16 @@ def idle_return(host, scen, flags, server_edit, live=False, cut=True):
         kept = not server_edit
         last = (0, "confirmed-delivery") if kept else (1, "compacted")
         want = [(1, "withdrawn") if server_edit else (0, "confirmed-delivery"), last]
+        # Resumed per turn, a `-p` process's SessionEnd hook can still be running when the next
+        # process starts (seen once in .ci/run under load: both re-reads `compacted`): the witness
+        # then knows two processes and ends everything, which withholds more, never less. The
+        # model's side is checked below either way.
+        wants = [want] + ([[(1, "compacted"), last]] if server_edit and not live else [])
         E.check("%s: leanctx: %s; %s %s" % (
                     tag, "%s withheld again (withdrawn: the API's clearing names no ids)" % first if server_edit
                     else "%s a stub on the copy sent after the return" % first, FILES[-1],
                     "a stub (not cut)" if kept else "withheld (compacted)"),
-                [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[34:]] == want, E.summary(mcp[34:]))
+                [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[34:]] in wants, E.summary(mcp[34:]))
         got = res[34:]
         E.check("%s: oracle: the model got %s, then %s" % (
                     tag, "%s whole" % first if server_edit else "`[unchanged] %s`" % first,
