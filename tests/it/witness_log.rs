@@ -191,3 +191,42 @@ fn many_processes_asking_at_once_keep_the_progress_whole() {
         }
     });
 }
+
+/// The records are bounded: questions that only read on fill the lock file
+/// up to its 16 KiB, and then one saves the state whole (a new inode) and
+/// the records start over; a question that saw too many ids for one record
+/// (over 4 KiB) saves whole at once. A rewind after either is still seen.
+#[test]
+fn the_records_are_bounded_and_a_full_log_saves_whole() {
+    use leanctx::witness::progress::{MAX_LOG_BYTES as LOG_BOUND, MAX_RECORD_BYTES as RECORD_BOUND};
+    let w = W::new();
+    w.turn(Turn::Prompt, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    let (state, lock) = files(&w);
+    let first = ino(&state);
+    let (mut saved_whole, mut longest) = (false, 0);
+    for i in 0..400 {
+        w.append(&[&tool_use(&format!("tool-use-id-{i:04}-padding-to-grow-each-record"))]);
+        assert_eq!(w.ask("t1"), Check::Present, "question {i}");
+        let len = std::fs::metadata(&lock).unwrap().len();
+        longest = longest.max(len);
+        saved_whole |= ino(&state) != first;
+    }
+    assert!(longest <= LOG_BOUND, "the lock file grew to {longest} bytes");
+    assert!(longest > LOG_BOUND / 2, "the records never filled the log ({longest} bytes)");
+    assert!(saved_whole, "a full log never saved the state whole");
+    // One question that sees more ids than a record may carry.
+    let many: Vec<String> = (0..120).map(|i| tool_use(&format!("burst-{i:03}-an-id-long-enough-to-matter"))).collect();
+    let before = ino(&state);
+    let log_before = std::fs::metadata(&lock).unwrap().len();
+    w.append(&strs(&many));
+    assert_eq!(w.ask("t1"), Check::Present);
+    let log_after = std::fs::metadata(&lock).unwrap().len();
+    assert!(
+        ino(&state) != before || log_after <= log_before,
+        "a record over {RECORD_BOUND} bytes was written ({log_before} -> {log_after})"
+    );
+    w.append(&[&json!({"type": "last-prompt", "rewound": true, "cutUuid": "u1"}).to_string()]);
+    assert!(matches!(w.ask("burst-000-an-id-long-enough-to-matter"), Check::Withdrawn(_)));
+}
