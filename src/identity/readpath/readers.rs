@@ -48,9 +48,9 @@ pub(super) fn reader_for<'r>(
 /// A Cursor fingerprint claim: under the exclusive lock, bring this
 /// process's claim reader up to date, choose on the calls and claims that
 /// bear on this call (the same choice as on the whole file: see
-/// `Digest::claim_view`), and append the claim. Was [`Journal::claim`],
-/// which read and parsed the whole journal per claim: 80-140 µs, growing
-/// with the journal (benches/hooks).
+/// `Digest::claim_view`), and append the claim. This replaced a claim that
+/// read and parsed the whole journal per claim: 80-140 µs, growing with
+/// the journal (benches/hooks).
 ///
 /// The lock is taken on the `journal.lock` the decision's reader keeps open
 /// (`seed`), and the claim is appended through the claim reader's own

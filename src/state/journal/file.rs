@@ -290,25 +290,6 @@ impl Journal {
         Ok(len > MAX_READ_BYTES || len > TRIM_MIN_BYTES.max(kept.saturating_mul(2)))
     }
 
-    /// Read the journal and, under the same exclusive lock, claim the call
-    /// record whose key `choose` returns (for `claimant`). A call record is
-    /// thereby claimed exactly once across processes.
-    pub fn claim<R>(
-        &self,
-        now: u64,
-        claimant: Option<&str>,
-        choose: impl for<'v> FnOnce(&View<'v>) -> (R, Option<&'v str>),
-    ) -> io::Result<R> {
-        let _guard = self.lock(true)?;
-        let text = self.read_unlocked()?;
-        let view = View::parse(&text);
-        let (result, key) = choose(&view);
-        if let Some(key) = key {
-            self.append_locked(&[Record::Claim { t: now, key, claimant }], now)?;
-        }
-        Ok(result)
-    }
-
     /// Rewrite the journal keeping what can still matter. Caller holds the
     /// exclusive lock.
     fn trim_locked(&self, now: u64) -> io::Result<()> {
