@@ -71,8 +71,13 @@ pub fn args_fingerprint(args: Option<&Value>) -> String {
 /// hypervisor) cost a fresh hook process more than the hashing.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest: [u8; 32] = Sha256::digest(bytes).into();
-    let mut s = String::with_capacity(64);
-    for b in digest {
+    hex(&digest)
+}
+
+/// Lower-case hex of `bytes`, two characters each, in one allocation.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
         s.push(HEX[(b >> 4) as usize] as char);
         s.push(HEX[(b & 15) as usize] as char);
     }

@@ -143,7 +143,7 @@ const KEY: &[u8; 32] = b"leanctx witness progress, v1 key";
 
 fn sum(json: &[u8]) -> String {
     let h = blake3_short::keyed(KEY, json);
-    h[..8].iter().map(|b| format!("{b:02x}")).collect()
+    crate::base::fingerprint::hex(&h[..8])
 }
 
 /// A new save's mark: unlike any earlier save's of this conversation (the
