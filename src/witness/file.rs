@@ -562,10 +562,16 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
             idle / 1000
         ));
     }
-    // An idle return the transcript has not settled yet.
+    // An idle return the transcript has not settled yet. The asking call's
+    // own line is the return's first answer or comes after it (one queue,
+    // written in order: docs/DELIVERY.md §8), so until it shows, the
+    // settling lines may still be queued: wait for them as for a rewind.
     if let Some(p) = &st.track.pending
         && q.delivered_ms < p.at_ms
     {
+        if !st.track.caught_up(q.asking) {
+            return Check::NotYet;
+        }
         return Check::Unavailable(format!(
             "the conversation returned from a silence past the host's idle threshold ({} s) and its transcript \
              does not show yet what the host withdrew then",

@@ -37,8 +37,18 @@
 //!   (a `tool_results_cut` record naming every copy of them: a cut takes
 //!   the oldest results). At such a return the host's writes are late in
 //!   half the cases: the prompt line, the cut record and the first
-//!   request's answers reach the disk, in that order, after the turn's
-//!   first question; each answer carries the `context_management` Claude
+//!   request's answers are on disk neither at `UserPromptSubmit` nor at the
+//!   turn's first `PreToolUse` (docs/DELIVERY.md §8: the live `idle-cut`
+//!   run; the host drains its write queue every 100 ms, in order). A real
+//!   thread, the host's writer ([`LateWriter`]), appends them, in that
+//!   order and in one write, while the turn's first question waits for
+//!   them, 11–78 ms after it began (the waits measured on the real host,
+//!   §8; a delay drawn from a hash of the time); a question that does not
+//!   wait is never written under, and its lines reach the disk after it.
+//!   One return in 16 ([`LATE_TAIL_IN`]) is a pessimistic tail: its lines
+//!   come only after the question, which waits its whole 1 s for them
+//!   (none of the 24 measured questions did). Each answer carries the
+//!   `context_management` Claude
 //!   Code stores (null, or the cut results in force). The user steps away now and
 //!   then (after a Claude chat's step): every chat between steps falls
 //!   silent for just under the product's 3,840 s, between it and the
@@ -71,7 +81,11 @@
 //! The server always asks at the file's current version, so an older-version
 //! question never arises (and the product never allows one anyway).
 //!
-//! Execution is sequential and seeded: each chat acts at its own virtual
+//! Execution is sequential and seeded (the host's writer thread above
+//! writes only while the question it serves sleeps between its looks, so
+//! what any question reads does not depend on timing, short of the writer
+//! being starved past the question's 1 s wait, which the run reports and
+//! fails on): each chat acts at its own virtual
 //! times (milliseconds between the hooks and the server call of one step,
 //! seconds to hours between steps), and the chats interleave at the level
 //! of single hooks and server calls (a Cursor chat's `beforeMCPExecution`
@@ -323,6 +337,11 @@ struct Stats {
     /// asked while both ran (a delivery in one never backs the other).
     second_processes: u64,
     two_process_questions: u64,
+    /// A return's queued lines written by the host's writer while a
+    /// question waited for them, and returns whose lines came only after
+    /// the question (the pessimistic tail: [`LATE_TAIL_IN`]).
+    late_written: u64,
+    late_tail: u64,
     /// A fold of every decision and oracle verdict, to check replays.
     trace: u64,
 }
@@ -352,6 +371,8 @@ impl Stats {
         }
         self.second_processes += o.second_processes;
         self.two_process_questions += o.two_process_questions;
+        self.late_written += o.late_written;
+        self.late_tail += o.late_tail;
         for (h, s) in &o.hosts {
             let m = self.hosts.entry(*h).or_default();
             m.questions += s.questions;
@@ -580,6 +601,71 @@ struct World {
     lost_starts: std::collections::HashSet<String>,
 }
 
+/// One return in this many has its queued lines reach the disk only
+/// after the question (which then waits the product's whole 1 s for them):
+/// a pessimistic tail. Measured on the real host, none of 24 questions
+/// waited that long (docs/DELIVERY.md §8); its writer is a timer that a
+/// loaded machine can starve.
+const LATE_TAIL_IN: u64 = 16;
+
+/// Claude Code's transcript writer for a return's queued lines: a real
+/// thread that appends them, in order and in one write (the host drains
+/// its queue whole, docs/DELIVERY.md §8), `delay` after the question
+/// began, and only while the question waits for the transcript: asleep
+/// between its looks (`CATCH_UP_POLL`), read from `/proc`. A question that
+/// does not wait (no stub to back) is never written under, so what it
+/// reads does not depend on the machine's speed, and the replay stays
+/// exact; its lines are written after it, as before. Linux only (`/proc`);
+/// elsewhere every return's lines come after the question.
+struct LateWriter {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<bool>,
+}
+
+impl LateWriter {
+    #[cfg(target_os = "linux")]
+    fn start(path: std::path::PathBuf, lines: String, delay: std::time::Duration) -> Option<LateWriter> {
+        use std::sync::atomic::Ordering;
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let began = std::time::Instant::now();
+        let thread = std::thread::spawn(move || {
+            let sleeping = [libc::SYS_clock_nanosleep.to_string(), libc::SYS_nanosleep.to_string()];
+            let asleep = || {
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+                    .is_ok_and(|s| s.split(' ').next().is_some_and(|n| sleeping.iter().any(|x| x == n)))
+            };
+            loop {
+                if stop.load(Ordering::Acquire) {
+                    return false;
+                }
+                if began.elapsed() >= delay && asleep() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            f.write_all(lines.as_bytes()).unwrap();
+            true
+        });
+        Some(LateWriter { done, thread })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn start(_: std::path::PathBuf, _: String, _: std::time::Duration) -> Option<LateWriter> {
+        None
+    }
+
+    /// The question answered: stop waiting; whether the lines were written.
+    fn finish(self) -> bool {
+        self.done.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().unwrap()
+    }
+}
+
 fn size_draw(rng: &mut Rng) -> usize {
     // Most reads are small (78 % under 10 KB); some 10–50 KB (15 %); some
     // over Claude's 50,000 (7 %).
@@ -725,8 +811,9 @@ impl World {
     /// writes are queued in half the cases (docs/DELIVERY.md §8: in the live
     /// run nothing of the turn was on disk at its first `PreToolUse`; in the
     /// resumed run the cut record was): the prompt line, the cut record and
-    /// the first request's answers then reach the disk in that order after
-    /// the turn's first question.
+    /// the first request's answers then reach the disk in that order while
+    /// the turn's first question waits for them, or after it
+    /// ([`World::late_writer`]).
     fn prompt(&mut self, c: usize, idle_since: u64) {
         // An earlier turn's queued writes reached the disk long before
         // this prompt (within the turn, in the study's runs).
@@ -782,6 +869,28 @@ impl World {
         for line in std::mem::take(&mut chat.queued) {
             self.write_line(c, &serde_json::from_str(&line).unwrap());
         }
+    }
+
+    /// The host's writer for chat `c`'s queued lines during the next
+    /// question ([`LateWriter`]), after a delay in the measured 11–78 ms;
+    /// none when nothing is queued, or for one return in [`LATE_TAIL_IN`]
+    /// (the pessimistic tail: its lines come after the question). Both
+    /// drawn from a hash of the time, so the episodes stay as they were.
+    fn late_writer(&mut self, c: usize) -> Option<LateWriter> {
+        if self.chats[c].queued.is_empty() {
+            return None;
+        }
+        let h = (self.t ^ self.seed.rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        if (h >> 32).is_multiple_of(LATE_TAIL_IN) {
+            self.st.late_tail += 1;
+            return None;
+        }
+        let delay = 11 + (h >> 40) % 68;
+        let lines: String = self.chats[c].queued.iter().map(|l| format!("{l}\n")).collect();
+        if self.trace {
+            eprintln!("t={} {} lines queued, the host's writer writes them after {delay} ms", self.t, self.chats[c].id);
+        }
+        LateWriter::start(self.transcript(c), lines, std::time::Duration::from_millis(delay))
     }
 
     /// A Claude chat's transcript (created empty).
@@ -914,11 +1023,29 @@ impl World {
         });
         let key = path;
         let version = format!("sha256:{file}:{ver}");
+        // A return's queued lines: the host's writer puts them on disk
+        // while the question waits for them (it may not: then after it).
+        let writer = if host == H::Claude { self.late_writer(c) } else { None };
         let ans = rp.stub(&call, &key, &version, Some(&sent)).unwrap();
+        match writer.map(LateWriter::finish) {
+            Some(true) => {
+                self.st.late_written += 1;
+                let chat = &mut self.chats[c];
+                (chat.queued, chat.queue_lines) = (Vec::new(), false);
+            }
+            // The question waited its whole second while the writer, due
+            // within 78 ms, never got to run: the machine, not the model.
+            Some(false) if ans.witness.as_deref().is_some_and(|w| w.contains("did not show this call")) => panic!(
+                "seed {}: t={now}: the simulated host's writer thread was starved past the question's 1 s wait \
+                 (machine load): this run does not replay",
+                self.seed
+            ),
+            _ => {}
+        }
         if let Some(a) = fault {
             restore(&self.sb.data, a);
         }
-        // The host's queued lines reach the disk only now.
+        // Any still queued reach the disk now.
         if host == H::Claude {
             self.flush(c);
         }
@@ -1609,8 +1736,8 @@ fn report(name: &str, s: &Stats) -> String {
          {} compactions ({} swallowing a Codex result), {} interrupted calls, {} subagents, {} ends, \
          {} file changes, {} rewinds, {} idle cuts ({} results cut), {} resumes in a new process, \
          silences {:?} (under 3,840 s, to 3,900 s, past), {} second processes of a running session \
-         ({} questions while both ran), \
-         {} task calls unknowable (start hook died, no task env): wrong stubs {}",
+         ({} questions while both ran), {} returns' queued lines written while a question waited ({} after it: \
+         the tail), {} task calls unknowable (start hook died, no task env): wrong stubs {}",
         s.seeds,
         s.hooks,
         s.hooks_failed,
@@ -1628,6 +1755,8 @@ fn report(name: &str, s: &Stats) -> String {
         s.silences,
         s.second_processes,
         s.two_process_questions,
+        s.late_written,
+        s.late_tail,
         s.unknowable,
         s.wrong()
     );

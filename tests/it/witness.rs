@@ -483,6 +483,47 @@ fn an_idle_return_of_one_process_is_settled_by_the_hosts_first_answer() {
     assert!(w.turn_by(Turn::Stop, back + 1, Some(8)), "another process while pending");
 }
 
+/// The asking call's own line (an MCP call of the main agent) is the
+/// return's first answer or comes after it, in the host's queue order: a
+/// question during a pending return waits for it (`NotYet`) instead of
+/// withholding at once, and is settled by it; a line that settles nothing
+/// (it came before the returning prompt's line) ends the wait, withheld
+/// as before. Before, a pending return withheld at once.
+#[test]
+fn a_pending_return_waits_for_the_asking_calls_line() {
+    let back = T0 + 10 + IDLE + 1;
+    let ask = |w: &W| {
+        let q = Question {
+            host: Host::ClaudeCode,
+            conv: "S",
+            call_id: Some("t1"),
+            delivered_ms: T0 + 1,
+            now: back + 5,
+            idle_ms: Some(IDLE),
+            proc: Some(7),
+            asking: Some("t3"),
+        };
+        check(&w.data, &q, far(), || Ok(()))
+    };
+    let returned = || {
+        let w = W::new();
+        w.turn_by(Turn::Prompt, T0, Some(7));
+        w.append(&[&prompt("u1"), &tool_use("t1")]);
+        w.turn_by(Turn::Stop, T0 + 10, Some(7));
+        assert!(!w.turn_by(Turn::Prompt, back, Some(7)), "provisional");
+        w
+    };
+    let w = returned();
+    assert_eq!(ask(&w), Check::NotYet, "nothing on disk yet");
+    w.append(&[&prompt("u2")]);
+    assert_eq!(ask(&w), Check::NotYet, "the prompt only");
+    w.append(&[&tool_use("t3")]);
+    assert_eq!(ask(&w), Check::Present, "settled by the call's own answer");
+    let w = returned();
+    w.append(&[&tool_use("t3"), &prompt("u2")]);
+    assert!(unavailable(&ask(&w)), "caught up, not settled: withheld, no longer waited");
+}
+
 /// A resume after the idle threshold (`SessionStart` with
 /// `seconds_since_last_response` past it) by the only process the witness
 /// knows, the earlier ones having said `SessionEnd`: the host cuts at the

@@ -178,3 +178,72 @@ fn a_transcript_that_never_shows_the_call_withholds_within_the_wait() {
     assert!(ans.decision.allow, "{ans:?}");
     assert!(t.elapsed() < CATCH_UP_WAIT, "{:?}", t.elapsed());
 }
+
+/// The first re-read after an idle return (docs/DELIVERY.md §8, "The idle
+/// return, provisional"): Claude Code writes the returning prompt, any cut
+/// record and the turn's first answer (this call's own tool use) through
+/// its queue, and in the live run none of it was on disk at the turn's
+/// first `PreToolUse`. The question waits for its call's line, which
+/// settles the return: here nothing was cut, so the delivery from before
+/// the return backs the stub. Before, a pending return withheld at once
+/// (`transcript-unavailable`) and never waited.
+#[cfg(unix)]
+#[test]
+fn an_idle_returns_lines_written_after_the_question_starts_are_waited_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let now = clock::now_ms();
+    let host = crate::Host::ClaudeCode;
+    let idle_ms = crate::hosts::profile::profile(host).idle_clear_ms;
+    let before = now - idle_ms.unwrap() - 60_000;
+    let transcript = dir.join("t.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let path = transcript.to_str().unwrap();
+    let turn = |turn, t| {
+        let b = witness::Boundary { host, conv: "S", transcript: path, turn, now: t, pid: Some(HOST_PID), idle_ms };
+        let mut ended = false;
+        witness::on_turn(dir, &b, Instant::now() + READ_WAIT, |e| {
+            ended = e;
+            Ok(())
+        })
+        .unwrap();
+        ended
+    };
+    turn(witness::Turn::Prompt, before);
+    append(&transcript, &[&prompt("u1"), &tool_use("toolu_1")]);
+    let secret = Secret::load_or_create(dir).unwrap();
+    let (key, version) = (secret.name("key", "a.rs"), secret.name("version", "v1"));
+    let call_ref = ledger::id_ref("toolu_1");
+    let window = format!("proc:{HOST_PID}");
+    let d = Delivery {
+        t: before + 20,
+        host,
+        conv: "S",
+        scope: "S",
+        window: Some(&window),
+        call_ref: &call_ref,
+        key: &key,
+        version: &version,
+        digest: "d",
+        len: 10,
+        base: None,
+    };
+    let a = Ack { t: before + 30, host, scope: "S", call_ref: &call_ref, digest: "d", len: 10, whole: true };
+    let j = Journal::new(dir);
+    j.append(&[call_record("toolu_1", before + 10), Record::Delivery(d), Record::Ack(a)], before + 30).unwrap();
+    turn(witness::Turn::Stop, before + 40);
+    assert!(!turn(witness::Turn::Prompt, now - 10), "the return of the only process is provisional");
+    j.append(&[call_record("toolu_2", now - 5)], now - 5).unwrap();
+    let rp = ReadPath::new(dir, ScopeEnv::default()).at(now).with_host_pid(HOST_PID).with_stats(None);
+    let late = [prompt("u2"), tool_use("toolu_2")].join("\n");
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", "sleep 0.05; printf '%s\\n' \"$1\" >> \"$2\"", "sh", &late, path])
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let ans = rp.stub(&claude_call("toolu_2"), "a.rs", "v1", None).unwrap();
+    assert!(writer.wait().unwrap().success());
+    assert!(ans.decision.allow, "the return settled with nothing cut: {ans:?}");
+    assert_eq!(ans.decision.reason, Reason::ConfirmedDelivery, "{ans:?}");
+    assert!(t.elapsed() < CATCH_UP_WAIT, "it answered once the lines came: {:?}", t.elapsed());
+}
