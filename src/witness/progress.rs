@@ -26,6 +26,8 @@ use super::scan::{Effect, Fact};
 use crate::base::blake3_short;
 use serde::{Deserialize, Serialize};
 
+mod parse;
+
 /// Bytes of records kept before the state file is saved whole again (and
 /// the records dropped): a question and a turn hook read at most this.
 pub const MAX_LOG_BYTES: u64 = 16 << 10;
@@ -71,7 +73,9 @@ pub struct Log {
 pub fn replay(st: &mut State, log: &[u8]) -> Log {
     let mut out = Log { len: log.len() as u64, stale: log.is_empty(), dirty: false };
     let mut first = true;
-    for line in log.split_inclusive(|&b| b == b'\n') {
+    // Lines found by memchr: a byte loop over a full log was 4 % of a
+    // one-shot question's instructions.
+    for line in lines(log) {
         let rec = match decode(line) {
             Some(r) => r,
             None => {
@@ -93,6 +97,20 @@ pub fn replay(st: &mut State, log: &[u8]) -> Log {
         }
     }
     out
+}
+
+/// `log`'s lines, each with its newline (the last one may have none).
+fn lines(log: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = log;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let n = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let (line, tail) = rest.split_at(n);
+        rest = tail;
+        Some(line)
+    })
 }
 
 fn apply(st: &mut State, rec: Rec) -> bool {
@@ -119,7 +137,7 @@ pub fn record(st: &State, from: u64, seen: Vec<Seen>) -> Option<Vec<u8>> {
     let rec = Rec { g: st.save_id, from, to: st.offset, skip: st.skipping, tail: st.tail.clone(), seen };
     let json = serde_json::to_vec(&rec).ok()?;
     let mut line = Vec::with_capacity(json.len() + 18);
-    line.extend_from_slice(sum(&json).as_bytes());
+    line.extend_from_slice(&sum(&json));
     line.push(b' ');
     line.extend_from_slice(&json);
     line.push(b'\n');
@@ -129,21 +147,51 @@ pub fn record(st: &State, from: u64, seen: Vec<Seen>) -> Option<Vec<u8>> {
 fn decode(line: &[u8]) -> Option<Rec> {
     let line = line.strip_suffix(b"\n")?;
     let (s, json) = (line.get(..16)?, line.get(17..)?);
-    if line.get(16) != Some(&b' ') || s != sum(json).as_bytes() {
+    if line.get(16) != Some(&b' ') || s != sum(json) {
         return None;
     }
-    serde_json::from_slice(json).ok()
+    parse::rec(json).or_else(|| serde_json::from_slice(json).ok())
 }
 
-/// The key of the records' checksums and of save marks: a fixed one (they
-/// guard against torn writes and collisions, not against anyone), so that
-/// short inputs hash without the `blake3` crate's CPU probe
-/// ([`crate::base::blake3_short`]) in every hook and `stub` process.
+/// The key of save marks: a fixed one (a mark must differ from every
+/// earlier save's, not be secret), so that they hash without the `blake3`
+/// crate's CPU probe ([`crate::base::blake3_short`]).
 const KEY: &[u8; 32] = b"leanctx witness progress, v1 key";
 
-fn sum(json: &[u8]) -> String {
-    let h = blake3_short::keyed(KEY, json);
-    crate::base::fingerprint::hex(&h[..8])
+/// A record's checksum, as 16 lowercase hex digits: it catches a torn
+/// write or a line spliced from two (nobody forges records: whoever can
+/// write the lock file can write the state file), so 64 bits of a fast
+/// non-cryptographic hash do. A fresh `leanctx stub` checks every record
+/// of the log (up to [`MAX_LOG_BYTES`]): a keyed BLAKE3 per record (and
+/// its hex) was a third of such a question's instructions (callgrind,
+/// benches/README.md). Each 8-byte word goes through a bijection
+/// of the running value, so two inputs of one length that differ in a
+/// single word always differ here; the length is mixed in first.
+fn sum(json: &[u8]) -> [u8; 16] {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (json.len() as u64 ^ 0x6c65_616e_6374_7831).wrapping_mul(K);
+    let mut words = json.chunks_exact(8);
+    for w in &mut words {
+        h = mix(h ^ u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = mix(h ^ u64::from_le_bytes(last));
+    // splitmix64's finaliser: every output bit depends on every input bit.
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    let mut hex = [0u8; 16];
+    for (i, d) in hex.iter_mut().enumerate() {
+        *d = b"0123456789abcdef"[(h >> (60 - 4 * i) & 0xf) as usize];
+    }
+    hex
+}
+
+/// One word's step: an odd multiply and a right xor-shift, each a bijection.
+fn mix(h: u64) -> u64 {
+    let h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^ (h >> 29)
 }
 
 /// A new save's mark: unlike any earlier save's of this conversation (the
@@ -210,6 +258,30 @@ mod tests {
             let mut s = st.clone();
             let got = replay(&mut s, &log);
             assert_eq!((s.offset, got.stale, got.dirty), (offset, stale, dirty), "{name}");
+        }
+    }
+
+    /// The checksum catches every single-bit flip of a record and every
+    /// cut of it, and a record spliced from the start of one and another.
+    #[test]
+    fn every_flipped_bit_cut_or_splice_is_refused() {
+        let st = state(7, 100);
+        let ids = (0..40).map(|i| format!("toolu_{i:024}")).collect();
+        let a = rec(&st, 100, 200, vec![Seen::Prompt(120, "u1".into()), Seen::Tools(150, ids)]);
+        let b = rec(&st, 200, 300, vec![Seen::Prompt(220, "u2".into())]);
+        assert!(a.len() > 1024, "longer than one BLAKE3 chunk: {}", a.len());
+        assert!(decode(&a).is_some() && decode(&b).is_some());
+        for i in 0..a.len() - 1 {
+            for bit in 0..8 {
+                let mut x = a.clone();
+                x[i] ^= 1 << bit;
+                assert!(decode(&x).is_none(), "byte {i} bit {bit}");
+            }
+            let mut cut = a[..i].to_vec();
+            cut.push(b'\n');
+            assert!(decode(&cut).is_none(), "cut at {i}");
+            let spliced = [&a[..i], &b[b.len().min(i)..]].concat();
+            assert!(spliced == b || decode(&spliced).is_none(), "spliced at {i}");
         }
     }
 
