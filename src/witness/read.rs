@@ -74,76 +74,159 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
     } else if len < st.offset {
         ended = restart(st, "the transcript shrank");
     }
-    let mut back = read_from(f, st.offset, len, buf)?;
+    let (mut back, mut hi) = first_read(f, st.offset, len, buf)?;
     if ended.is_none() && !st.tail.is_empty() && seal_tail(secret, &buf[..back]) != st.tail {
         ended = restart(st, "the transcript was rewritten");
-        back = read_from(f, st.offset, len, buf)?;
+        (back, hi) = first_read(f, st.offset, len, buf)?;
     }
-    let avail = len - st.offset;
-    let got = buf.len() - back;
-    let new = &buf[back..];
-    let mut pos = 0usize;
-    if st.skipping {
-        match memchr::memchr(b'\n', new) {
-            Some(nl) => {
-                pos = nl + 1;
-                st.skipping = false;
+    let start = st.offset;
+    let avail = len - start;
+    let want = avail.min(MAX_READ_BYTES);
+    // `buf[lo..hi]` holds the bytes read and not yet consumed (a line whose
+    // end is still to come); `done` bytes past `start` were consumed (whole
+    // lines, or a skipped line's part), `got` read.
+    let (mut lo, mut done, mut got) = (back, 0u64, (hi - back) as u64);
+    let mut tail = Tail::new();
+    tail.push(&buf[..back]);
+    loop {
+        let from = lo;
+        if st.skipping {
+            match memchr::memchr(b'\n', &buf[lo..hi]) {
+                Some(nl) => {
+                    lo += nl + 1;
+                    st.skipping = false;
+                }
+                None => lo = hi,
             }
-            None => pos = new.len(),
+            done += (lo - from) as u64;
         }
-    }
-    while let Some(nl) = memchr::memchr(b'\n', &new[pos..]) {
-        let at = st.offset + pos as u64;
-        let fact = classify_in(&new[pos..pos + nl], st.track.pending.is_some());
-        match (&fact, seen.as_mut()) {
-            (Fact::Nothing, _) | (_, None) => {}
-            (Fact::Prompt(u), Some(s)) if st.track.pending.is_none() => s.push(Seen::Prompt(at, u.clone())),
-            (Fact::ToolUses(ids), Some(s)) if st.track.pending.is_none() => s.push(Seen::Tools(at, ids.clone())),
-            _ => seen = None,
+        while let Some(nl) = memchr::memchr(b'\n', &buf[lo..hi]) {
+            let at = start + done;
+            let fact = classify_in(&buf[lo..lo + nl], st.track.pending.is_some());
+            match (&fact, seen.as_mut()) {
+                (Fact::Nothing, _) | (_, None) => {}
+                (Fact::Prompt(u), Some(s)) if st.track.pending.is_none() => s.push(Seen::Prompt(at, u.clone())),
+                (Fact::ToolUses(ids), Some(s)) if st.track.pending.is_none() => s.push(Seen::Tools(at, ids.clone())),
+                _ => seen = None,
+            }
+            if st.track.apply(fact, at) == Effect::All && ended.is_none() {
+                ended =
+                    Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
+            }
+            lo += nl + 1;
+            done += nl as u64 + 1;
         }
-        if st.track.apply(fact, at) == Effect::All && ended.is_none() {
-            ended = Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
+        tail.push(&buf[from..lo]);
+        if got == want {
+            break;
         }
-        pos += nl + 1;
+        if hi == buf.len() {
+            if lo > 0 {
+                // The line being read moves to the front.
+                buf.copy_within(lo..hi, 0);
+                (lo, hi) = (0, hi - lo);
+            } else {
+                // A line longer than the buffer: it grows (to the budget at most).
+                buf.resize((buf.len() * 2).max(CHUNK), 0);
+            }
+        }
+        let k = ((buf.len() - hi) as u64).min(want - got) as usize;
+        match read_at(f, &mut buf[hi..hi + k], start + got)? {
+            // Shorter than its length said: what is missing is unread.
+            0 => break,
+            n => (hi, got) = (hi + n, got + n as u64),
+        }
     }
     // A line with no end yet: being written (read it next time), unless it
     // alone fills the budget; then it cannot be read whole, so nothing in
     // it can be ruled out.
-    if pos == 0 && got as u64 == MAX_READ_BYTES {
-        pos = got;
+    if done == 0 && got == MAX_READ_BYTES {
+        done = got;
+        tail.push(&buf[lo..hi]);
         st.skipping = true;
         ended.get_or_insert_with(|| format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
     }
-    st.offset += pos as u64;
-    // The bytes before the new offset are in the buffer: it starts at most
-    // TAIL_BYTES before the old one.
-    let end = back + pos;
-    st.tail = seal_tail(secret, &buf[end - end.min(TAIL_BYTES as usize)..end]);
-    Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, behind: avail - got as u64 })
+    st.offset += done;
+    st.tail = seal_tail(secret, tail.bytes());
+    Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, behind: avail - got })
+}
+
+/// The read buffer's size: a question reads its bytes in pieces of this
+/// size into one buffer kept for the process, moving the line being read
+/// to its front, and grows it only for a line longer than that. Reading
+/// everything appended into one buffer faulted in a fresh page per 4 KiB
+/// in a one-shot `leanctx stub` (25 for 100 KB; benches/README.md).
+pub const CHUNK: usize = 32 << 10;
+
+/// The last [`TAIL_BYTES`] consumed (before the offset).
+struct Tail {
+    buf: [u8; TAIL_BYTES as usize],
+    len: usize,
+}
+
+impl Tail {
+    fn new() -> Self {
+        Tail { buf: [0; TAIL_BYTES as usize], len: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let cap = self.buf.len();
+        if bytes.len() >= cap {
+            self.buf.copy_from_slice(&bytes[bytes.len() - cap..]);
+            self.len = cap;
+            return;
+        }
+        let keep = self.len.min(cap - bytes.len());
+        self.buf.copy_within(self.len - keep..self.len, 0);
+        self.buf[keep..keep + bytes.len()].copy_from_slice(bytes);
+        self.len = keep + bytes.len();
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Read from `TAIL_BYTES` before `offset` (or the file's start) on, as
+/// much of what follows as `buf` holds (made at least [`CHUNK`] or what
+/// there is to read): how many of its bytes lie before `offset`, and how
+/// many were read.
+fn first_read(f: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<(usize, usize)> {
+    let back = offset.min(TAIL_BYTES);
+    let need = back + len.saturating_sub(offset).min(MAX_READ_BYTES);
+    // No bigger than this question needs (nothing new: the 256 bytes).
+    let size = need.min(CHUNK as u64) as usize;
+    if buf.len() < size {
+        buf.resize(size, 0);
+    }
+    let n = need.min(buf.len() as u64) as usize;
+    let mut got = 0;
+    // The bytes before the offset are all that must be there; a short
+    // read after them is read on by the caller.
+    while got < n && (got as u64) < back.max(1) {
+        match read_at(f, &mut buf[got..n], offset - back + got as u64)? {
+            0 => break,
+            k => got += k,
+        }
+    }
+    if (got as u64) < back {
+        return Err(io::Error::other("the transcript shrank while it was read"));
+    }
+    Ok((back as usize, got))
+}
+
+/// `pread`, again when interrupted.
+fn read_at(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    loop {
+        match fsx::read_at(f, buf, at) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
 }
 
 /// Bytes before the offset read again on every question.
 pub const TAIL_BYTES: u64 = 256;
-
-/// Read from `TAIL_BYTES` before `offset` (or the file's start) up to
-/// [`MAX_READ_BYTES`] past it into `buf` (kept between questions): how many
-/// of its bytes lie before `offset`.
-fn read_from(f: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
-    let back = offset.min(TAIL_BYTES);
-    let n = back + len.saturating_sub(offset).min(MAX_READ_BYTES);
-    buf.clear();
-    // Read into the reserved room, not a zero-filled one: filling 100 KB
-    // first was an eighth of a one-shot question's instructions.
-    buf.reserve(n as usize);
-    let mut r = f;
-    r.seek(SeekFrom::Start(offset - back))?;
-    r.take(n).read_to_end(buf)?;
-    if (buf.len() as u64) < back {
-        return Err(io::Error::other("the transcript shrank while it was read"));
-    }
-    Ok(back as usize)
-}
 
 /// The seal of the bytes before the offset (keyed: they are the host's
 /// content, which is never stored); empty for none.

@@ -212,6 +212,56 @@ fn the_read_budget_withholds_reads_on_and_a_huge_line_ends_every_delivery() {
     assert_eq!(load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap().track.tools.len(), 1);
 }
 
+/// The transcript is read in pieces into one buffer (src/witness/read.rs):
+/// lines that cross a piece's edge, or are longer than a piece, are read
+/// whole at their offsets, and the bytes before the offset are sealed
+/// across pieces (a wrong seal would read as a rewrite at the next question).
+#[test]
+fn lines_across_the_read_pieces_are_read_whole_at_their_offsets() {
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    let (mut seed, mut lines, mut tools) = (7u64, Vec::new(), Vec::new());
+    let mut at = std::fs::metadata(&w.transcript).unwrap().len();
+    for i in 0..60 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let pad = format!(r#"{{"type":"progress","data":"{}"}}"#, "x".repeat(1 + (seed >> 33) as usize % 90_000));
+        at += pad.len() as u64 + 1;
+        lines.push(pad);
+        let line = if i % 2 == 0 { prompt(&format!("u{i}")) } else { tool_use(&format!("t{i}")) };
+        if i % 2 == 1 {
+            tools.push((format!("t{i}"), at));
+        }
+        at += line.len() as u64 + 1;
+        lines.push(line);
+    }
+    // Shorter than the sealed tail: the seal spans it and the line before.
+    lines.push(r#"{"type":"progress"}"#.into());
+    w.append(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let len = std::fs::metadata(&w.transcript).unwrap().len();
+    assert!(len > 2 << 20, "{len}");
+
+    assert_eq!(w.ask("t1"), Check::Present);
+    let st = load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap();
+    assert_eq!(st.offset, len, "read to the end in one question");
+    let got: Vec<(String, u64)> = st.track.tools.iter().map(|(t, o)| (t.clone(), *o)).collect();
+    assert_eq!(got, tools, "every tool use, at its line's offset");
+    assert_eq!(st.track.prompts.len(), 30);
+    assert_eq!(w.ask("t1"), Check::Present, "nothing new: the seal of the bytes before the offset holds");
+
+    // A rewind to u30: the tool uses after it are withdrawn, those before not.
+    w.append(&[r#"{"type":"last-prompt","leafUuid":null,"rewound":true,"cutUuid":"u30"}"#]);
+    assert!(matches!(w.ask("t31"), Check::Withdrawn(_)));
+    assert_eq!(w.ask("t29"), Check::Present);
+    assert_eq!(w.ends.get(), 0);
+
+    // A byte rewritten 200 bytes before the offset (in the line before the
+    // last two): every delivery ends.
+    let len = std::fs::metadata(&w.transcript).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&w.transcript).unwrap();
+    std::os::unix::fs::FileExt::write_at(&f, b"y", len - 200).unwrap();
+    assert!(matches!(w.ask("t29"), Check::EndedAll(_)));
+}
+
 #[test]
 fn a_line_being_written_is_read_once_it_ends() {
     let w = W::new();
