@@ -20,6 +20,8 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod track_json;
+
 /// The data dir's folder of witness files.
 pub const DIR: &str = "witness";
 /// Bytes of transcript read for one question at most: beyond it the answer
@@ -71,11 +73,29 @@ pub struct State {
     /// extend it name it (0: a file from before records).
     #[serde(default)]
     pub save_id: u64,
-    #[serde(flatten)]
+    /// Written beside the fields above; read by [`State::from_json`] only,
+    /// from the same bytes in a second pass: serde's `flatten` buffered
+    /// every id of it before building it, two fifths of a one-shot `leanctx
+    /// stub`'s instructions once the state held its prompts (callgrind,
+    /// benches/README.md). A `State` deserialized any other way has an
+    /// empty track.
+    #[serde(flatten, skip_deserializing)]
     pub track: Track,
 }
 
 impl State {
+    /// A state file's state: its own fields, then its [`Track`]'s, each
+    /// read straight from `bytes` (the other's keys skipped unbuilt), the
+    /// track by hand where it can be (`file/track_json.rs`).
+    pub fn from_json(bytes: &[u8]) -> serde_json::Result<State> {
+        let mut st: State = serde_json::from_slice(bytes)?;
+        st.track = match track_json::track(bytes) {
+            Some(t) => t,
+            None => serde_json::from_slice(bytes)?,
+        };
+        Ok(st)
+    }
+
     /// Since when host process `pid` (none: not known) has been silent,
     /// as far as the hooks tell: the conversation's last prompt or stop,
     /// or, before any, the turn that started the witness (a session whose
@@ -176,7 +196,7 @@ pub fn load(dir: &Path, host: Host, conv: &str) -> io::Result<Option<State>> {
 
 fn load_at(path: &Path) -> io::Result<Option<State>> {
     let Some(bytes) = fsx::read_state(path, MAX_STATE_BYTES)? else { return Ok(None) };
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
+    State::from_json(&bytes).map(Some).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
 }
 
 /// Save `st` whole, as a new save ([`State::save_id`]; the progress records of
@@ -528,7 +548,7 @@ fn load_held(path: &Path, kept: Option<Held>, log: (Vec<u8>, bool)) -> io::Resul
     }
     let Some((f, md)) = fsx::open_state_md(path, false, MAX_STATE_BYTES)? else { return Ok(None) };
     let bytes = fsx::read_opened(path, &f, &md, &fsx::ReadRule::state(MAX_STATE_BYTES))?;
-    let state = serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+    let state = State::from_json(&bytes).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
     let (state, l) = with_log(state, &log);
     let id = fsx::handle_id(&f, &md)?;
     // Where files are not held between calls, not even through the save.

@@ -405,6 +405,23 @@ fn a_state_file_holds_ids_and_offsets_only_and_is_private() {
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
 }
 
+/// A state file is read in two passes (`State::from_json`: its own fields,
+/// then its track's): what one holds reads back whole, the withdrawn ids
+/// included, from the file as a fresh process loads it.
+#[test]
+fn a_saved_state_reads_back_whole_with_its_track() {
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1"), &tool_use("t2")]);
+    w.append(&[r#"{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":["t2"]}}"#]);
+    assert!(matches!(w.ask("t2"), Check::Withdrawn(_)));
+    let st = load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap();
+    assert!(st.track.is_withdrawn("t2") && !st.track.is_withdrawn("t1"));
+    assert_eq!(st.track.prompts.len(), 1);
+    let json = serde_json::to_vec(&st).unwrap();
+    assert_eq!(leanctx::witness::file::State::from_json(&json).unwrap(), st);
+}
+
 /// A server keeps a conversation's witness state between its questions
 /// (src/witness/held.rs). A save by another process (here a real hook, at
 /// the prompt that ends a long silence) replaces the state file, and the
