@@ -74,25 +74,25 @@ pub struct State {
     #[serde(default)]
     pub save_id: u64,
     /// Written beside the fields above; read by [`State::from_json`] only,
-    /// from the same bytes in a second pass: serde's `flatten` buffered
-    /// every id of it before building it, two fifths of a one-shot `leanctx
-    /// stub`'s instructions once the state held its prompts (callgrind,
-    /// benches/README.md). A `State` deserialized any other way has an
-    /// empty track.
+    /// on its own: serde's `flatten` buffered every id of it before
+    /// building it, two fifths of a one-shot `leanctx stub`'s instructions
+    /// once the state held its prompts (callgrind, benches/README.md). A
+    /// `State` deserialized any other way has an empty track.
     #[serde(flatten, skip_deserializing)]
     pub track: Track,
 }
 
 impl State {
-    /// A state file's state: its own fields, then its [`Track`]'s, each
-    /// read straight from `bytes` (the other's keys skipped unbuilt), the
-    /// track by hand where it can be (`file/track_json.rs`).
+    /// A state file's state: its [`Track`] by hand where it can be, and
+    /// the other fields by serde from a copy without the track
+    /// (`file/track_json.rs`); else both by serde, each straight from
+    /// `bytes` (the other's keys skipped unbuilt).
     pub fn from_json(bytes: &[u8]) -> serde_json::Result<State> {
+        if let Some((track, rest)) = track_json::split(bytes) {
+            return Ok(State { track, ..serde_json::from_slice::<State>(&rest)? });
+        }
         let mut st: State = serde_json::from_slice(bytes)?;
-        st.track = match track_json::track(bytes) {
-            Some(t) => t,
-            None => serde_json::from_slice(bytes)?,
-        };
+        st.track = serde_json::from_slice(bytes)?;
         Ok(st)
     }
 

@@ -1,21 +1,34 @@
 //! A state file's [`Track`] read by hand: its ids are most of the file
 //! (up to 256 prompts and 2,048 tool uses), and serde's walk of them (a
-//! string, a tuple and a push each) was a third of a one-shot `leanctx
-//! stub`'s instructions with a full state (callgrind, benches/README.md).
-//! It reads only the shape the writer gives (no spaces, strings without
-//! escapes, `pending` null) from bytes serde has already read as a
-//! `State` (so they are one JSON object); anything else is left to serde,
-//! and the tests hold the two to the same answers.
+//! string, a tuple and a push each, after `flatten` had copied each one)
+//! was two fifths of a one-shot `leanctx stub`'s instructions with a full
+//! state (callgrind, benches/README.md). It reads only the shape the
+//! writer gives (no spaces, strings without escapes, `pending` null);
+//! anything else is left to serde. The state's own fields are left to
+//! serde too: they are copied, as they stand, into an object of their
+//! own, so serde neither walks past the ids nor sees a byte this reader
+//! did not check or pass on. The tests hold the two to the same answers.
 
 use super::super::scan::Track;
 use std::collections::VecDeque;
 
-/// The track in `json`, or `None`: let serde read it.
-pub(super) fn track(json: &[u8]) -> Option<Track> {
-    let mut c = Cur { b: json, i: 0 };
+/// The track in `json`, and the object's other members as an object of
+/// their own (for serde: the state's fields); `None`: let serde read all.
+///
+/// Sound on any input: every byte is either read here by the strict
+/// grammar (the track's members, the separators, the keys) or passed on
+/// verbatim, one member's value at a time, inside `{"key":…}` for serde,
+/// which refuses the whole if one such value is not exactly one JSON value.
+pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
+    // Valid UTF-8 once, whole: each id is then a slice at two quotes.
+    let text = std::str::from_utf8(json).ok()?;
+    let mut c = Cur { t: text, b: json, i: 0 };
     c.lit(b"{")?;
     let (mut prompts, mut tools, mut withdrawn, mut pending) = (None, None, None, None);
+    let mut rest = Vec::with_capacity(1024);
+    rest.push(b'{');
     loop {
+        let start = c.i;
         let key = c.raw_string()?;
         c.lit(b":")?;
         // A key twice: serde refuses it (for the track's own keys).
@@ -28,8 +41,14 @@ pub(super) fn track(json: &[u8]) -> Option<Track> {
                 pending = Some(None);
             }
             b"prompts" | b"tools" | b"withdrawn" | b"pending" => return None,
-            // The state's own fields, skipped.
-            _ => c.skip_value()?,
+            // The state's own fields, for serde.
+            _ => {
+                c.skip_value()?;
+                if rest.len() > 1 {
+                    rest.push(b',');
+                }
+                rest.extend_from_slice(&json[start..c.i]);
+            }
         }
         if c.lit(b"}").is_some() {
             break;
@@ -39,12 +58,15 @@ pub(super) fn track(json: &[u8]) -> Option<Track> {
     if c.i != json.len() {
         return None;
     }
+    rest.push(b'}');
     // Every field of Track, named: a field added there fails to compile
     // here until this reader reads it.
-    Some(Track { prompts: prompts?, tools: tools?, withdrawn: withdrawn?, pending: pending.unwrap_or(None) })
+    let track = Track { prompts: prompts?, tools: tools?, withdrawn: withdrawn?, pending: pending.unwrap_or(None) };
+    Some((track, rest))
 }
 
 struct Cur<'a> {
+    t: &'a str,
     b: &'a [u8],
     i: usize,
 }
@@ -68,7 +90,9 @@ impl<'a> Cur<'a> {
     }
 
     fn string(&mut self) -> Option<String> {
-        std::str::from_utf8(self.raw_string()?).ok().map(str::to_owned)
+        let end = self.raw_string()?.len();
+        // Between two quotes (ASCII): char boundaries of the checked text.
+        self.t.get(self.i - 1 - end..self.i - 1).map(str::to_owned)
     }
 
     /// A u64 as serde writes one (digits, no leading zero), within range.
@@ -115,8 +139,9 @@ impl<'a> Cur<'a> {
         }
     }
 
-    /// Past one value of JSON serde has read already (valid): a scalar up
-    /// to the next `,` or `}`, or a string, array or object to its end.
+    /// Past one JSON value: a scalar up to the next `,` or `}`, or a
+    /// string, array or object to its end (on invalid JSON somewhere else,
+    /// or nowhere: what it passes over goes to serde, which then refuses it).
     fn skip_value(&mut self) -> Option<()> {
         let mut depth = 0usize;
         loop {
@@ -199,23 +224,35 @@ mod tests {
             })
     }
 
+    /// What serde makes of `json` as a whole: the state's fields and the track.
+    fn serde(json: &[u8]) -> Option<(State, Track)> {
+        Some((serde_json::from_slice(json).ok()?, serde_json::from_slice(json).ok()?))
+    }
+
+    /// What `split` makes of it, serde reading the rest: `None` when the
+    /// hand reader left it to serde; `Some(None)` when serde refused the rest.
+    fn hand(json: &[u8]) -> Option<Option<(State, Track)>> {
+        let (track, rest) = super::split(json)?;
+        Some(serde_json::from_slice::<State>(&rest).ok().map(|st| (st, track)))
+    }
+
     proptest! {
         /// What the writer writes reads back whole, by hand unless a
         /// string of the track has an escape or an idle return is pending.
         #[test]
         fn the_writers_state_reads_back(st in state()) {
             let json = serde_json::to_vec(&st).unwrap();
-            let fast = super::track(&json);
             let t = &st.track;
             let ids = t.prompts.iter().map(|p| &p.0).chain(t.tools.iter().map(|p| &p.0)).chain(t.withdrawn.iter());
             let plain = t.pending.is_none() && ids.map(|s| serde_json::to_string(s).unwrap()).all(|s| !s.contains('\\'));
-            prop_assert_eq!(fast.is_some(), plain);
-            prop_assert!(fast.is_none() || fast.as_ref() == Some(t));
+            let got = hand(&json);
+            prop_assert_eq!(got.is_some(), plain);
+            prop_assert!(got.is_none() || got == Some(serde(&json)));
             prop_assert_eq!(&State::from_json(&json).unwrap(), &st);
         }
 
-        /// On bytes serde reads as a state, whatever the hand reader
-        /// accepts serde reads as the same track.
+        /// On any bytes (mutated states), whatever the hand reader accepts
+        /// reads as serde reads it whole, refusals included.
         #[test]
         fn what_it_accepts_serde_reads_alike(
             st in state(),
@@ -224,34 +261,38 @@ mod tests {
             let mut json = serde_json::to_vec(&st).unwrap();
             for (at, byte, kind) in edits {
                 let i = at.index(json.len() + 1);
-                let byte = b"[]{}\",:0123456789\\ anlu"[byte as usize % 23];
+                let byte = b"[]{}\",:0123456789\\ anlu\xff"[byte as usize % 24];
                 match kind {
                     0 if i < json.len() => json[i] = byte,
                     1 if i < json.len() => { json.remove(i); }
                     _ => json.insert(i, byte),
                 }
             }
-            if serde_json::from_slice::<State>(&json).is_ok() && let Some(fast) = super::track(&json) {
-                let slow: Result<Track, _> = serde_json::from_slice(&json);
-                prop_assert_eq!(slow.ok(), Some(fast), "{}", String::from_utf8_lossy(&json));
+            if let Some(got) = hand(&json) {
+                prop_assert_eq!(got, serde(&json), "{}", String::from_utf8_lossy(&json));
             }
         }
     }
 
     #[test]
-    fn duplicate_or_missing_keys_are_serdes_to_refuse() {
-        for (json, fast) in [
-            (&br#"{"transcript":"t","prompts":[],"tools":[],"withdrawn":[],"pending":null}"#[..], true),
-            (br#"{"prompts":[],"tools":[],"withdrawn":[]}"#, true),
-            (br#"{"prompts":[],"tools":[],"withdrawn":[],"prompts":[]}"#, false),
-            (br#"{"prompts":[],"tools":[]}"#, false),
-            (br#"{"x":{"a":[1,"]}"]},"prompts":[["a",1]],"tools":[],"withdrawn":["b"]}"#, true),
-            (br#"{"x":"\"}","prompts":[["a",01]],"tools":[],"withdrawn":[]}"#, false),
+    fn duplicate_or_missing_keys_and_bad_values_are_serdes_to_refuse() {
+        // (the JSON, whether the hand reader takes it, whether it is a state at all)
+        for (json, by_hand, ok) in [
+            (&br#"{"transcript":"t","file":[1,2],"offset":3,"skipping":false,"last_turn_ms":0,"since_ms":0,"prompts":[],"tools":[],"withdrawn":[],"pending":null}"#[..], true, true),
+            (br#"{"prompts":[],"tools":[],"withdrawn":[]}"#, true, false),
+            (br#"{"prompts":[],"tools":[],"withdrawn":[],"prompts":[]}"#, false, false),
+            (br#"{"prompts":[],"tools":[]}"#, false, false),
+            (br#"{"transcript":"t","file":[1,2],"offset":3,"skipping":false,"last_turn_ms":0,"since_ms":0,"x":{"a":[1,"]}"]},"prompts":[["a",1]],"tools":[],"withdrawn":["b"]}"#, true, true),
+            (br#"{"x":"\"}","prompts":[["a",01]],"tools":[],"withdrawn":[]}"#, false, false),
+            // A value that is not one JSON value: passed on, and refused.
+            (br#"{"transcript":"t","file":[1,2],"offset":3 7,"skipping":false,"last_turn_ms":0,"since_ms":0,"prompts":[],"tools":[],"withdrawn":[]}"#, true, false),
+            (br#"{"transcript":"t","file":[1,2,"offset":3,"skipping":false,"last_turn_ms":0,"since_ms":0,"prompts":[],"tools":[],"withdrawn":[]}"#, false, false),
         ] {
-            let got = super::track(json);
-            assert_eq!(got.is_some(), fast, "{}", String::from_utf8_lossy(json));
-            if let Some(t) = got {
-                assert_eq!(serde_json::from_slice::<Track>(json).unwrap(), t);
+            let got = hand(json);
+            assert_eq!(got.is_some(), by_hand, "{}", String::from_utf8_lossy(json));
+            assert_eq!(serde(json).is_some(), ok, "{}", String::from_utf8_lossy(json));
+            if let Some(got) = got {
+                assert_eq!(got, serde(json), "{}", String::from_utf8_lossy(json));
             }
         }
     }

@@ -12,7 +12,9 @@ use super::{Rec, Seen};
 
 /// The record `json` holds, if it has exactly the shape the writer gives it.
 pub(super) fn rec(json: &[u8]) -> Option<Rec> {
-    let mut c = Cur { b: json, i: 0 };
+    // Valid UTF-8 once, whole: each string is then a slice at two quotes.
+    let text = std::str::from_utf8(json).ok()?;
+    let mut c = Cur { t: text, b: json, i: 0 };
     c.lit(b"{\"g\":")?;
     let g = c.num()?;
     c.lit(b",\"from\":")?;
@@ -44,6 +46,7 @@ pub(super) fn rec(json: &[u8]) -> Option<Rec> {
 }
 
 struct Cur<'a> {
+    t: &'a str,
     b: &'a [u8],
     i: usize,
 }
@@ -69,7 +72,7 @@ impl Cur<'_> {
     }
 
     /// A string with no escape and no control character (serde refuses
-    /// those raw, and writes them escaped), valid UTF-8.
+    /// those raw, and writes them escaped).
     fn string(&mut self) -> Option<String> {
         self.lit(b"\"")?;
         let rest = self.b.get(self.i..)?;
@@ -77,9 +80,10 @@ impl Cur<'_> {
         if rest[n] != b'"' || rest[..n].iter().any(|&b| b < 0x20) {
             return None;
         }
-        let s = std::str::from_utf8(&rest[..n]).ok()?;
+        // Between two quotes (ASCII): char boundaries of the checked text.
+        let s = self.t.get(self.i..self.i + n)?.to_owned();
         self.i += n + 1;
-        Some(s.to_owned())
+        Some(s)
     }
 
     /// `{"p":[offset,"uuid"]}` or `{"t":[offset,["id",…]]}`.
