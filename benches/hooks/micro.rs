@@ -8,7 +8,7 @@ use leanctx::Host;
 use leanctx::identity::caller::{ScopeEnv, Source};
 use leanctx::identity::mcp_call::McpCall;
 use leanctx::identity::readpath::{ReadPath, StubQuery};
-use leanctx::state::journal::{Call, Journal, Record, View};
+use leanctx::state::journal::{Call, Journal, Reach, Record, View};
 use leanctx::state::ledger::{Ack, Content, Delivery};
 use leanctx::state::slot::{self, Slot};
 use std::fmt::Write as _;
@@ -134,7 +134,9 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
                 5 => recs.push(Record::SubagentStart { t, host, conv: &conv, agent: &agent }),
                 6 => recs.push(Record::SubagentStop { t, host, conv: &conv, agent: Some(&agent) }),
                 // A compaction every 100 turns of a conversation.
-                8 if (i / LIVE / 10).is_multiple_of(10) => recs.push(Record::Compaction { t, host, conv: &conv }),
+                8 if (i / LIVE / 10).is_multiple_of(10) => {
+                    recs.push(Record::Compaction { t, host, conv: &conv, reach: Reach::All })
+                }
                 _ => {}
             }
         }

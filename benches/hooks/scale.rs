@@ -87,7 +87,7 @@ fn readers(
             if let Ok(text) = Journal::new(&dir).read() {
                 r.journal_reads += 1;
                 let torn = (!text.is_empty() && !text.ends_with('\n'))
-                    || text.lines().any(|l| !l.starts_with('#') && journal::parse_line(l).is_none());
+                    || text.lines().any(|l| !l.starts_with('#') && !journal::is_known_line(l));
                 if torn {
                     r.torn_journal += 1;
                 }

@@ -11,7 +11,7 @@ use leanctx::identity::caller::ScopeEnv;
 use leanctx::identity::readpath::ReadPath;
 use leanctx::serve::Server;
 use leanctx::serve::workspace::Workspace;
-use leanctx::state::journal::{Call, Journal, Record};
+use leanctx::state::journal::{Call, Journal, Reach, Record};
 use leanctx::state::ledger::{self, Ack, Content};
 use leanctx::state::secret::Secret;
 use std::fmt::Write as _;
@@ -148,7 +148,8 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         assert!(a[0]["result"]["content"][0]["text"].as_str().unwrap_or("").contains("@@"), "{a:?}");
         // The next round's first read is a new version for this chat:
         // a compaction makes it a first read again.
-        j.append(&[Record::Compaction { t: t0, host: Host::ClaudeCode, conv: SESSION }], t0).expect("journal");
+        j.append(&[Record::Compaction { t: t0, host: Host::ClaudeCode, conv: SESSION, reach: Reach::All }], t0)
+            .expect("journal");
         if i >= 3 {
             plain.push(d_plain);
             first.push(d_first);

@@ -14,7 +14,7 @@ use crate::gate::{self, Verdict};
 use crate::hook::payload::Input;
 use crate::hosts::event::{Event, EventKind};
 use crate::hosts::{self, HookEnv};
-use crate::state::journal::{Call, Journal, Record};
+use crate::state::journal::{Call, Journal, Reach, Record};
 use crate::state::slot::{self, Slot};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -165,6 +165,22 @@ fn witness_turn(ev: &Event) -> Option<(&str, crate::witness::Turn)> {
     Some((ev.transcript_path.as_deref()?, turn))
 }
 
+/// What a compaction hook's record ends. Claude Code: its main thread's
+/// compaction (no `agent_id`) or one subagent's (that `agent_id`, whose
+/// scope is `agent:<id>`): each context is its own (docs/DELIVERY.md §8,
+/// "Subagents and compaction"). Any other host, or an agent id that is not
+/// a subagent's scope: everything.
+fn compaction_reach(ev: &Event) -> Reach<'_> {
+    if ev.host != Host::ClaudeCode {
+        return Reach::All;
+    }
+    match ev.agent.as_deref() {
+        None => Reach::Main,
+        Some(a) if ScopeKind::Agent.id(a).is_some_and(|id| !id.is_empty()) => Reach::Agent(a),
+        Some(_) => Reach::All,
+    }
+}
+
 fn call_key(now: u64) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
@@ -196,11 +212,11 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         recs.push(Record::Sighting { t: now, host, conv, event: &ev.name });
     }
     if ev.is_compaction() {
-        recs.push(Record::Compaction { t: now, host, conv });
+        recs.push(Record::Compaction { t: now, host, conv, reach: compaction_reach(ev) });
         // A Cursor task's own compaction is its scope's too: its earlier
         // deliveries must not stay stubbable.
         if let Some(task) = ev.agent.as_deref().filter(|_| in_task) {
-            recs.push(Record::Compaction { t: now, host, conv: task });
+            recs.push(Record::Compaction { t: now, host, conv: task, reach: Reach::All });
         }
     }
     match ev.kind {
@@ -295,7 +311,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             let b = crate::witness::Boundary { host, conv, transcript, turn, now, pid, idle_ms: profile.idle_clear_ms };
             crate::witness::on_turn(dir, &b, deadline, |end| {
                 if end {
-                    recs.push(Record::Compaction { t: now, host, conv });
+                    recs.push(Record::Compaction { t: now, host, conv, reach: Reach::All });
                 }
                 journal.append(&recs, now)
             })

@@ -409,7 +409,7 @@ impl ReadPath {
         let mut seen = None;
         if let Some((at, d)) = view.latest_delivery(scope, keyh) {
             facts.acks_after = view.acks_after(d.call_ref, at);
-            facts.compacted_after = view.compacted_after(d.conv, at);
+            facts.compacted_after = view.compacted_after(d.conv, d.scope, at);
             facts.reloaded_after = reloaded_after(view, &d, window.as_deref(), at);
             // A diff: the deliveries it rests on, each before the last.
             let (mut want, mut before) = (d.base, at);
@@ -419,7 +419,7 @@ impl ReadPath {
             {
                 facts.bases.push(delivery::Held {
                     acks_after: view.acks_after(b.call_ref, bat),
-                    compacted_after: view.compacted_after(b.conv, bat),
+                    compacted_after: view.compacted_after(b.conv, b.scope, bat),
                     reloaded_into_diff: reloaded_after(view, &b, d.window, bat),
                     delivery: b.clone(),
                 });
@@ -455,7 +455,7 @@ impl ReadPath {
         let Some(dir) = self.usable_dir() else { return false };
         let (host, conv) = (seen.host, seen.conversation.as_str());
         let call_id = seen.call_ref.strip_prefix("id:");
-        let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
+        let end_all = |reach| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
         let q = witness::Question {
             host,
             conv,
@@ -471,6 +471,7 @@ impl ReadPath {
                     .as_deref()
                     .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Conversation | ScopeKind::Custom))
             }),
+            subagent: ScopeKind::of(&seen.scope) == ScopeKind::Agent,
         };
         let wait_end = Instant::now() + CATCH_UP_WAIT;
         let check = || witness::check(dir, &q, deadline.max(wait_end), end_all);
@@ -508,7 +509,7 @@ impl ReadPath {
             return;
         }
         let q = witness::Question::catch_up(host, conv, now);
-        let end_all = || Journal::new(dir).append(&[Record::Compaction { t: now, host, conv }], now);
+        let end_all = |reach| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
         let _ = witness::check(dir, &q, Instant::now() + READ_WAIT, end_all);
     }
 

@@ -7,7 +7,7 @@ use super::{exact_scope, tool_result};
 use crate::identity::decision::Reason;
 use crate::identity::mcp_call::McpCall;
 use crate::identity::readpath::ReadPath;
-use crate::state::journal::{Journal, Record};
+use crate::state::journal::{Journal, Reach, Record};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 
@@ -235,7 +235,9 @@ pub fn session(rp: &ReadPath, memory: &mut Memory, call: &McpCall) -> Value {
             // Every delivery the dropped turns may hold ends: a compaction of
             // the conversation (the ledger cannot tell turns apart, so it ends
             // them all, the safe direction).
-            if let Err(e) = Journal::new(dir).append(&[Record::Compaction { t: now, host, conv: &conv }], now) {
+            if let Err(e) =
+                Journal::new(dir).append(&[Record::Compaction { t: now, host, conv: &conv, reach: Reach::All }], now)
+            {
                 return tool_result(format!("the compaction could not be recorded: {e}"), true);
             }
             let m = memory.scope(&scope);

@@ -12,7 +12,8 @@ pub enum Check {
     Withdrawn(&'static str),
     /// Every delivery of the conversation so far ended (a clearing, a
     /// compaction, a replaced or unreadable transcript), now recorded in
-    /// the journal.
+    /// the journal; or, for a delivery of the main thread, every one of
+    /// the main thread's (its compaction).
     EndedAll(String),
     /// The transcript cannot be read, or not all of it in the budget: no
     /// proof either way.
@@ -41,12 +42,25 @@ pub struct Question<'a> {
     /// before the call is made (an MCP call of Claude Code's main agent):
     /// until it shows, the transcript is behind ([`crate::witness::scan::Track::caught_up`]).
     pub asking: Option<&'a str>,
+    /// The delivery is a subagent's (scope `agent:<id>`): a compaction of
+    /// the main thread did not reach it.
+    pub subagent: bool,
 }
 
 impl<'a> Question<'a> {
     /// A read-on with no delivery to judge (before one is recorded): only
     /// what the transcript shows is applied.
     pub fn catch_up(host: Host, conv: &'a str, now: u64) -> Question<'a> {
-        Question { host, conv, call_id: None, delivered_ms: now, now, idle_ms: None, proc: None, asking: None }
+        Question {
+            host,
+            conv,
+            call_id: None,
+            delivered_ms: now,
+            now,
+            idle_ms: None,
+            proc: None,
+            asking: None,
+            subagent: false,
+        }
     }
 }

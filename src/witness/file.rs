@@ -13,6 +13,7 @@ use super::scan::{Pending, Track};
 use crate::base::fingerprint::sha256_hex;
 use crate::base::host::Host;
 use crate::fsx;
+use crate::state::journal::Reach;
 use crate::state::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -452,7 +453,14 @@ fn forget_old(wdir: &Path, now: u64) {
 /// record in the journal) before the offset moves on. Bounded: one lock
 /// wait until `deadline`, non-blocking opens, at most [`MAX_READ_BYTES`].
 /// A long-lived process keeps the state between questions ([`held`]).
-pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOnce() -> io::Result<()>) -> Check {
+/// `end_all` is told what ended: everything, or the main thread's
+/// deliveries only ([`Reach::Main`]).
+pub fn check(
+    dir: &Path,
+    q: &Question<'_>,
+    deadline: Instant,
+    end_all: impl FnOnce(Reach<'static>) -> io::Result<()>,
+) -> Check {
     let (path, lock) = paths(dir, q.host, q.conv);
     let unavailable = |why: String| Check::Unavailable(why);
     let lf = match open_lock(&lock) {
@@ -489,7 +497,7 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
         Err(e) => return unavailable(format!("the transcript {}: {e}", h.state.transcript)),
     };
     if let Some(why) = &r.ended
-        && let Err(e) = end_all()
+        && let Err(e) = end_all(if r.main_only { Reach::Main } else { Reach::All })
     {
         return unavailable(format!("{why}, and the journal could not record it: {e}"));
     }
@@ -521,7 +529,9 @@ pub fn check(dir: &Path, q: &Question<'_>, deadline: Instant, end_all: impl FnOn
             return unavailable(format!("the witness state could not be saved: {e}"));
         }
     }
-    let answer = judge(&h.state, q, r.ended, r.behind);
+    // The main thread's compaction did not reach a subagent's context.
+    let ended = r.ended.filter(|_| !(r.main_only && q.subagent));
+    let answer = judge(&h.state, q, ended, r.behind);
     held::keep(h);
     answer
 }

@@ -38,6 +38,9 @@ pub(super) fn open_transcript(st: &State, held: &mut Option<(File, (u64, u64))>)
 pub(super) struct ReadOn {
     /// Why every delivery ended, if it did.
     pub ended: Option<String>,
+    /// What ended was only the main thread's ([`Effect::Main`]): a
+    /// subagent's deliveries stand.
+    pub main_only: bool,
     /// Bytes left unread (over the budget).
     pub behind: u64,
     /// The facts it applied, when each was a prompt or MCP tool uses with
@@ -56,6 +59,7 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
     let (len, id) = open_transcript(st, transcript)?;
     let Some((f, _)) = transcript.as_ref() else { return Err(io::Error::other("the transcript is not open")) };
     let mut ended = None;
+    let mut main_only = false;
     let restart = |st: &mut State, why: &str| {
         // What changed in a replaced file cannot be known: every delivery
         // ends, and reading starts again at its end.
@@ -109,9 +113,20 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
                 (Fact::ToolUses(ids), Some(s)) if st.track.pending.is_none() => s.push(Seen::Tools(at, ids.clone())),
                 _ => seen = None,
             }
-            if st.track.apply(fact, at) == Effect::All && ended.is_none() {
-                ended =
-                    Some("the transcript shows the host cleared, compacted or rewound past its results".to_string());
+            match st.track.apply(fact, at) {
+                Effect::Some => {}
+                Effect::Main if ended.is_none() => {
+                    ended = Some("the transcript shows the host compacted its main thread".to_string());
+                    main_only = true;
+                }
+                Effect::Main => {}
+                Effect::All if main_only || ended.is_none() => {
+                    ended = Some(
+                        "the transcript shows the host cleared, compacted or rewound past its results".to_string(),
+                    );
+                    main_only = false;
+                }
+                Effect::All => {}
             }
             lo += nl + 1;
             done += nl as u64 + 1;
@@ -144,11 +159,14 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
         done = got;
         tail.push(&buf[lo..hi]);
         st.skipping = true;
-        ended.get_or_insert_with(|| format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
+        if main_only || ended.is_none() {
+            ended = Some(format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
+            main_only = false;
+        }
     }
     st.offset += done;
     st.tail = seal_tail(secret, tail.bytes());
-    Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, behind: avail - got })
+    Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, main_only, behind: avail - got })
 }
 
 /// The read buffer's size: a question reads its bytes in pieces of this

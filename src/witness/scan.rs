@@ -11,7 +11,11 @@
 //! - `{"type":"last-prompt","rewound":true,"cutUuid":U}`: a rewind to the
 //!   user message `U`; everything after it is gone from the context;
 //! - `{"type":"system","subtype":"compact_boundary"}`: a compaction, whose
-//!   hook may have been lost.
+//!   hook may have been lost. With `"isSidechain":false` and no `agentId`
+//!   it is the main thread's (a subagent writes its own boundary to its own
+//!   transcript, `<session>/subagents/agent-<id>.jsonl`, docs/DELIVERY.md
+//!   §8, "Subagents and compaction"): a subagent's context keeps its
+//!   results.
 //!
 //! To place a rewind, the witness keeps where each prompt and each MCP
 //! tool use was seen (uuids, tool-use ids and byte offsets; never content).
@@ -42,8 +46,9 @@ pub enum Fact {
     Cleared,
     /// A rewind to the user message with this uuid (none: not said).
     Rewound(Option<String>),
-    /// A compaction.
-    Compacted,
+    /// A compaction; `main`: the line says it is the main thread's
+    /// (`isSidechain` false, no `agentId`), else whose is not known.
+    Compacted { main: bool },
     /// A user prompt (a rewind's possible cut point).
     Prompt(String),
     /// The assistant called these MCP tools (their tool-use ids).
@@ -167,7 +172,8 @@ pub fn classify_in(line: &[u8], answers: bool) -> Fact {
         return Fact::Rewound(s(&v, "cutUuid"));
     }
     if compacted && ty == "system" && s(&v, "subtype").as_deref() == Some("compact_boundary") {
-        return Fact::Compacted;
+        let main = v.get("isSidechain") == Some(&Value::Bool(false)) && v.get("agentId").is_none();
+        return Fact::Compacted { main };
     }
     let blocks = v.pointer("/message/content");
     if prompt
@@ -272,6 +278,9 @@ pub enum Effect {
     Some,
     /// Every delivery of the conversation so far ends.
     All,
+    /// Every delivery of the conversation's main thread so far ends (not a
+    /// subagent's: its context is its own).
+    Main,
 }
 
 impl Track {
@@ -289,7 +298,10 @@ impl Track {
         let after = |p: &Option<Pending>| p.as_ref().is_some_and(|p| at >= p.from);
         match fact {
             Fact::Nothing => Effect::Some,
-            Fact::NotJson | Fact::Cleared | Fact::Compacted => Effect::All,
+            Fact::NotJson | Fact::Cleared | Fact::Compacted { main: false } => Effect::All,
+            // An idle return still pending stays so: it may concern the
+            // subagents' deliveries from before it too.
+            Fact::Compacted { main: true } => Effect::Main,
             Fact::Cut(ids) => {
                 if after(&self.pending)
                     && let Some(p) = self.pending.as_mut()

@@ -35,6 +35,7 @@ import harness as H  # noqa: E402
 import live  # noqa: E402
 import sc_idle  # noqa: E402
 import sc_serve  # noqa: E402
+import sc_subcompact  # noqa: E402
 import sc_workload  # noqa: E402
 
 RESULTS = []
@@ -1105,6 +1106,7 @@ SCENARIOS = [("server-registered", sc_server_registered, BOTH), ("baseline", sc_
              ("serve", lambda host: sc_serve.scenario(sys.modules[__name__], host), BOTH),
              ("workload", lambda host: sc_workload.sc_workload(host, check, LEANCTX, KEEP), BOTH)]
 SCENARIOS += sc_idle.scenarios(sys.modules[__name__])
+SCENARIOS += sc_subcompact.scenarios(sys.modules[__name__])
 
 
 def main():

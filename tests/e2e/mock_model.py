@@ -30,6 +30,12 @@ not a tool result). Markers (may be combined):
   [usage=N]                  report N input tokens (Claude) with the turn's final answer, until the
                              conversation is compacted (N = 995000 makes Claude Code auto-compact
                              before the next turn).
+  [usage-all=N]              report N input tokens (Claude) with every answer to a request whose
+                             prompt holds it, tool calls included, until that context is compacted
+                             (in a subagent's prompt: the subagent auto-compacts before its next
+                             request).
+  [subusage=N]               with [subagent]: becomes [usage-all=N] in the subagent's prompt only.
+  [bg]                       with [subagent]: the Agent call asks run_in_background (Claude).
   anything else              plain text "MOCK_DONE: ok".
 
 Claude defers MCP tools behind `ToolSearch`: when `mcp__ctx__ctx_read` is not (yet) in `tools`,
@@ -43,6 +49,7 @@ Final text after tool results: "MOCK_DONE: <tool>(<args>) -> <result text>; ..."
 Request log (--log, JSON lines, one per request, no bodies):
   ts, api, path, model, session (X-Claude-Code-Session-Id / session-id header), stream,
   kind (main | compact | side | other), n_input, prompt (first 200 chars of the current prompt),
+  reply_tool_use_ids (Claude: the ids of the tool uses the answer makes),
   tool_results: [{tool, tool_use_id, input, is_error, text (first 2000 chars), chars, sha256,
   markers, whole, unchanged}]  (only those in the last message, i.e. what the host just sent
   back; `whole` names each big-<N> fixture whose complete text is in the result, `unchanged` says
@@ -102,6 +109,7 @@ READS_RE = re.compile(r"\[reads=([^\]]+)\]")
 PARALLEL_RE = re.compile(r"\[parallel=([^\]]+)\]")
 SLOW_RE = re.compile(r"\[slow=(\d+(?:\.\d+)?)\]")
 USAGE_RE = re.compile(r"\[usage=(\d+)\]")
+USAGE_ALL_RE = re.compile(r"\[usage-all=(\d+)\]")
 HOST_TAG_RE = re.compile(r"^<[a-z][a-z_-]*>")
 SYSREM_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 
@@ -198,7 +206,7 @@ def prompt_delay(prompt):
 
 
 def strip_markers(prompt):
-    return re.sub(r"\s+", " ", re.sub(r"\[(subagent|slow=[^\]]*|error)\]", "", prompt)).strip()
+    return re.sub(r"\s+", " ", re.sub(r"\[(subagent|bg|slow=[^\]]*|error)\]", "", prompt)).strip()
 
 
 def final_text(results, prefix="MOCK_DONE"):
@@ -357,6 +365,15 @@ def claude_usage(a):
     return int(m.group(1))
 
 
+def claude_usage_all(a):
+    """`[usage-all=N]` in the prompt: N input tokens with every answer until the context holds a
+    summary (None: no such marker, or compacted)."""
+    m = USAGE_ALL_RE.search(a["prompt"] or "")
+    if not m or a.get("summarized"):
+        return None
+    return int(m.group(1))
+
+
 def claude_decide(a):
     """Returns (kind, action) with action one of
     ("text", str) | ("tool", name, input) | ("error", status, message)."""
@@ -372,12 +389,12 @@ def claude_decide(a):
         return "main", ("text", final_text(last, "MOCK_DONE (via subagent)"))
     if "[subagent]" in prompt and "Agent" in tools:
         if not any(r["tool"] == "Agent" for r in a["results_since"]):
-            sub_prompt = strip_markers(prompt)
+            sub_prompt = strip_markers(prompt).replace("[subusage=", "[usage-all=")
             inp = {"description": "Read via ctx_read in a subagent", "prompt": sub_prompt,
                    "subagent_type": "general-purpose"}
             props = ((tools["Agent"].get("input_schema") or {}).get("properties") or {})
             if "run_in_background" in props:
-                inp["run_in_background"] = False
+                inp["run_in_background"] = "[bg]" in prompt
             return "main", ("tool", "Agent", inp)
     reads = plan_reads(prompt)
     par = plan_parallel(prompt)
@@ -751,9 +768,14 @@ class Handler(BaseHTTPRequestHandler):
             log_request(rec)
             return self._json(action[1], {"type": "error", "error": {"type": "invalid_request_error",
                                                                       "message": action[2]}})
-        msg = claude_message(model, action, claude_usage(a) if kind == "main" and action[0] == "text" else USAGE_IN,
-                             a["applied_edits"])
+        usage = claude_usage(a) if kind == "main" and action[0] == "text" else USAGE_IN
+        if kind == "main" and claude_usage_all(a) is not None:
+            usage = claude_usage_all(a)
+        msg = claude_message(model, action, usage, a["applied_edits"])
         rec["status"] = 200
+        # Which tool uses this answer makes: ties a call (its `claudecode/toolUseId`) to the
+        # request whose context the model had when it made it.
+        rec["reply_tool_use_ids"] = [b["id"] for b in msg["content"] if b["type"] == "tool_use"]
         log_request(rec)
         if body.get("stream"):
             self._stream(claude_stream(msg))

@@ -18,7 +18,7 @@ use leanctx::gate::{self, Loaded};
 use leanctx::hook::payload::Input;
 use leanctx::hook::{self, HookContext};
 use leanctx::hosts::{self, HookEnv};
-use leanctx::state::journal::{self, Call, Record};
+use leanctx::state::journal::{self, Call, Reach, Record};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
@@ -341,7 +341,7 @@ fn check_state(dir: &Path) -> Result<(), TestCaseError> {
     if let Ok(text) = std::fs::read_to_string(dir.join("journal")) {
         prop_assert!(text.is_empty() || text.ends_with('\n'));
         for l in text.lines().filter(|l| !l.starts_with('#')) {
-            prop_assert!(journal::parse_line(l).is_some(), "journal line does not parse: {l:?}");
+            prop_assert!(journal::is_known_line(l), "journal line does not parse: {l:?}");
         }
     }
     if let Ok(t) = std::fs::read_to_string(dir.join("active_transcript.json")) {
@@ -526,7 +526,7 @@ impl Rec {
                 key: &s[2],
             }),
             4 => Record::Claim { t, key: &s[0], claimant: o(self.opt[0], &s[1]) },
-            5 => Record::Compaction { t, host, conv: &s[0] },
+            5 => Record::Compaction { t, host, conv: &s[0], reach: Reach::All },
             6 => Record::End { t, host, conv: &s[0] },
             7 => Record::Lineage { t, host, pid: self.pid, conv: &s[0] },
             8 => Record::Delivery(leanctx::state::ledger::Delivery {

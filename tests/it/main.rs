@@ -52,6 +52,7 @@ mod stats;
 // The dynamic libraries a hook loads: 64-bit little-endian Linux ELF.
 #[cfg(all(target_os = "linux", target_pointer_width = "64", target_endian = "little"))]
 mod startup;
+mod subagent_compaction;
 mod withdrawal;
 // Unix-only: FIFOs and modes.
 #[cfg(unix)]

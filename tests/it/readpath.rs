@@ -5,7 +5,7 @@ use crate::support::{Sandbox, payload, payloads};
 use leanctx::identity::caller::{ScopeEnv, Source};
 use leanctx::identity::mcp_call::McpCall;
 use leanctx::identity::readpath::{ReadPath, StubQuery};
-use leanctx::state::journal::{self, Journal, Record, View};
+use leanctx::state::journal::{self, Journal, Reach, Record, View};
 use leanctx::{Host, Reason};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -536,7 +536,7 @@ fn journal_stays_bounded_after_a_million_events() {
                         call_id: None,
                         key: &keys[n],
                     }),
-                    1 => Record::Compaction { t, host: Host::ClaudeCode, conv: &convs[n] },
+                    1 => Record::Compaction { t, host: Host::ClaudeCode, conv: &convs[n], reach: Reach::All },
                     _ => Record::Sighting { t, host: Host::ClaudeCode, conv: &convs[n], event: "PreToolUse" },
                 }
             })

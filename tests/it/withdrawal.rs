@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-fn dir(s: &str) -> PathBuf {
+pub(crate) fn dir(s: &str) -> PathBuf {
     crate::support::payloads().join("withdrawal/claude").join(s)
 }
 
-fn jsonl(p: &Path) -> Vec<Value> {
+pub(crate) fn jsonl(p: &Path) -> Vec<Value> {
     std::fs::read_to_string(p)
         .unwrap()
         .lines()
@@ -27,7 +27,7 @@ fn jsonl(p: &Path) -> Vec<Value> {
 }
 
 /// `2026-12-01T06:32:18.103Z` as unix ms.
-fn iso_ms(s: &str) -> u64 {
+pub(crate) fn iso_ms(s: &str) -> u64 {
     let n = |a: usize, b: usize| s[a..b].parse::<i64>().unwrap();
     let (y, m, d) = (n(0, 4), n(5, 7), n(8, 10));
     let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
@@ -73,7 +73,7 @@ struct Tally {
 }
 
 /// The process `leanctx stub` takes for the host: its caller's parent.
-fn host_pid() -> u32 {
+pub(crate) fn host_pid() -> u32 {
     #[cfg(unix)]
     return std::os::unix::process::parent_id();
     #[cfg(not(unix))]

@@ -61,8 +61,9 @@ impl W {
             idle_ms: Some(IDLE),
             proc,
             asking: None,
+            subagent: false,
         };
-        check(&self.data, &q, far(), || {
+        check(&self.data, &q, far(), |_| {
             self.ends.set(self.ends.get() + 1);
             Ok(())
         })
@@ -140,8 +141,9 @@ fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first()
             idle_ms: None,
             proc: None,
             asking: None,
+            subagent: false,
         };
-        let c = check(&w.data, &q, far(), || Err(std::io::Error::other("disk full")));
+        let c = check(&w.data, &q, far(), |_| Err(std::io::Error::other("disk full")));
         assert!(unavailable(&c), "{c:?}");
         assert!(matches!(w.ask("t1"), Check::EndedAll(_)), "{line}");
         assert_eq!(w.ends.get(), 1);
@@ -450,8 +452,9 @@ fn a_kept_state_gives_way_to_another_processs_save() {
             idle_ms: Some(IDLE),
             proc: None,
             asking: None,
+            subagent: false,
         };
-        check(&sb.data, &q, far(), || Ok(()))
+        check(&sb.data, &q, far(), |_| Ok(()))
     };
     prompt_at(T0);
     assert_eq!(ask(T0 + 1, T0 + 2), Check::Present);
@@ -569,8 +572,9 @@ fn a_pending_return_waits_for_the_asking_calls_line() {
             idle_ms: Some(IDLE),
             proc: Some(7),
             asking: Some("t3"),
+            subagent: false,
         };
-        check(&w.data, &q, far(), || Ok(()))
+        check(&w.data, &q, far(), |_| Ok(()))
     };
     let returned = || {
         let w = W::new();

@@ -29,8 +29,8 @@ pub(crate) trait Ask {
     fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)>;
     /// Acknowledgements of `call_ref` after position `after`.
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
-    /// A compaction of `conv` after position `after`.
-    fn compacted_after(&self, conv: &str, after: usize) -> bool;
+    /// A compaction of `conv` that reached `scope` after position `after`.
+    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool;
     /// [`acks_after`](Ask::acks_after), each with its position.
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)>;
     /// The host process `pid` started (or resumed) `conv` after position `after`.
@@ -84,8 +84,8 @@ impl Ask for Reader {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         self.digest().acks_after(call_ref, after)
     }
-    fn compacted_after(&self, conv: &str, after: usize) -> bool {
-        self.digest().compacted_after(conv, after)
+    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
+        self.digest().compacted_after(conv, scope, after)
     }
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
         self.digest().acks_after_at(call_ref, after)
@@ -141,8 +141,8 @@ impl Ask for View<'_> {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         View::acks_after(self, call_ref, after)
     }
-    fn compacted_after(&self, conv: &str, after: usize) -> bool {
-        View::compacted_after(self, conv, after)
+    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
+        View::compacted_after(self, conv, scope, after)
     }
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
         View::acks_after_at(self, call_ref, after)
@@ -195,8 +195,8 @@ impl Ask for Digest {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         Digest::acks_after(self, call_ref, after)
     }
-    fn compacted_after(&self, conv: &str, after: usize) -> bool {
-        Digest::compacted_after(self, conv, after)
+    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
+        Digest::compacted_after(self, conv, scope, after)
     }
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
         Digest::acks_after_at(self, call_ref, after)

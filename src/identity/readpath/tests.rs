@@ -1,6 +1,6 @@
 use super::*;
 use crate::base::clock;
-use crate::state::journal::{Journal, Record};
+use crate::state::journal::{Journal, Reach, Record};
 
 thread_local! {
     /// Runs between the decision's first journal read and its slot read:
@@ -69,7 +69,7 @@ fn a_bound_task_scope_takes_only_its_own_conversations_compactions() {
         key: "k1",
     });
     let start = Record::SubagentStart { t: now - 90, host: Host::Cursor, conv: "C", agent: "task:T" };
-    let other = Record::Compaction { t: now - 20, host: Host::Codex, conv: "Z" };
+    let other = Record::Compaction { t: now - 20, host: Host::Codex, conv: "Z", reach: Reach::All };
     Journal::new(tmp.path()).append(&[sighting(Host::Cursor, "C", now - 100), start, rec, other], now).unwrap();
     let ans = ask(&ReadPath::new(tmp.path(), ScopeEnv::default()).at(now), "task:T", now - 60, Some(&call));
     assert_eq!(ans.caller.scope.as_deref(), Some("task:T"), "{ans:?}");

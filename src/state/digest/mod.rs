@@ -97,8 +97,11 @@ pub struct Digest {
     newest_end: u64,
     /// Lines folded so far: the position ("order, not clocks") of the next.
     lines: usize,
-    /// Per conversation, the position of its latest compaction.
-    compaction_at: HashMap<String, usize>,
+    /// Per conversation, the positions of its latest compactions, by reach.
+    compaction_at: HashMap<String, CompactedAt>,
+    /// The last line folded, when it is a compaction's reach line: it
+    /// qualifies the `P` line after it, even in the next fold.
+    reach_line: Option<Span>,
     /// Per `scope\tkey`, the newest delivery line and its position.
     /// (by [`hash_of`] scope and key; collisions resolved on the parsed line)
     deliveries: ByHash<Vec<(usize, Span)>>,
@@ -107,6 +110,43 @@ pub struct Digest {
     acks: ByHash<Vec<(usize, Span)>>,
     /// [`hash_of`] (conversation, agent) of call records made by a `task:` scope.
     task_calls: std::cell::RefCell<std::collections::HashSet<u64>>,
+}
+
+/// One conversation's latest compactions (positions), by what they reached
+/// ([`journal::Reach`]).
+#[derive(Clone, Debug, Default)]
+struct CompactedAt {
+    all: Option<usize>,
+    main: Option<usize>,
+    /// Of any one subagent.
+    any_agent: Option<usize>,
+    /// Per subagent scope (`agent:<id>`).
+    agents: HashMap<String, usize>,
+}
+
+impl CompactedAt {
+    fn note(&mut self, reach: journal::Reach<'_>, at: usize) {
+        match reach {
+            journal::Reach::All => self.all = Some(at),
+            journal::Reach::Main => self.main = Some(at),
+            journal::Reach::Agent(a) => {
+                self.any_agent = Some(at);
+                *get_or_insert(&mut self.agents, a) = at;
+            }
+        }
+    }
+
+    /// [`View::compacted_after`] for this conversation: what
+    /// [`journal::Reach::ends`] says, by position.
+    fn after(&self, scope: &str, after: usize) -> bool {
+        let later = |p: Option<usize>| p.is_some_and(|p| p > after);
+        later(self.all)
+            || match ScopeKind::of(scope) {
+                ScopeKind::Agent => later(self.agents.get(scope).copied()),
+                ScopeKind::Conversation => later(self.main),
+                ScopeKind::Task | ScopeKind::Custom => later(self.main) || later(self.any_agent),
+            }
+    }
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -157,13 +197,17 @@ impl Digest {
             compaction_at,
             deliveries,
             acks,
+            reach_line,
             ..
         } = self;
         let text = text.as_str();
         for line in text[from..].lines() {
             let at = *lines;
             *lines += 1;
+            // A compaction's reach line qualifies the `P` line right after it.
+            let pending = reach_line.take().and_then(|s| journal::ReachLine::parse(&text[s.0..s.1]));
             match line.as_bytes().first() {
+                Some(b'p') => *reach_line = Some(span_in(text, line)),
                 // Located now, parsed if a call id is asked about.
                 Some(b'C') => {
                     calls.push((span_in(text, line), call_time(line)));
@@ -188,10 +232,11 @@ impl Digest {
                         *slot = Some(slot.map_or(t, |old| old.max(t)));
                         *newest_end = (*newest_end).max(t);
                     }
-                    Some(Record::Compaction { t, conv, .. }) => {
+                    Some(Record::Compaction { t, host, conv, .. }) => {
+                        let reach = journal::ReachLine::reach_of(pending, t, host, conv);
                         let e = get_or_insert(compactions, conv);
                         *e = (*e).max(t);
-                        *get_or_insert(compaction_at, conv) = at;
+                        get_or_insert(compaction_at, conv).note(reach, at);
                     }
                     Some(Record::Delivery(d)) => {
                         deliveries.entry(hash_of(&[d.scope, d.key])).or_default().push((at, span_in(text, line)));
@@ -457,8 +502,8 @@ impl Digest {
     }
 
     /// [`View::compacted_after`].
-    pub fn compacted_after(&self, conv: &str, after: usize) -> bool {
-        self.compaction_at.get(conv).is_some_and(|&at| at > after)
+    pub fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
+        self.compaction_at.get(conv).is_some_and(|c| c.after(scope, after))
     }
 
     /// Bring the claim index up to the lines read so far.

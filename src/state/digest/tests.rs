@@ -35,7 +35,11 @@ fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
         let line = match rng.below(13) {
             // Ledger: deliveries and acknowledgements over few scopes, keys and refs.
             11 => {
-                let scope = if rng.below(3) == 0 { format!("agent:{}", rng.below(2)) } else { c.to_string() };
+                let scope = match rng.below(6) {
+                    0 | 1 => format!("agent:{}", rng.below(2)),
+                    2 => "custom:x".to_string(),
+                    _ => c.to_string(),
+                };
                 let window = ["-", "w:0", "w:1"][rng.below(3) as usize];
                 let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
                 // Now and then a diff, on one of the versions.
@@ -55,7 +59,21 @@ fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
             }
             0..=3 => format!("S\t{tt}\t{h}\t{c}\tev{}", rng.below(3)),
             4 => format!("E\t{tt}\t{h}\t{c}"),
-            5 => format!("P\t{tt}\t{h}\t{c}"),
+            // A compaction, now and then after a reach line: its own, one
+            // of another compaction, or a malformed one.
+            5 => match rng.below(3) {
+                0 => format!("P\t{tt}\t{h}\t{c}"),
+                _ => {
+                    let reach = ["main", "agent:0", "agent:1", "bogus"][rng.below(4) as usize];
+                    let (rt, rc) = if rng.below(5) == 0 { (tt + 1, c) } else { (tt, c) };
+                    let rc = if rng.below(5) == 0 { "zz" } else { rc };
+                    out.push(format!("p\t{rt}\t{h}\t{rc}\t{reach}"));
+                    if rng.below(8) == 0 {
+                        out.push("garbage".to_string());
+                    }
+                    format!("P\t{tt}\t{h}\t{c}")
+                }
+            },
             6 => format!("U\t{tt}\t{h}\t{c}\tagent:{}", rng.below(3)),
             7 => {
                 let agent = if rng.below(2) == 0 { "-".to_string() } else { format!("agent:{}", rng.below(3)) };
@@ -125,14 +143,18 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
     // The ledger: the same newest delivery, the same acknowledgements
     // after it and the same compaction verdict (positions are each
     // side's own; only their order matters).
-    for scope in ["a", "b", "c", "d", "agent:0", "agent:1"] {
+    for scope in ["a", "b", "c", "d", "agent:0", "agent:1", "custom:x"] {
         for key in ["key0", "key1", "nokey"] {
             let dv = d.latest_delivery(scope, key);
             let vv = v.latest_delivery(scope, key);
             assert_eq!(dv.as_ref().map(|x| &x.1), vv.map(|x| x.1), "delivery {scope} {key} {ctx}");
             if let (Some((da, dd)), Some((va, vd))) = (dv, vv) {
                 assert_eq!(d.acks_after(dd.call_ref, da), v.acks_after(vd.call_ref, va), "acks {ctx}");
-                assert_eq!(d.compacted_after(dd.conv, da), v.compacted_after(vd.conv, va), "compacted {ctx}");
+                assert_eq!(
+                    d.compacted_after(dd.conv, dd.scope, da),
+                    v.compacted_after(vd.conv, vd.scope, va),
+                    "compacted {ctx}"
+                );
                 for ver in ["ver0", "ver1", "nover"] {
                     let db = d.delivery_before(scope, key, ver, da);
                     let vb = v.delivery_before(scope, key, ver, va);

@@ -259,8 +259,8 @@ impl Journal {
         let mut buf = String::with_capacity(128 * records.len());
         for r in records {
             match *r {
-                Record::Compaction { t, host, conv } if t < floor => {
-                    Record::Compaction { t: floor, host, conv }.write_line(&mut buf)
+                Record::Compaction { t, host, conv, reach } if t < floor => {
+                    Record::Compaction { t: floor, host, conv, reach }.write_line(&mut buf)
                 }
                 _ => r.write_line(&mut buf),
             }

@@ -20,7 +20,10 @@
 //! u t host conv agent|-                             subagent stopped (`-`: an older Cursor named none)
 //! C t host conv agent|- server|- tool fp callid|- key   gated MCP call
 //! K t key                                           a call record was claimed
-//! P t host conv                                     compaction
+//! P t host conv                                     compaction (of every delivery of conv, unless
+//!                                                   a `p` line right before it names it)
+//! p t host conv main|agent:<id>                     what the `P` line after it reached: Claude
+//!                                                   Code's main thread, or one subagent ([`Reach`])
 //! E t host conv                                     session end
 //! L t host pid conv                                 the host process pid now serves conv (/clear)
 //! F t                                               compactions up to t may have been forgotten
@@ -35,6 +38,7 @@ use crate::base::host::Host;
 use crate::base::paths::{JOURNAL_FILE, JOURNAL_LOCK_FILE};
 use crate::fsx::{self, LockKind};
 use crate::state::ledger::{Ack, Delivery};
+pub use reach::Reach;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -74,6 +78,7 @@ pub const LOCK_WAIT: Duration = Duration::from_millis(800);
 pub const MAX_READ_BYTES: u64 = crate::base::paths::JOURNAL_MAX_BYTES;
 
 mod file;
+mod reach;
 mod record;
 #[cfg(test)]
 mod tests;

@@ -31,10 +31,13 @@ pub enum Record<'a> {
         key: &'a str,
         claimant: Option<&'a str>,
     },
+    /// `reach`: what it ended ([`Reach`]; `All` unless a Claude Code
+    /// hook or transcript line names the context).
     Compaction {
         t: u64,
         host: Host,
         conv: &'a str,
+        reach: Reach<'a>,
     },
     End {
         t: u64,
@@ -116,7 +119,15 @@ impl Record<'_> {
                 f(c.key)
             ),
             Record::Claim { t, key, claimant } => writeln!(out, "K\t{t}\t{}\t{}", f(key), o(*claimant)),
-            Record::Compaction { t, host, conv } => writeln!(out, "P\t{t}\t{host}\t{}", f(conv)),
+            // A narrower reach goes on a line of its own just before the
+            // `P` line (one write): a reader that predates it skips that line
+            // (an unknown tag) and reads the `P` line as ending everything.
+            Record::Compaction { t, host, conv, reach } => {
+                if let Some(r) = reach.field() {
+                    let _ = writeln!(out, "{REACH_TAG}\t{t}\t{host}\t{}\t{}", f(conv), f(r));
+                }
+                writeln!(out, "P\t{t}\t{host}\t{}", f(conv))
+            }
             Record::End { t, host, conv } => writeln!(out, "E\t{t}\t{host}\t{}", f(conv)),
             Record::Lineage { t, host, pid, conv } => {
                 writeln!(out, "L\t{t}\t{host}\t{pid}\t{}", f(conv))
@@ -264,7 +275,7 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
             key: it.next()?,
         }),
         "K" => Record::Claim { t, key: it.next()?, claimant: it.next().and_then(opt) },
-        "P" => Record::Compaction { t, host: Host::from_name(it.next()?)?, conv: it.next()? },
+        "P" => Record::Compaction { t, host: Host::from_name(it.next()?)?, conv: it.next()?, reach: Reach::All },
         "E" => Record::End { t, host: Host::from_name(it.next()?)?, conv: it.next()? },
         "L" => {
             Record::Lineage { t, host: Host::from_name(it.next()?)?, pid: it.next()?.parse().ok()?, conv: it.next()? }
@@ -304,12 +315,86 @@ pub fn parse_line(line: &str) -> Option<Record<'_>> {
     Some(rec)
 }
 
+/// The tag of a compaction's reach line (`p t host conv reach`), written
+/// just before its `P` line.
+pub const REACH_TAG: &str = "p";
+
+/// A reach line (`p t host conv reach`): the reach of the compaction whose
+/// `P` line follows it, if that names the same time, host and conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReachLine<'a> {
+    t: u64,
+    host: Host,
+    conv: &'a str,
+    reach: Reach<'a>,
+}
+
+impl<'a> ReachLine<'a> {
+    /// `line` read as a reach line (`None`: it is not one, or malformed).
+    pub fn parse(line: &'a str) -> Option<ReachLine<'a>> {
+        let mut it = Fields { rest: Some(line.strip_prefix(REACH_TAG)?.strip_prefix('\t')?) };
+        let r = ReachLine {
+            t: it.next()?.parse().ok()?,
+            host: Host::from_name(it.next()?)?,
+            conv: it.next()?,
+            reach: Reach::parse(Some(it.next()?)),
+        };
+        if it.next().is_some() {
+            return None;
+        }
+        Some(r)
+    }
+
+    /// `rec` with this reach, if it is the compaction this line qualifies
+    /// (else `rec` as it is: a `P` line alone ends everything).
+    pub fn apply(pending: Option<ReachLine<'a>>, rec: Record<'a>) -> Record<'a> {
+        match rec {
+            Record::Compaction { t, host, conv, .. } => {
+                Record::Compaction { t, host, conv, reach: Self::reach_of(pending, t, host, conv) }
+            }
+            rec => rec,
+        }
+    }
+
+    /// The reach of the compaction of `conv` by `host` at `t` whose `P` line
+    /// follows `pending` (none, or another's: everything).
+    pub fn reach_of(pending: Option<ReachLine<'a>>, t: u64, host: Host, conv: &str) -> Reach<'a> {
+        match pending {
+            Some(p) if (p.t, p.host, p.conv) == (t, host, conv) => p.reach,
+            _ => Reach::All,
+        }
+    }
+}
+
+/// Whether `line` is a journal line this reader knows: a record, or a
+/// compaction's reach line.
+pub fn is_known_line(line: &str) -> bool {
+    parse_line(line).is_some() || ReachLine::parse(line).is_some()
+}
+
 /// Parse a whole journal text. The header, comments, malformed lines and a
-/// final line without its newline (a write in progress) are skipped.
+/// final line without its newline (a write in progress) are skipped. A
+/// reach line qualifies the `P` line right after it.
 pub fn parse(text: &str) -> Vec<Record<'_>> {
     let complete = match text.rfind('\n') {
         Some(i) => &text[..=i],
         None => "",
     };
-    complete.lines().filter(|l| !l.starts_with('#')).filter_map(parse_line).collect()
+    let mut out = Vec::new();
+    let mut pending = None;
+    for l in complete.lines() {
+        if l.starts_with('#') {
+            pending = None;
+            continue;
+        }
+        if let Some(r) = ReachLine::parse(l) {
+            pending = Some(r);
+            continue;
+        }
+        if let Some(rec) = parse_line(l) {
+            out.push(ReachLine::apply(pending, rec));
+        }
+        pending = None;
+    }
+    out
 }

@@ -24,7 +24,9 @@ mod lines_and_views {
                 key: "k1",
             }),
             Record::Claim { t: 5, key: "k1", claimant: Some("tok") },
-            Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a" },
+            Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a", reach: Reach::All },
+            Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a", reach: Reach::Main },
+            Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a", reach: Reach::Agent("agent:x") },
             Record::End { t: 7, host: Host::ClaudeCode, conv: "a" },
             Record::Lineage { t: 8, host: Host::ClaudeCode, pid: 42, conv: "b" },
             Record::Floor { t: 9 },
@@ -34,6 +36,64 @@ mod lines_and_views {
             r.write_line(&mut text);
         }
         assert_eq!(parse(&text), recs);
+    }
+
+    /// A narrower compaction is a reach line and a plain `P` line: a reader
+    /// that knows no reach line (each line alone, as `parse_line` reads it,
+    /// and as every binary before it did) sees a compaction of the whole
+    /// conversation, the stronger reading; a reach line that does not name
+    /// the `P` line after it qualifies nothing.
+    #[test]
+    fn a_compactions_reach_is_its_own_line_and_old_readers_end_everything() {
+        let mut text = String::new();
+        Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a", reach: Reach::Main }.write_line(&mut text);
+        assert_eq!(text, "p\t6\tclaude-code\ta\tmain\nP\t6\tclaude-code\ta\n");
+        let alone: Vec<_> = text.lines().filter_map(parse_line).collect();
+        assert_eq!(alone, [Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a", reach: Reach::All }]);
+        #[rustfmt::skip]
+        let rows: [(&str, Reach<'_>); 7] = [
+            ("p\t6\tclaude-code\ta\tagent:x\nP\t6\tclaude-code\ta\n", Reach::Agent("agent:x")),
+            ("p\t6\tclaude-code\tb\tmain\nP\t6\tclaude-code\ta\n",    Reach::All),
+            ("p\t5\tclaude-code\ta\tmain\nP\t6\tclaude-code\ta\n",    Reach::All),
+            ("p\t6\tcodex\ta\tmain\nP\t6\tclaude-code\ta\n",          Reach::All),
+            ("p\t6\tclaude-code\ta\tmain\n#x\nP\t6\tclaude-code\ta\n", Reach::All),
+            ("p\t6\tclaude-code\ta\tmain\tx\nP\t6\tclaude-code\ta\n", Reach::All),
+            ("p\t6\tclaude-code\ta\tbogus\nP\t6\tclaude-code\ta\n",   Reach::All),
+        ];
+        for (text, reach) in rows {
+            assert_eq!(
+                parse(text),
+                [Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "a", reach }],
+                "{text:?}"
+            );
+        }
+    }
+
+    /// Which deliveries a compaction after them ends, by scope: the main
+    /// thread's compaction not a subagent's, a subagent's only its own
+    /// (and scopes that may hold either), a plain one all of them; never
+    /// another conversation's, nor one before the delivery.
+    #[test]
+    fn compacted_after_follows_the_reach() {
+        let p = |conv, reach| Record::Compaction { t: 1, host: Host::ClaudeCode, conv, reach };
+        #[rustfmt::skip]
+        let rows: [(Record<'_>, &str, &str, bool); 10] = [
+            (p("S", Reach::All),              "S", "S",        true),
+            (p("S", Reach::All),              "S", "agent:A",  true),
+            (p("S", Reach::Main),             "S", "S",        true),
+            (p("S", Reach::Main),             "S", "agent:A",  false),
+            (p("S", Reach::Main),             "S", "custom:c", true),
+            (p("S", Reach::Agent("agent:A")), "S", "agent:A",  true),
+            (p("S", Reach::Agent("agent:A")), "S", "agent:B",  false),
+            (p("S", Reach::Agent("agent:A")), "S", "S",        false),
+            (p("T", Reach::All),              "S", "S",        false),
+            (p("T", Reach::Main),             "S", "agent:A",  false),
+        ];
+        for (rec, conv, scope, ended) in rows {
+            let v = View { records: vec![s(0, "S"), rec.clone()] };
+            assert_eq!(v.compacted_after(conv, scope, 0), ended, "{rec:?} {conv} {scope}");
+            assert!(!v.compacted_after(conv, scope, 1), "{rec:?}: none after it");
+        }
     }
 
     #[test]
@@ -148,9 +208,14 @@ mod lines_and_views {
         let mut recs = Vec::new();
         for (i, c) in convs.iter().enumerate() {
             recs.push(Record::Sighting { t: now - 300 + i as u64, host: Host::ClaudeCode, conv: c, event: "x" });
-            recs.push(Record::Compaction { t: now - 300 + i as u64, host: Host::ClaudeCode, conv: c });
+            recs.push(Record::Compaction {
+                t: now - 300 + i as u64,
+                host: Host::ClaudeCode,
+                conv: c,
+                reach: Reach::All,
+            });
         }
-        recs.push(Record::Compaction { t: now - STATE_TTL_MS - 5, host: Host::Codex, conv: "old" });
+        recs.push(Record::Compaction { t: now - STATE_TTL_MS - 5, host: Host::Codex, conv: "old", reach: Reach::All });
         let kept = trim(&recs, now);
         let v = View { records: kept };
         // The newest conversations survive, the verdict is unchanged.
@@ -340,7 +405,7 @@ mod ledger_trim_tests {
             a(now - 7, "x", "id:1"),       // its acknowledgement goes with it
             d(now - 6, "x", "k1", "id:2"), // kept
             d(now - 5, "y", "k1", "id:3"), // followed by y's compaction: dead
-            Record::Compaction { t: now - 4, host: Host::Codex, conv: "y" },
+            Record::Compaction { t: now - 4, host: Host::Codex, conv: "y", reach: Reach::All },
             // A clock that went back: still after, by file order.
             a(now - 100, "x", "id:2"),                                              // kept
             d(now - crate::state::ledger::DELIVERY_KEEP_MS - 1, "z", "k9", "id:9"), // too old

@@ -354,9 +354,13 @@ impl<'a> View<'a> {
         )
     }
 
-    /// A compaction of `conv` lies after index `after`.
-    pub fn compacted_after(&self, conv: &str, after: usize) -> bool {
-        self.records.iter().skip(after + 1).any(|r| matches!(r, Record::Compaction { conv: c, .. } if *c == conv))
+    /// A compaction of `conv` that reached `scope` (a delivery's: the main
+    /// thread's or one subagent's, [`Reach`]) lies after index `after`.
+    pub fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
+        self.records
+            .iter()
+            .skip(after + 1)
+            .any(|r| matches!(*r, Record::Compaction { conv: c, reach, .. } if c == conv && reach.ends(scope)))
     }
 
     /// The newest sighting of each host, however old (for status).

@@ -1,0 +1,230 @@
+//! Subagents and compaction on the real Claude Code 2.1.328, replayed
+//! (fixtures: tests/fixtures/payloads/withdrawal/claude/subagent-*, from
+//! the e2e scenarios in tests/e2e/sc_subcompact.py; docs/DELIVERY.md §8,
+//! "Subagents and compaction"): every hook through the real binary at its
+//! own time, the session's transcript growing as the host wrote it, and
+//! every stub question the MCP server asked. The oracle reads only what the
+//! mock model received: the request whose answer made the call (its tool
+//! use id), and whether that request held the file whole.
+//!
+//! - `subagent-main-compact`: a background subagent read S; the main thread
+//!   was compacted (`/compact`) while the subagent's next call ran; the
+//!   subagent's re-read of S came from a request that still held S.
+//! - `subagent-own-compact`: the main thread read M; a subagent compacted
+//!   itself (its hooks carry its `agent_id`, its boundary is in its own
+//!   transcript); the main thread's re-read of M came from a request that
+//!   still held M.
+
+use crate::support::Sandbox;
+use crate::withdrawal::{dir, host_pid, iso_ms, jsonl};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::Write;
+
+enum Ev {
+    Hook(Value),
+    Question(Value),
+    Line(String),
+}
+
+/// The answers, in order: (reason, allowed, safe).
+type Answers = Vec<(String, bool, bool)>;
+
+/// Replay `scenario`; `hook` and `line` may change a hook payload or a
+/// transcript line first (a variant the host did not write).
+fn replay(scenario: &str, hook: &dyn Fn(&mut Value), line: &dyn Fn(&mut Value)) -> Answers {
+    let d = dir(scenario);
+    let sb = Sandbox::new();
+    let transcript = sb.tmp.path().join("transcript.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let mut evs: Vec<(u64, usize, Ev)> = Vec::new();
+    let index = jsonl(&d.join("hooks-index.jsonl"));
+    let mut files: Vec<_> = std::fs::read_dir(d.join("hooks")).unwrap().flatten().map(|e| e.path()).collect();
+    files.sort();
+    for f in &files {
+        let n: u64 = f.file_name().unwrap().to_str().unwrap()[..3].parse().unwrap();
+        let row = index.iter().find(|r| r["n"] == n).unwrap();
+        let t = (row["started_at"].as_f64().unwrap() * 1000.0) as u64;
+        let mut h: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        if h.get("transcript_path").is_some() {
+            h["transcript_path"] = json!(transcript);
+        }
+        hook(&mut h);
+        evs.push((t, 1, Ev::Hook(h)));
+    }
+    for q in jsonl(&d.join("mcp-ledger.jsonl")) {
+        evs.push(((q["ts"].as_f64().unwrap() * 1000.0) as u64, 2, Ev::Question(q)));
+    }
+    // A prompt's line reaches the disk after its `UserPromptSubmit` hook
+    // (as in withdrawal.rs's replay).
+    let prompt_hooks: Vec<u64> = evs
+        .iter()
+        .filter_map(|(t, _, e)| match e {
+            Ev::Hook(h) if h["hook_event_name"] == "UserPromptSubmit" => Some(*t),
+            _ => None,
+        })
+        .collect();
+    let mut last = 0;
+    for l in std::fs::read_to_string(d.join("transcript.jsonl")).unwrap().lines() {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        let mut t = v["timestamp"].as_str().map(iso_ms).unwrap_or(last).max(last);
+        let prompt = v["type"] == "user" && v["message"]["content"].is_string();
+        if prompt && let Some(h) = prompt_hooks.iter().find(|&&h| h >= t && h <= t + 1000) {
+            t = h + 1;
+        }
+        last = t;
+        line(&mut v);
+        evs.push((t, 0, Ev::Line(v.to_string())));
+    }
+    evs.sort_by_key(|(t, k, _)| (*t, *k));
+    let requests = jsonl(&d.join("model-requests.jsonl"));
+    // The request whose answer made each tool use, and what it held whole.
+    let held: HashMap<&str, Vec<&str>> = requests
+        .iter()
+        .flat_map(|r| {
+            let whole: Vec<&str> =
+                r["context_whole"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            r["reply_tool_use_ids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(move |id| (id, whole.clone()))
+        })
+        .collect();
+    let mut shown: HashMap<String, Value> = HashMap::new();
+    for (_, _, e) in &evs {
+        if let Ev::Hook(h) = e
+            && h["hook_event_name"] == "PostToolBatch"
+        {
+            for c in h["tool_calls"].as_array().into_iter().flatten() {
+                shown.insert(c["tool_use_id"].as_str().unwrap().to_string(), c["tool_response"].clone());
+            }
+        }
+    }
+    let (mut out, mut delivered, mut sent) = (Vec::new(), Vec::<String>::new(), HashMap::<String, Value>::new());
+    let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+    for (i, (t, _, e)) in evs.iter().enumerate() {
+        match e {
+            Ev::Line(l) => writeln!(file, "{l}").unwrap(),
+            Ev::Hook(h) => {
+                let o = sb
+                    .hook("claude-code", h.to_string())
+                    .env("LEAN_CTX_NOW_MS", t.to_string())
+                    .env("CLAUDE_PID", host_pid().to_string())
+                    .run();
+                assert_eq!(o.code, 0, "{scenario}: {o:?}");
+            }
+            Ev::Question(q) => {
+                let id = q["_meta"]["claudecode/toolUseId"].as_str().unwrap();
+                let path = q["arguments"]["path"].as_str().unwrap();
+                let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": q["_meta"]}});
+                let cp = sb.tmp.path().join(format!("call-{i}.json"));
+                std::fs::write(&cp, call.to_string()).unwrap();
+                let blocks = sent
+                    .entry(path.to_string())
+                    .or_insert_with(|| match shown.get(id) {
+                        Some(Value::Array(b)) => json!(b),
+                        Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
+                        _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
+                    })
+                    .clone();
+                let rp = sb.tmp.path().join(format!("result-{i}.json"));
+                std::fs::write(&rp, json!({"content": blocks}).to_string()).unwrap();
+                let version = q["leanctx"]["version"].as_str().unwrap();
+                let o = sb
+                    .cmd(["stub", "--call", cp.to_str().unwrap(), "--key", path, "--version", version, "--json"])
+                    .arg("--result")
+                    .arg(&rp)
+                    .env("LEAN_CTX_NOW_MS", t.to_string())
+                    .run();
+                assert!(o.code == 0 || o.code == 1, "{scenario}: {o:?}");
+                let j = o.json();
+                let reread = delivered.iter().any(|p| p == path);
+                let holds = held.get(id).is_some_and(|w| w.iter().any(|f| path.ends_with(f)));
+                let reason = j["decision"]["reason"].as_str().unwrap().to_string();
+                out.push((reason, j["decision"]["allow"] == true, reread && holds));
+                delivered.push(path.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn keep(_: &mut Value) {}
+
+fn reasons(a: &Answers) -> Vec<&str> {
+    a.iter().map(|(r, _, _)| r.as_str()).collect()
+}
+
+/// No stub the model's request did not back.
+fn no_wrong(what: &str, a: &Answers) {
+    let wrong: Vec<_> = a.iter().filter(|(_, allowed, safe)| *allowed && !safe).collect();
+    assert!(wrong.is_empty(), "{what}: wrong stubs {wrong:?} in {a:?}");
+}
+
+/// The main thread's compaction, while a subagent ran, did not reach the
+/// subagent's context: its re-read is a stub (the request still held S);
+/// the main thread's re-read is withheld (its request held no M). Before
+/// the compaction's reach was recorded, the subagent's re-read was
+/// withheld `compacted` too (the run at d7a5226, docs/DELIVERY.md §8).
+#[test]
+fn the_main_threads_compaction_leaves_a_running_subagents_deliveries() {
+    let a = replay("subagent-main-compact", &keep, &keep);
+    no_wrong("as captured", &a);
+    assert_eq!(
+        reasons(&a),
+        ["not-delivered", "not-delivered", "not-delivered", "confirmed-delivery", "compacted"],
+        "{a:?}"
+    );
+    assert!(a[3].2, "the oracle backs the subagent's stub: {a:?}");
+}
+
+/// The subagent's own compaction did not reach the main thread's context:
+/// the main thread's re-read is a stub. Before, `compacted`.
+#[test]
+fn a_subagents_own_compaction_leaves_the_main_threads_deliveries() {
+    let a = replay("subagent-own-compact", &keep, &keep);
+    no_wrong("as captured", &a);
+    assert_eq!(reasons(&a), ["not-delivered", "confirmed-delivery"], "{a:?}");
+    assert!(a[1].2, "the oracle backs the stub: {a:?}");
+}
+
+/// What cannot be told apart still ends everything: compaction hooks with
+/// no `agent_id` are the main thread's (the subagent's own compaction then
+/// withholds the main thread's re-read, the safe side); a boundary line
+/// that does not say it is the main thread's (`isSidechain` not false)
+/// ends the subagent's deliveries too, even with every compaction hook lost.
+#[test]
+fn a_compaction_that_cannot_be_placed_ends_everything() {
+    let no_agent = |h: &mut Value| {
+        if matches!(h["hook_event_name"].as_str(), Some("PreCompact" | "PostCompact" | "SessionStart")) {
+            h.as_object_mut().unwrap().remove("agent_id");
+        }
+    };
+    let a = replay("subagent-own-compact", &no_agent, &keep);
+    no_wrong("own compaction, hooks without agent_id", &a);
+    assert_eq!(reasons(&a), ["not-delivered", "compacted"], "{a:?}");
+
+    let lost = |h: &mut Value| {
+        let compaction =
+            matches!(h["hook_event_name"].as_str(), Some("PreCompact" | "PostCompact")) || h["source"] == "compact";
+        if compaction {
+            // A hook that dies before it records: replayed as a plain prompt-less event.
+            *h = json!({"hook_event_name": "Notification", "session_id": h["session_id"]});
+        }
+    };
+    let unplaced = |v: &mut Value| {
+        if v["subtype"] == "compact_boundary" {
+            v["isSidechain"] = json!(true);
+        }
+    };
+    let a = replay("subagent-main-compact", &lost, &unplaced);
+    no_wrong("main compaction, hooks lost, boundary not the main thread's", &a);
+    assert!(!a[3].1 && !a[4].1, "{a:?}");
+    // The boundary as written, hooks lost: the witness alone places it.
+    let a = replay("subagent-main-compact", &lost, &keep);
+    no_wrong("main compaction, hooks lost", &a);
+    assert_eq!(reasons(&a)[3..], ["confirmed-delivery", "compacted"], "{a:?}");
+}
