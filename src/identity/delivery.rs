@@ -40,6 +40,12 @@ pub struct Facts<'a> {
     /// When the latest is a diff: the deliveries it rests on, newest first
     /// (its base, the base's base, …), as far as the journal has them.
     pub bases: Vec<Held<'a>>,
+    /// Newer deliveries of the key to the scope than `latest`, newest
+    /// first, each of which the host withdrew (the witness saw it rewound or
+    /// cut): the decision steps back over them to `latest`, a copy the model
+    /// may still hold (a rewind restores the context of its prompt). Empty:
+    /// `latest` is the newest.
+    pub withdrawn_newer: Vec<Delivery<'a>>,
 }
 
 /// A delivery a diff rests on, with what follows it in the journal.
@@ -70,6 +76,13 @@ pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
     debug_assert_eq!((d.scope, d.key), (q.scope, q.key));
     if d.version != q.version {
         return deny(Reason::VersionChanged);
+    }
+    // Back over withdrawn deliveries only to an earlier copy of the same
+    // version in the same window: never across another version's delivery
+    // (the model's latest view of the file was that one) nor another
+    // window's.
+    if f.withdrawn_newer.iter().any(|w| !w.is_of(d.scope, d.key, Some(q.version)) || w.window != d.window) {
+        return deny(Reason::Withdrawn);
     }
     // A window on either side that the other does not share: a different
     // context window, or one we cannot tell is the same.
@@ -173,6 +186,45 @@ mod tests {
         ];
         for (i, (q, f, allow, reason)) in rows.into_iter().enumerate() {
             assert_eq!(decide(q, &f), Decision { allow, reason }, "row {i}");
+        }
+    }
+
+    /// The newest delivery was withdrawn (a rewind past it): an earlier
+    /// delivery of the same version backs the stub if every rule allows
+    /// it, never across another version's delivery or another window's.
+    #[test]
+    fn an_earlier_copy_backs_a_stub_when_the_newer_ones_were_withdrawn() {
+        use Reason::*;
+        let q = Question { scope: "S", key: "K", version: "v1", window: Some("proc:1"), sent: None };
+        let earlier = Delivery { call_ref: "id:c1", ..d("v1", Some("proc:1"), "dg") };
+        let newer = |version, window, call_ref| Delivery { call_ref, ..d(version, window, "dg") };
+        let good = ack("id:c1", "S", "dg", 10, true);
+        let f = |withdrawn_newer: Vec<Delivery<'static>>| Facts {
+            latest: Some(earlier.clone()),
+            acks_after: vec![good.clone()],
+            withdrawn_newer,
+            ..Facts::default()
+        };
+        #[rustfmt::skip]
+        let rows: Vec<(Facts, bool, Reason)> = vec![
+            (f(vec![]), true, ConfirmedDelivery),
+            (f(vec![newer("v1", Some("proc:1"), "id:c2")]), true, ConfirmedDelivery),
+            (f(vec![newer("v1", Some("proc:1"), "id:c3"), newer("v1", Some("proc:1"), "id:c2")]), true, ConfirmedDelivery),
+            // Across another version's delivery, or another window's: no.
+            (f(vec![newer("v2", Some("proc:1"), "id:c2")]), false, Withdrawn),
+            (f(vec![newer("v1", Some("proc:1"), "id:c3"), newer("v0", Some("proc:1"), "id:c2")]), false, Withdrawn),
+            (f(vec![newer("v1", Some("proc:2"), "id:c2")]), false, Withdrawn),
+            (f(vec![newer("v1", None, "id:c2")]), false, Withdrawn),
+            (f(vec![Delivery { scope: "T", ..newer("v1", Some("proc:1"), "id:c2") }]), false, Withdrawn),
+            // The earlier copy itself must pass every rule.
+            (Facts { acks_after: vec![], ..f(vec![newer("v1", Some("proc:1"), "id:c2")]) }, false, Unconfirmed),
+            (Facts { acks_after: vec![ack("id:c1", "S", "preview", 10, true)], ..f(vec![newer("v1", Some("proc:1"), "id:c2")]) }, false, Unconfirmed),
+            (Facts { compacted_after: true, ..f(vec![newer("v1", Some("proc:1"), "id:c2")]) }, false, Compacted),
+            (Facts { latest: Some(Delivery { call_ref: "id:c1", ..d("v0", Some("proc:1"), "dg") }), ..f(vec![newer("v1", Some("proc:1"), "id:c2")]) }, false, VersionChanged),
+            (Facts { latest: Some(Delivery { call_ref: "id:c1", ..d("v1", Some("proc:2"), "dg") }), ..f(vec![newer("v1", Some("proc:2"), "id:c2")]) }, false, WindowChanged),
+        ];
+        for (i, (f, allow, reason)) in rows.into_iter().enumerate() {
+            assert_eq!(decide(&q, &f), Decision { allow, reason }, "row {i}");
         }
     }
 

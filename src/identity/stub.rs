@@ -23,7 +23,7 @@ use crate::identity::mcp_call::{McpCall, PerCall};
 use crate::identity::readpath::{Ask, READ_WAIT, ReadPath};
 use crate::state::digest::Reader;
 use crate::state::journal::{Journal, Record};
-use crate::state::ledger::{self, Confirmation, Content, InputError};
+use crate::state::ledger::{self, Confirmation, Content, InputError, MAX_STEP_BACK};
 use crate::stats::{Kind, Outcome, Via};
 use crate::witness::{self, Check};
 use serde::Serialize;
@@ -33,6 +33,20 @@ use std::time::{Duration, Instant};
 /// the witness answered (see [`ReadPath::stub_with_base`]). A second read
 /// settles it unless the newest delivery itself changed meanwhile.
 const MAX_REDECIDE: usize = 2;
+
+/// What the second witness said of the delivery an answer rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Witnessed {
+    /// Not asked (no delivery, or a host whose transcript is not read).
+    NotAsked,
+    /// Nothing in the transcript withdraws it.
+    Present,
+    /// The host withdrew this very result (a rewind past it, a cut naming
+    /// it), not every delivery: an earlier copy may still be held.
+    WithdrawnThis,
+    /// Withheld for another reason (the answer says which).
+    Withheld,
+}
 
 /// How long a stub question waits for the host's transcript to show the
 /// asking call ([`Check::NotYet`]), and how often it looks: Claude Code
@@ -272,8 +286,19 @@ impl ReadPath {
             #[cfg(test)]
             tests::BEFORE_WITNESS.with_borrow(|f| f.as_ref().map(|f| f()));
             let asked = ans.delivery.as_ref().map(|d| d.call_ref.clone());
-            if !self.ask_witness(&mut ans, call, now, deadline) {
-                break;
+            match self.ask_witness(&mut ans, call, now, deadline) {
+                Witnessed::Present => {}
+                Witnessed::WithdrawnThis
+                    if self.earlier_copy(
+                        &mut ans,
+                        &lc,
+                        call,
+                        (&keyh, &verh, sealed.as_ref()),
+                        window.as_deref(),
+                        now,
+                        deadline,
+                    ) => {}
+                _ => break,
             }
             let Some((again, lc_again, at_again)) = decide(at) else { break };
             let same = again.decision.allow && again.delivery.as_ref().map(|d| &d.call_ref) == asked.as_ref();
@@ -405,54 +430,91 @@ impl ReadPath {
             return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
         }
         let q = Question { scope, key: keyh, version: verh, window: window.as_deref(), sent };
-        let mut facts = delivery::Facts::default();
-        let mut seen = None;
-        if let Some((at, d)) = view.latest_delivery(scope, keyh) {
-            facts.acks_after = view.acks_after(d.call_ref, at);
-            facts.compacted_after = view.compacted_after(d.conv, d.scope, at);
-            facts.reloaded_after = reloaded_after(view, &d, window.as_deref(), at);
-            // A diff: the deliveries it rests on, each before the last.
-            let (mut want, mut before) = (d.base, at);
-            while let Some(v) = want
-                && facts.bases.len() < delivery::MAX_BASE_CHAIN
-                && let Some((bat, b)) = view.delivery_before(scope, keyh, v, before)
-            {
-                facts.bases.push(delivery::Held {
-                    acks_after: view.acks_after(b.call_ref, bat),
-                    compacted_after: view.compacted_after(b.conv, b.scope, bat),
-                    reloaded_into_diff: reloaded_after(view, &b, d.window, bat),
-                    delivery: b.clone(),
-                });
-                (want, before) = (b.base, bat);
+        let facts = match view.latest_delivery(scope, keyh) {
+            Some((at, d)) => facts_of(view, keyh, at, d, window.as_deref()),
+            None => delivery::Facts::default(),
+        };
+        answer(delivery::decide(&q, &facts), seen_of(&facts, verh))
+    }
+
+    /// The newest delivery of the key backed the stub, but the host
+    /// withdrew it (a rewind past it, a cut naming it). The model may still
+    /// hold an earlier copy of the same version: a rewind restores the
+    /// context of its prompt. Step back over withdrawn deliveries, at most
+    /// [`MAX_STEP_BACK`], to the newest earlier one that every rule allows
+    /// ([`delivery::decide`] with [`delivery::Facts::withdrawn_newer`]: the
+    /// same version and window, confirmed whole, no compaction after) and
+    /// that the witness shows present: it backs the stub. Whether one did;
+    /// if not, `ans` is as it was (`withdrawn`).
+    #[allow(clippy::too_many_arguments)]
+    fn earlier_copy(
+        &self,
+        ans: &mut LedgerAnswer,
+        lc: &LedgerCaller,
+        call: &McpCall,
+        (keyh, verh, sent): (&str, &str, Option<&Content>),
+        window: Option<&str>,
+        now: u64,
+        deadline: Instant,
+    ) -> bool {
+        let Some(scope) = lc.caller.scope.as_deref() else { return false };
+        let Some(newest) = ans.delivery.as_ref().map(|d| d.call_ref.clone()) else { return false };
+        // Each earlier delivery, newest first, decided as if every newer one
+        // was withdrawn (the witness is asked in that order), in one read.
+        let candidates = self.with_journal(now, deadline, |view, unavailable| {
+            let mut out = Vec::new();
+            let Some((mut at, latest)) = view.latest_delivery(scope, keyh).filter(|_| !unavailable) else {
+                return out;
+            };
+            // A newer delivery since: the next journal read decides on it.
+            if latest.call_ref != newest {
+                return out;
             }
-            seen = Some(DeliverySeen {
-                delivered_at_ms: d.t,
-                host: d.host,
-                conversation: d.conv.to_string(),
-                scope: d.scope.to_string(),
-                window: d.window.map(str::to_string),
-                call_ref: d.call_ref.to_string(),
-                same_version: d.version == verh,
-                len: d.len,
-                confirmation: ledger::confirmation(&d, &facts.acks_after),
-                compacted_after: facts.compacted_after,
-            });
-            facts.latest = Some(d);
+            let q = Question { scope, key: keyh, version: verh, window, sent };
+            let mut newer = vec![latest];
+            while out.len() < MAX_STEP_BACK
+                && let Some((bat, b)) = view.delivery_before(scope, keyh, None, at)
+            {
+                let mut facts = facts_of(view, keyh, bat, b.clone(), window);
+                facts.withdrawn_newer = newer.clone();
+                let decision = delivery::decide(&q, &facts);
+                let allow = decision.allow;
+                out.push((decision, seen_of(&facts, verh)));
+                if !allow {
+                    break;
+                }
+                newer.push(b);
+                at = bat;
+            }
+            out
+        });
+        let withdrawn = ans.clone();
+        for (decision, seen) in candidates {
+            if !decision.allow {
+                break;
+            }
+            (ans.decision, ans.delivery, ans.witness) = (decision, seen, None);
+            match self.ask_witness(ans, call, now, deadline) {
+                Witnessed::Present => return true,
+                Witnessed::WithdrawnThis => {}
+                Witnessed::NotAsked | Witnessed::Withheld => break,
+            }
         }
-        answer(delivery::decide(&q, &facts), seen)
+        *ans = withdrawn;
+        false
     }
 
     /// The second witness: a confirmed delivery on a host that can withdraw
     /// results without a hook stands only if its transcript, read on from
     /// where the last question stopped, does not show it gone.
-    /// Whether the witness was asked and found the delivery present.
-    fn ask_witness(&self, ans: &mut LedgerAnswer, call: &McpCall, now: u64, deadline: Instant) -> bool {
-        let Some(seen) = &ans.delivery else { return false };
+    /// What the witness said; unless present, `ans` withholds, saying why.
+    fn ask_witness(&self, ans: &mut LedgerAnswer, call: &McpCall, now: u64, deadline: Instant) -> Witnessed {
+        let Some(seen) = &ans.delivery else { return Witnessed::NotAsked };
         let profile = crate::hosts::profile::profile(seen.host);
         if !profile.transcript_witness {
-            return false;
+            return Witnessed::NotAsked;
         }
-        let Some(dir) = self.usable_dir() else { return false };
+        let Some(dir) = self.usable_dir() else { return Witnessed::NotAsked };
         let (host, conv) = (seen.host, seen.conversation.as_str());
         let call_id = seen.call_ref.strip_prefix("id:");
         let end_all = |reach| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
@@ -480,19 +542,20 @@ impl ReadPath {
             std::thread::sleep(CATCH_UP_POLL);
             answer = check();
         }
-        let (reason, why) = match answer {
-            Check::Present => return true,
+        let (reason, why, said) = match answer {
+            Check::Present => return Witnessed::Present,
             Check::NotYet => (
                 Reason::TranscriptUnavailable,
                 format!("the transcript did not show this call within {} ms", CATCH_UP_WAIT.as_millis()),
+                Witnessed::Withheld,
             ),
-            Check::Withdrawn(why) => (Reason::Withdrawn, why.to_string()),
-            Check::EndedAll(why) => (Reason::Withdrawn, why),
-            Check::Unavailable(why) => (Reason::TranscriptUnavailable, why),
+            Check::Withdrawn(why) => (Reason::Withdrawn, why.to_string(), Witnessed::WithdrawnThis),
+            Check::EndedAll(why) => (Reason::Withdrawn, why, Witnessed::Withheld),
+            Check::Unavailable(why) => (Reason::TranscriptUnavailable, why, Witnessed::Withheld),
         };
         ans.decision = Decision { allow: false, reason };
         ans.witness = Some(why);
-        false
+        said
     }
 
     /// Before a delivery is recorded, the second witness reads what the
@@ -575,6 +638,56 @@ impl ReadPath {
             Err(e) => not(&format!("could not write the journal: {e}")),
         }
     }
+}
+
+/// What the journal says about delivery `d` (at position `at`) of `key`
+/// to its scope, for [`delivery::decide`], asked from `window`.
+fn facts_of<'v>(
+    view: &'v dyn Ask,
+    key: &str,
+    at: usize,
+    d: ledger::Delivery<'v>,
+    window: Option<&str>,
+) -> delivery::Facts<'v> {
+    let mut facts = delivery::Facts {
+        acks_after: view.acks_after(d.call_ref, at),
+        compacted_after: view.compacted_after(d.conv, d.scope, at),
+        reloaded_after: reloaded_after(view, &d, window, at),
+        ..delivery::Facts::default()
+    };
+    // A diff: the deliveries it rests on, each before the last.
+    let (mut want, mut before) = (d.base, at);
+    while let Some(v) = want
+        && facts.bases.len() < delivery::MAX_BASE_CHAIN
+        && let Some((bat, b)) = view.delivery_before(d.scope, key, Some(v), before)
+    {
+        facts.bases.push(delivery::Held {
+            acks_after: view.acks_after(b.call_ref, bat),
+            compacted_after: view.compacted_after(b.conv, b.scope, bat),
+            reloaded_into_diff: reloaded_after(view, &b, d.window, bat),
+            delivery: b.clone(),
+        });
+        (want, before) = (b.base, bat);
+    }
+    facts.latest = Some(d);
+    facts
+}
+
+/// The delivery the facts rest on, as the answer shows it.
+fn seen_of(f: &delivery::Facts<'_>, version: &str) -> Option<DeliverySeen> {
+    let d = f.latest.as_ref()?;
+    Some(DeliverySeen {
+        delivered_at_ms: d.t,
+        host: d.host,
+        conversation: d.conv.to_string(),
+        scope: d.scope.to_string(),
+        window: d.window.map(str::to_string),
+        call_ref: d.call_ref.to_string(),
+        same_version: d.version == version,
+        len: d.len,
+        confirmation: ledger::confirmation(d, &f.acks_after),
+        compacted_after: f.compacted_after,
+    })
 }
 
 /// Claude Code: a delivery to another host process of the session backs a

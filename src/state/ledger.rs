@@ -60,6 +60,12 @@ pub const MAX_DELIVERIES: usize = 512;
 /// against …); a longer one withholds, and a trim keeps no more of it.
 pub const MAX_BASE_CHAIN: usize = 8;
 
+/// Withdrawn deliveries a stub question steps back over, at most, to an
+/// earlier copy of the same version (docs/DELIVERY.md §8, "A rewind that
+/// leaves an earlier copy"); a journal trim keeps that many deliveries
+/// before each kept one.
+pub const MAX_STEP_BACK: usize = 4;
+
 /// Why a `--result`, key or version was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InputError {

@@ -344,3 +344,84 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     // The second process ran alongside since before the confirmation.
     assert_eq!(read(&mut b, "toolu_4").0, "window-changed", "the other process never had it");
 }
+
+/// A rewind withdraws the results after its cut prompt, not the copies the
+/// context held before it (docs/DELIVERY.md §8, "A rewind that leaves an
+/// earlier copy"). A file delivered whole twice, the second time sent again
+/// without a question (`leanctx deliver`), then rewound past the second
+/// delivery only: the model still holds the first, and the re-read is a
+/// stub on it. Rewound past both: withheld (`withdrawn`). Every hook and
+/// question through the real binary; the transcript a real file. Before,
+/// the ledger looked at the newest delivery only: the first re-read was
+/// withheld (`withdrawn`).
+#[test]
+fn a_rewind_past_the_second_delivery_of_a_file_leaves_the_first_copy() {
+    let sb = Sandbox::new();
+    let transcript = sb.tmp.path().join("S.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let line = |v: Value| {
+        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(t, "{v}").unwrap();
+    };
+    let hook = |v: Value| {
+        let o = sb.hook("claude-code", v.to_string()).run();
+        assert_eq!(o.code, 0, "{o:?}");
+    };
+    let file = |name: &str, v: &Value| {
+        let p = sb.tmp.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let text = "fn main() {}\n".repeat(50);
+    let result = file("r.json", &json!({"content": [{"type": "text", "text": text}]}));
+    let prompt = |uuid: &str| {
+        hook(json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "prompt": "read it",
+            "transcript_path": transcript}));
+        line(json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}));
+    };
+    // The call's `PreToolUse`, its tool use on the transcript, then the
+    // server: `stub` (a question) or `deliver` (sent whole, no question).
+    let read = |id: &str, verb: &str| -> String {
+        hook(json!({"session_id": "S", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
+            "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}));
+        line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
+        let call = file(
+            &format!("call-{id}.json"),
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
+        );
+        let o = sb
+            .cmd([verb, "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--json", "--result"])
+            .arg(&result)
+            .run();
+        assert!(o.code == 0 || o.code == 1, "{o:?}");
+        let j = o.json();
+        j["decision"]["reason"]
+            .as_str()
+            .or(j["recorded"].as_bool().map(|r| if r { "recorded" } else { "not recorded" }))
+            .unwrap()
+            .to_string()
+    };
+    let batch = |id: &str| {
+        hook(json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
+            {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id, "tool_input": {"path": "a.rs"},
+             "tool_response": [{"type": "text", "text": text}]}]}));
+    };
+    prompt("u1");
+    assert_eq!(read("toolu_1", "stub"), "not-delivered");
+    batch("toolu_1");
+    prompt("u2");
+    assert_eq!(read("toolu_2", "deliver"), "recorded");
+    batch("toolu_2");
+    prompt("u3");
+    assert_eq!(read("toolu_3", "stub"), "confirmed-delivery", "the control: no rewind yet");
+    // Back to u2: its turn's reads are gone, the first copy stays.
+    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u2"}));
+    prompt("u4");
+    assert_eq!(read("toolu_4", "stub"), "confirmed-delivery", "the first copy is still held");
+    // Back to u1: both copies are gone.
+    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u1"}));
+    prompt("u5");
+    assert_eq!(read("toolu_5", "stub"), "withdrawn", "no copy is held");
+}

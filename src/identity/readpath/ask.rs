@@ -25,8 +25,14 @@ pub(crate) trait Ask {
     /// The ledger: the newest delivery of `key` to `scope`, with its position.
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)>;
     /// The newest delivery of `version` of `key` to `scope` before position
-    /// `before` (a diff's base).
-    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)>;
+    /// `before` (a diff's base; `None`: of any version, the one before).
+    fn delivery_before(
+        &self,
+        scope: &str,
+        key: &str,
+        version: Option<&str>,
+        before: usize,
+    ) -> Option<(usize, Delivery<'_>)>;
     /// Acknowledgements of `call_ref` after position `after`.
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
     /// A compaction of `conv` that reached `scope` after position `after`.
@@ -78,7 +84,13 @@ impl Ask for Reader {
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         self.digest().latest_delivery(scope, key)
     }
-    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)> {
+    fn delivery_before(
+        &self,
+        scope: &str,
+        key: &str,
+        version: Option<&str>,
+        before: usize,
+    ) -> Option<(usize, Delivery<'_>)> {
         self.digest().delivery_before(scope, key, version, before)
     }
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
@@ -135,7 +147,13 @@ impl Ask for View<'_> {
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         View::latest_delivery(self, scope, key).map(|(i, d)| (i, d.clone()))
     }
-    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)> {
+    fn delivery_before(
+        &self,
+        scope: &str,
+        key: &str,
+        version: Option<&str>,
+        before: usize,
+    ) -> Option<(usize, Delivery<'_>)> {
         View::delivery_before(self, scope, key, version, before).map(|(i, d)| (i, d.clone()))
     }
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
@@ -189,7 +207,13 @@ impl Ask for Digest {
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         Digest::latest_delivery(self, scope, key)
     }
-    fn delivery_before(&self, scope: &str, key: &str, version: &str, before: usize) -> Option<(usize, Delivery<'_>)> {
+    fn delivery_before(
+        &self,
+        scope: &str,
+        key: &str,
+        version: Option<&str>,
+        before: usize,
+    ) -> Option<(usize, Delivery<'_>)> {
         Digest::delivery_before(self, scope, key, version, before)
     }
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {

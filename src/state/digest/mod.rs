@@ -458,13 +458,13 @@ impl Digest {
         &self,
         scope: &str,
         key: &str,
-        version: &str,
+        version: Option<&str>,
         before: usize,
     ) -> Option<(usize, crate::state::ledger::Delivery<'_>)> {
         let lines = self.deliveries.get(&hash_of(&[scope, key]))?;
         lines.iter().rev().filter(|(at, _)| *at < before).find_map(|(at, span)| {
             match journal::parse_line(self.at(*span))? {
-                Record::Delivery(d) if d.is_of(scope, key, Some(version)) => Some((*at, d)),
+                Record::Delivery(d) if d.is_of(scope, key, version) => Some((*at, d)),
                 _ => None,
             }
         })

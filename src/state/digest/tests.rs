@@ -155,10 +155,11 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
                     v.compacted_after(vd.conv, vd.scope, va),
                     "compacted {ctx}"
                 );
-                for ver in ["ver0", "ver1", "nover"] {
+                for ver in ["ver0", "ver1", "nover", "any"] {
+                    let ver = (ver != "any").then_some(ver);
                     let db = d.delivery_before(scope, key, ver, da);
                     let vb = v.delivery_before(scope, key, ver, va);
-                    assert_eq!(db.as_ref().map(|x| &x.1), vb.map(|x| x.1), "base {scope} {key} {ver} {ctx}");
+                    assert_eq!(db.as_ref().map(|x| &x.1), vb.map(|x| x.1), "base {scope} {key} {ver:?} {ctx}");
                     if let (Some((dba, dbd)), Some((vba, vbd))) = (db, vb) {
                         assert_eq!(d.acks_after(dbd.call_ref, dba), v.acks_after(vbd.call_ref, vba), "base acks {ctx}");
                     }

@@ -401,8 +401,8 @@ mod ledger_trim_tests {
         let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
         let recs = vec![
             a(now - 9, "x", "id:0"),       // before any delivery of its call: useless
-            d(now - 8, "x", "k1", "id:1"), // superseded by the next delivery of k1
-            a(now - 7, "x", "id:1"),       // its acknowledgement goes with it
+            d(now - 8, "x", "k1", "id:1"), // superseded by the next delivery of k1: kept, an earlier copy
+            a(now - 7, "x", "id:1"),       // its acknowledgement with it
             d(now - 6, "x", "k1", "id:2"), // kept
             d(now - 5, "y", "k1", "id:3"), // followed by y's compaction: dead
             Record::Compaction { t: now - 4, host: Host::Codex, conv: "y", reach: Reach::All },
@@ -413,7 +413,7 @@ mod ledger_trim_tests {
         ];
         let kept = trim(&recs, now);
         let ledger: Vec<&Record> = kept.iter().filter(|r| matches!(r, Record::Delivery(_) | Record::Ack(_))).collect();
-        assert_eq!(ledger, vec![&recs[3], &recs[6], &recs[8]]);
+        assert_eq!(ledger, vec![&recs[1], &recs[2], &recs[3], &recs[6], &recs[8]]);
         let v = View { records: kept.clone() };
         let (at, dl) = v.latest_delivery("x", "k1").unwrap();
         assert_eq!(dl.call_ref, "id:2");
@@ -421,6 +421,86 @@ mod ledger_trim_tests {
         assert!(v.latest_delivery("y", "k1").is_none(), "a dead delivery must not survive its compaction's eviction");
         // File order throughout: a trim of the trim changes nothing.
         assert_eq!(trim(&kept, now), kept);
+    }
+
+    /// A trim keeps the deliveries just before each kept one (up to
+    /// MAX_STEP_BACK, ending at the first of another version), where the
+    /// read path steps back to when the newer ones were withdrawn; and keeps
+    /// them as a run, so that no earlier delivery of the version is reached
+    /// across one of another version.
+    #[test]
+    fn trim_keeps_the_earlier_copies_a_withdrawn_delivery_steps_back_to() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let dv = |t, version, r| {
+            Record::Delivery(Delivery {
+                t,
+                host: Host::Codex,
+                conv: "x",
+                scope: "x",
+                window: None,
+                call_ref: r,
+                key: "k",
+                version,
+                digest: "dg",
+                len: 1,
+                base: None,
+            })
+        };
+        let recs = vec![
+            dv(now - 9, "v1", "id:1"), // behind another version: dropped
+            dv(now - 8, "v2", "id:2"), // ends the run: kept
+            dv(now - 7, "v1", "id:3"), // kept
+            dv(now - 6, "v1", "id:4"), // kept
+            dv(now - 5, "v1", "id:5"), // the newest
+        ];
+        let kept = trim(&recs, now);
+        let refs: Vec<&str> = kept
+            .iter()
+            .filter_map(|r| match r {
+                Record::Delivery(d) => Some(d.call_ref),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refs, ["id:2", "id:3", "id:4", "id:5"]);
+        assert_eq!(trim(&kept, now), kept);
+        // A compaction between two copies: the earlier one is dead, not kept
+        // (the read path would otherwise reach it once the compaction is
+        // forgotten).
+        let mut compacted = recs.clone();
+        compacted.insert(4, Record::Compaction { t: now - 6, host: Host::Codex, conv: "x", reach: Reach::All });
+        let refs: Vec<&str> = trim(&compacted, now)
+            .iter()
+            .filter_map(|r| match r {
+                Record::Delivery(d) => Some(d.call_ref),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refs, ["id:5"]);
+        // Nor a diff's base from before a compaction (the diff after it).
+        let diff = Record::Delivery(Delivery {
+            base: Some("v1"),
+            version: "v2",
+            call_ref: "id:6",
+            ..match &recs[4] {
+                Record::Delivery(d) => d.clone(),
+                _ => unreachable!(),
+            }
+        });
+        let based = vec![
+            recs[4].clone(),
+            Record::Compaction { t: now - 5, host: Host::Codex, conv: "x", reach: Reach::All },
+            diff,
+        ];
+        let n = trim(&based, now).iter().filter(|r| matches!(r, Record::Delivery(_))).count();
+        assert_eq!(n, 1, "only the diff");
+        // At most MAX_STEP_BACK before the newest, all of its version.
+        let many: Vec<Record> = (0..8)
+            .map(|i| {
+                dv(now - 20 + i, "v1", ["id:a", "id:b", "id:c", "id:d", "id:e", "id:f", "id:g", "id:h"][i as usize])
+            })
+            .collect();
+        let n = trim(&many, now).iter().filter(|r| matches!(r, Record::Delivery(_))).count();
+        assert_eq!(n, 1 + crate::state::ledger::MAX_STEP_BACK);
     }
 
     #[test]

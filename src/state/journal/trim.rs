@@ -193,6 +193,30 @@ fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
         .collect();
     live.sort_unstable_by_key(|&i| Reverse(i));
     live.truncate(crate::state::ledger::MAX_DELIVERIES);
+    // The deliveries just before each kept one of its scope and key, up to
+    // MAX_STEP_BACK, the run ending at the first of another version: where
+    // the read path steps back to when the host withdrew the newer ones (a
+    // rewind past them). Kept as a whole run, so that in the trimmed
+    // journal the delivery before each is still the one that was before it:
+    // a base kept further back is never reached across a delivery of
+    // another version. A dead one (a compaction of its conversation
+    // follows it) ends the run unkept, as above: forgetting that compaction
+    // later must not revive it.
+    let mut runs = Vec::new();
+    for &i in &live {
+        let Record::Delivery(d) = &records[i] else { continue };
+        let same = all.get(&(d.scope, d.key)).map(Vec::as_slice).unwrap_or_default();
+        for &j in same.iter().rev().filter(|&&j| j < i).take(crate::state::ledger::MAX_STEP_BACK) {
+            let Record::Delivery(b) = &records[j] else { break };
+            if last_compaction.get(b.conv).is_some_and(|&p| p > j) {
+                break;
+            }
+            runs.push(j);
+            if b.version != d.version {
+                break;
+            }
+        }
+    }
     // A kept diff keeps the deliveries it rests on (its base, the base's
     // base, within the chain a decision reads): without them it backs no stub.
     let mut bases = Vec::new();
@@ -208,12 +232,20 @@ fn ledger_kept(records: &[Record<'_>], now: u64) -> Vec<usize> {
                 .copied()
                 .filter(|&j| j < at)
                 .find(|&j| matches!(&records[j], Record::Delivery(b) if b.version == v));
-            let Some(b) = found else { break };
+            // A dead base (a compaction follows it) is not kept either:
+            // once that compaction is forgotten it would look held, and
+            // the read path's step back could reach it.
+            let Some(b) = found.filter(
+                |&b| matches!(&records[b], Record::Delivery(d) if last_compaction.get(d.conv).is_none_or(|&p| p < b)),
+            ) else {
+                break;
+            };
             bases.push(b);
             at = b;
         }
     }
     live.extend(bases);
+    live.extend(runs);
     live.sort_unstable();
     live.dedup();
     // The first kept delivery of each call: an acknowledgement after it may count.

@@ -310,16 +310,17 @@ impl<'a> View<'a> {
         })
     }
 
-    /// The newest delivery of `version` of `key` to `scope` before index `before`.
+    /// The newest delivery of `version` of `key` to `scope` before index
+    /// `before` (`None`: of any version).
     pub fn delivery_before(
         &self,
         scope: &str,
         key: &str,
-        version: &str,
+        version: Option<&str>,
         before: usize,
     ) -> Option<(usize, &Delivery<'a>)> {
         self.records[..before.min(self.records.len())].iter().enumerate().rev().find_map(|(i, r)| match r {
-            Record::Delivery(d) if d.is_of(scope, key, Some(version)) => Some((i, d)),
+            Record::Delivery(d) if d.is_of(scope, key, version) => Some((i, d)),
             _ => None,
         })
     }
