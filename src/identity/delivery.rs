@@ -37,6 +37,10 @@ pub struct Facts<'a> {
     /// whole, so it loaded it from the transcript with the rest of the
     /// history: a delivery of another process of the session backs it.
     pub reloaded_after: bool,
+    /// The results of other host processes [`Facts::reloaded_after`] and
+    /// the bases' `reloaded_into_diff` rest on: (owner pid, loader pid, unix
+    /// ms of the confirmation), for the witness ([`crate::witness::lives`]).
+    pub relied: Vec<(u32, u32, u64)>,
     /// When the latest is a diff: the deliveries it rests on, newest first
     /// (its base, the base's base, …), as far as the journal has them.
     pub bases: Vec<Held<'a>>,

@@ -76,6 +76,12 @@ pub struct LedgerAnswer {
     /// What the host's transcript said, when it took the stub away.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<String>,
+    /// Results of other host processes the decision rests on, each loaded
+    /// with the history by a process that resumed after its confirmation:
+    /// (owner pid, loader pid, unix ms of the confirmation); the witness
+    /// checks that no third process may have written the history loaded.
+    #[serde(skip)]
+    pub relied: Vec<(u32, u32, u64)>,
 }
 
 /// A delivery as the decision saw it.
@@ -415,6 +421,7 @@ impl ReadPath {
             delivery,
             recorded: None,
             witness: None,
+            relied: Vec::new(),
         };
         if lc.caller.source == Source::Disabled {
             return answer(Decision { allow: true, reason: Reason::ScopeDisabled }, None);
@@ -434,7 +441,9 @@ impl ReadPath {
             Some((at, d)) => facts_of(view, keyh, at, d, window.as_deref()),
             None => delivery::Facts::default(),
         };
-        answer(delivery::decide(&q, &facts), seen_of(&facts, verh))
+        let mut ans = answer(delivery::decide(&q, &facts), seen_of(&facts, verh));
+        ans.relied = facts.relied.clone();
+        ans
     }
 
     /// The newest delivery of the key backed the stub, but the host
@@ -479,7 +488,7 @@ impl ReadPath {
                 facts.withdrawn_newer = newer.clone();
                 let decision = delivery::decide(&q, &facts);
                 let allow = decision.allow;
-                out.push((decision, seen_of(&facts, verh)));
+                out.push((decision, seen_of(&facts, verh), facts.relied.clone()));
                 if !allow {
                     break;
                 }
@@ -489,11 +498,11 @@ impl ReadPath {
             out
         });
         let withdrawn = ans.clone();
-        for (decision, seen) in candidates {
+        for (decision, seen, relied) in candidates {
             if !decision.allow {
                 break;
             }
-            (ans.decision, ans.delivery, ans.witness) = (decision, seen, None);
+            (ans.decision, ans.delivery, ans.witness, ans.relied) = (decision, seen, None, relied);
             match self.ask_witness(ans, call, now, deadline) {
                 Witnessed::Present => return true,
                 Witnessed::WithdrawnThis => {}
@@ -534,6 +543,7 @@ impl ReadPath {
                     .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Conversation | ScopeKind::Custom))
             }),
             subagent: ScopeKind::of(&seen.scope) == ScopeKind::Agent,
+            relied: ans.relied.clone(),
         };
         let wait_end = Instant::now() + CATCH_UP_WAIT;
         let check = || witness::check(dir, &q, deadline.max(wait_end), end_all);
@@ -550,6 +560,7 @@ impl ReadPath {
                 Witnessed::Withheld,
             ),
             Check::Withdrawn(why) => (Reason::Withdrawn, why.to_string(), Witnessed::WithdrawnThis),
+            Check::NotLoaded(why) => (Reason::WindowChanged, why, Witnessed::Withheld),
             Check::EndedAll(why) => (Reason::Withdrawn, why, Witnessed::Withheld),
             Check::Unavailable(why) => (Reason::TranscriptUnavailable, why, Witnessed::Withheld),
         };
@@ -652,19 +663,23 @@ fn facts_of<'v>(
     let mut facts = delivery::Facts {
         acks_after: view.acks_after(d.call_ref, at),
         compacted_after: view.compacted_after(d.conv, d.scope, at),
-        reloaded_after: reloaded_after(view, &d, window, at),
         ..delivery::Facts::default()
     };
+    let reload = reloaded_after(view, &d, window, at);
+    facts.reloaded_after = reload.is_some();
+    facts.relied.extend(reload.filter(|_| d.window != window));
     // A diff: the deliveries it rests on, each before the last.
     let (mut want, mut before) = (d.base, at);
     while let Some(v) = want
         && facts.bases.len() < delivery::MAX_BASE_CHAIN
         && let Some((bat, b)) = view.delivery_before(d.scope, key, Some(v), before)
     {
+        let reload = reloaded_after(view, &b, d.window, bat);
+        facts.relied.extend(reload.filter(|_| b.window != d.window));
         facts.bases.push(delivery::Held {
             acks_after: view.acks_after(b.call_ref, bat),
             compacted_after: view.compacted_after(b.conv, b.scope, bat),
-            reloaded_into_diff: reloaded_after(view, &b, d.window, bat),
+            reloaded_into_diff: reload.is_some(),
             delivery: b.clone(),
         });
         (want, before) = (b.base, bat);
@@ -694,15 +709,22 @@ fn seen_of(f: &delivery::Facts<'_>, version: &str) -> Option<DeliverySeen> {
 /// stub for this one only when this process started or resumed the
 /// session (its lineage record, written by its `SessionStart` hook with
 /// `CLAUDE_PID`) after the host confirmed the delivery whole: it then
-/// loaded the result with the history. A process running alongside, which
-/// never had it, is withheld (`window-changed`).
-fn reloaded_after(view: &dyn Ask, d: &ledger::Delivery<'_>, window: Option<&str>, at: usize) -> bool {
-    let (Some(mine), Some(theirs)) = (window.and_then(|w| w.strip_prefix("proc:")), d.window) else { return false };
-    let (Ok(pid), true) = (mine.parse::<u32>(), theirs.starts_with("proc:")) else { return false };
+/// loaded the result with the history, provided no third process wrote
+/// the line it resumed from (the witness's part: [`crate::witness::lives`]).
+/// A process running alongside, which never had it, is withheld
+/// (`window-changed`). `Some((owner, loader, confirmed at))` when it did.
+fn reloaded_after(
+    view: &dyn Ask,
+    d: &ledger::Delivery<'_>,
+    window: Option<&str>,
+    at: usize,
+) -> Option<(u32, u32, u64)> {
+    let pid_of = |w: &str| w.strip_prefix("proc:").and_then(|p| p.parse::<u32>().ok());
+    let (loader, owner) = (window.and_then(pid_of)?, d.window.and_then(pid_of)?);
     let whole = view.acks_after_at(d.call_ref, at).into_iter().find(|(_, a)| {
         a.whole && a.digest == d.digest && a.len == d.len && (!ledger::ref_needs_conv(d.call_ref) || a.scope == d.scope)
     });
-    whole.is_some_and(|(i, _)| view.started_after(d.host, pid, d.conv, i))
+    whole.filter(|(i, _)| view.started_after(d.host, loader, d.conv, *i)).map(|(_, a)| (owner, loader, a.t))
 }
 
 #[cfg(test)]

@@ -22,6 +22,10 @@ pub enum Check {
     /// queued before it (a rewind's record) may not be on disk either.
     /// Asking again shortly may answer.
     NotYet,
+    /// The stub rests on a result of another host process of the session,
+    /// and the process that resumed may have loaded another one's branch
+    /// of the history ([`crate::witness::lives`]).
+    NotLoaded(String),
 }
 
 /// One stub question to the witness: the delivery that would back it.
@@ -45,6 +49,11 @@ pub struct Question<'a> {
     /// The delivery is a subagent's (scope `agent:<id>`): a compaction of
     /// the main thread did not reach it.
     pub subagent: bool,
+    /// Results of other host processes the stub rests on, loaded with the
+    /// history by a process that resumed after their confirmation: (the
+    /// owner's pid, the loader's pid, unix ms of the confirmation). Each
+    /// must pass [`crate::witness::lives::Lives::may_rely`].
+    pub relied: Vec<(u32, u32, u64)>,
 }
 
 impl<'a> Question<'a> {
@@ -61,6 +70,7 @@ impl<'a> Question<'a> {
             proc: None,
             asking: None,
             subagent: false,
+            relied: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub use super::ask::{Check, Question};
 use super::held::{self, Held};
+use super::lives::{self, Lives};
 use super::progress::{self, Log};
 use super::read::read_on;
 use super::scan::{Pending, Track};
@@ -74,6 +75,11 @@ pub struct State {
     /// extend it name it (0: a file from before records).
     #[serde(default)]
     pub save_id: u64,
+    /// The conversation's host processes, as its turn hooks named them
+    /// since this witness started (`None`: a state from before they were
+    /// kept; no process may then rely on another's result).
+    #[serde(default)]
+    pub lives: Option<Lives>,
     /// Written beside the fields above; read by [`State::from_json`] only,
     /// on its own: serde's `flatten` buffered every id of it before
     /// building it, two fifths of a one-shot `leanctx stub`'s instructions
@@ -374,7 +380,12 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
         Some(o) => o,
         None => {
             forget_old(&wdir, now);
-            let mut st = State { transcript: transcript.to_string(), since_ms: now, ..State::default() };
+            let mut st = State {
+                transcript: transcript.to_string(),
+                since_ms: now,
+                lives: Some(Lives::default()),
+                ..State::default()
+            };
             // Start at the transcript's end: what is already in it concerns
             // deliveries this witness did not watch, which end now.
             // The bounded open (fsx::open_file): a FIFO or a link to a
@@ -415,6 +426,14 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     // long pause starts too): only prompts and stops time the silence.
     if matches!(turn, Turn::Prompt | Turn::Stop) {
         st.last_turn_ms = now;
+    }
+    if let Some(l) = st.lives.as_mut() {
+        let seen = match turn {
+            Turn::Start { .. } => lives::Seen::Start,
+            Turn::End => lives::Seen::End,
+            Turn::Prompt | Turn::Stop => lives::Seen::Turn,
+        };
+        l.saw(pid, seen, now);
     }
     // A process's own clock: its turns, or the last response it loaded.
     match (pid, turn) {
@@ -606,6 +625,14 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
             "the conversation returned from a silence past the host's idle threshold ({} s) and its transcript \
              does not show yet what the host withdrew then",
             q.idle_ms.unwrap_or(0) / 1000
+        ));
+    }
+    if let Some(&(owner, loader, _)) =
+        q.relied.iter().find(|&&(owner, loader, at)| !st.lives.as_ref().is_some_and(|l| l.may_rely(owner, loader, at)))
+    {
+        return Check::NotLoaded(format!(
+            "host process {loader} resumed after process {owner}'s result was confirmed, but another process of \
+             the session may have written the line it resumed from (its hooks do not rule it out)"
         ));
     }
     match q.call_id {

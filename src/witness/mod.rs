@@ -13,6 +13,7 @@
 pub mod ask;
 pub mod file;
 pub mod held;
+pub mod lives;
 pub mod progress;
 mod read;
 pub mod scan;

@@ -272,14 +272,20 @@ fn every_withdrawal_fixture_replays_with_no_wrong_stub() {
 /// One Claude Code session open in two processes (`--resume` in a second
 /// terminal while the first runs): two contexts. A delivery confirmed in
 /// one process backs stubs there only; the other, whose context never had
-/// it, is withheld (`window-changed`). Each host is a real process whose
-/// children run the hooks and, through a server process, the stub question.
+/// it, is withheld (`window-changed`). A process that resumes after the
+/// confirmation loaded it with the history only if the line it resumed
+/// from was on the delivering process's branch: `claude --resume` loads the
+/// last written line's chain, whichever process wrote it (fixture
+/// `three-process-resume`: a third process resumed while two ran, from the
+/// second's line, and its model request lacked the first's latest read).
+/// Each host is a real process whose children run the hooks (named by
+/// `CLAUDE_PID`, as Claude Code names them) and, through a server process,
+/// the stub question.
 #[cfg(unix)]
 #[test]
 fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     use crate::support::FakeHost;
     let sb = Sandbox::new();
-    let (mut a, mut b) = (FakeHost::start(&sb), FakeHost::start(&sb));
     let transcript = sb.tmp.path().join("S.jsonl");
     std::fs::write(&transcript, "").unwrap();
     let file = |name: &str, v: &Value| {
@@ -289,17 +295,30 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     };
     let text = "fn main() {}\n".repeat(50);
     let result = file("r.json", &json!({"content": [{"type": "text", "text": text}]}));
-    let prompt = file(
-        "p.json",
-        &json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "transcript_path": transcript}),
-    );
+    let hook_file = |event: &str, extra: Value| {
+        let mut v = json!({"session_id": "S", "hook_event_name": event, "transcript_path": transcript});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        file(&format!("{event}-{}.json", extra.to_string().len()), &v)
+    };
+    let start = hook_file("SessionStart", json!({"source": "startup"}));
+    let resume = hook_file("SessionStart", json!({"source": "resume"}));
+    let prompt = hook_file("UserPromptSubmit", json!({}));
+    let end = hook_file("SessionEnd", json!({}));
+    // Every hook names its host process, as Claude Code's do.
+    let hook = |host: &mut FakeHost, payload: &Path| {
+        let pid = host.pid().to_string();
+        assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(payload)).0, 0);
+    };
     let read = |host: &mut FakeHost, id: &str| {
         let pre = file(
             &format!("pre-{id}.json"),
             &json!({"session_id": "S", "hook_event_name": "PreToolUse",
             "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}),
         );
-        assert_eq!(host.run(&["hook", "claude-code"], Some(&pre)).0, 0);
+        let pid = host.pid().to_string();
+        assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&pre)).0, 0);
         // The host's transcript shows the call before it is made.
         let line = json!({"type": "assistant", "message": {"content": [
             {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
@@ -319,30 +338,85 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
         let j: Value = serde_json::from_str(&out).unwrap();
         (j["decision"]["reason"].as_str().unwrap().to_string(), j["window"].clone())
     };
-    assert_eq!(a.run(&["hook", "claude-code"], Some(&prompt)).0, 0);
-    assert_eq!(b.run(&["hook", "claude-code"], Some(&prompt)).0, 0);
+    let confirm = |host: &mut FakeHost, id: &str| {
+        let batch = file(
+            &format!("batch-{id}.json"),
+            &json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
+            {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id, "tool_input": {}, "tool_response": [{"type": "text", "text": text}]}]}),
+        );
+        let pid = host.pid().to_string();
+        assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&batch)).0, 0);
+    };
+
+    // Two processes: `a` starts the session, `b` resumes it while `a` runs.
+    let (mut a, mut b) = (FakeHost::start(&sb), FakeHost::start(&sb));
+    hook(&mut a, &start);
+    hook(&mut a, &prompt);
     let (reason, window) = read(&mut a, "toolu_1");
     assert_eq!((reason.as_str(), window), ("not-delivered", json!(format!("proc:{}", a.pid()))));
-    let batch = file(
-        "batch.json",
-        &json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
-        {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": "toolu_1", "tool_input": {}, "tool_response": [{"type": "text", "text": text}]}]}),
-    );
-    assert_eq!(a.run(&["hook", "claude-code"], Some(&batch)).0, 0);
+    confirm(&mut a, "toolu_1");
     assert_eq!(read(&mut a, "toolu_2").0, "confirmed-delivery", "the same process");
-    // A third process resumes the session now (its SessionStart names it by
-    // CLAUDE_PID): it loads the confirmed result with the history.
-    let mut c = FakeHost::start(&sb);
-    let resume = file(
-        "resume.json",
-        &json!({"session_id": "S", "hook_event_name": "SessionStart", "source": "resume",
-        "transcript_path": transcript}),
-    );
-    let pid = c.pid().to_string();
-    assert_eq!(c.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&resume)).0, 0);
-    assert_eq!(read(&mut c, "toolu_3").0, "confirmed-delivery", "resumed after the confirmation");
-    // The second process ran alongside since before the confirmation.
-    assert_eq!(read(&mut b, "toolu_4").0, "window-changed", "the other process never had it");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    hook(&mut b, &resume);
+    // `b` resumed after the confirmation, with `a` the only other process:
+    // it loaded `a`'s line.
+    assert_eq!(read(&mut b, "toolu_3").0, "confirmed-delivery", "resumed after the confirmation");
+    hook(&mut b, &prompt);
+
+    // `a` reads another file after `b` resumed: `b` never had it.
+    let (mut c, mut d) = (FakeHost::start(&sb), FakeHost::start(&sb));
+    hook(&mut a, &prompt);
+    // `record`: with the result, as a server asks (a withheld answer then
+    // records the delivery it sends); without, a question only.
+    let v2 = |host: &mut FakeHost, id: &str, record: bool| {
+        let pre = file(
+            &format!("pre2-{id}.json"),
+            &json!({"session_id": "S", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "b.rs"}, "tool_use_id": id, "transcript_path": transcript}),
+        );
+        let pid = host.pid().to_string();
+        assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&pre)).0, 0);
+        let line = json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
+        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(t, "{line}").unwrap();
+        let call = file(
+            &format!("call2-{id}.json"),
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": "b.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
+        );
+        let mut args = vec!["stub", "--call", call.to_str().unwrap(), "--key", "b.rs", "--version", "v1", "--json"];
+        if record {
+            args.extend(["--result", result.to_str().unwrap()]);
+        }
+        let (code, out) = host.run(&args, None);
+        assert!(code == 0 || code == 1, "{out}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        j["decision"]["reason"].as_str().unwrap().to_string()
+    };
+    assert_eq!(v2(&mut a, "toolu_5", true), "not-delivered");
+    confirm(&mut a, "toolu_5");
+    // `b`, running alongside since before that confirmation, never had it.
+    assert_eq!(v2(&mut b, "toolu_6", false), "window-changed", "the other process never had it");
+    // A third process resumes now, while `a` and `b` run: Claude Code loads
+    // the last written line's chain, which may be `b`'s (it was, in the
+    // fixture). Before the witness kept the processes, this was a stub on
+    // `a`'s copy (`confirmed-delivery`): wrong when `b` wrote last.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    hook(&mut c, &resume);
+    assert_eq!(v2(&mut c, "toolu_7", true), "window-changed", "a third process may have written the line resumed from");
+    // Once `b` has ended before the confirmation of a newer delivery of
+    // `a`'s, a process resuming after it loaded `a`'s line again.
+    hook(&mut b, &end);
+    hook(&mut c, &end);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    hook(&mut a, &prompt);
+    // The newest delivery is `c`'s (sent whole), not `a`'s: sent whole too.
+    assert_eq!(v2(&mut a, "toolu_8", true), "window-changed", "a's fresh copy");
+    confirm(&mut a, "toolu_8");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    hook(&mut d, &resume);
+    assert_eq!(v2(&mut d, "toolu_9", false), "confirmed-delivery", "every other process ended before the confirmation");
 }
 
 /// A rewind withdraws the results after its cut prompt, not the copies the
