@@ -60,7 +60,8 @@
 //!   runs: two processes of one session, each with its own context (the
 //!   history as it stood, then its own), both writing the one transcript.
 //!   The transcript is a real file with the prompts and MCP tool uses the
-//!   witness places a rewind by. The oracle knows what the host withdrew
+//!   witness places a rewind by, and a `compact_boundary` at each Claude
+//!   compaction, as the host writes one. The oracle knows what the host withdrew
 //!   (a rewind restores the window of its prompt; an idle cut removes the
 //!   results it cut) and never asks the product.
 //! - Claude Code compactions: the main thread compacts while subagents run
@@ -1269,6 +1270,15 @@ impl World {
             Op::Post(r) => self.post(c, r),
             Op::Batch(rs) => self.batch(c, &rs),
             Op::Compact => {
+                // Claude Code records each compaction in the transcript too,
+                // written by the compacting process (docs/DELIVERY.md §8,
+                // fixture `two-process`: a `compact_boundary` whose
+                // `logicalParentUuid` is that process's last line).
+                if self.chats[c].host == H::Claude {
+                    let line = json!({"parentUuid": null, "logicalParentUuid": null, "isSidechain": false,
+                        "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"});
+                    self.write_line(c, &line);
+                }
                 let chat = &mut self.chats[c];
                 chat.window.clear();
                 chat.held.clear();
