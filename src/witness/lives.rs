@@ -86,15 +86,40 @@ impl Lives {
     /// May process `loader`, which (re)started after a result delivered to
     /// process `owner` was confirmed whole at `confirmed_ms`, rely on having
     /// loaded it? Only when no other process could have written the line it
-    /// resumed from (see the module doc).
+    /// resumed from without holding the result itself (see the module doc).
     pub fn may_rely(&self, owner: u32, loader: u32, confirmed_ms: u64) -> bool {
         if self.anonymous || self.crowded {
             return false;
         }
         let Some(q) = self.procs.iter().find(|l| l.pid == loader).filter(|l| l.start_ms > 0) else { return false };
-        self.procs.iter().filter(|r| r.pid != owner && r.pid != loader).all(|r| {
+        // Whose branch holds the result: its owner, and each process that
+        // resumed once, after the confirmation, when every other process
+        // that could have written the line it loaded held it too (in order
+        // of their starts, so an earlier holder counts for a later one).
+        let mut holders = vec![owner];
+        let mut later: Vec<&Life> = self
+            .procs
+            .iter()
+            .filter(|r| r.pid != owner && r.pid != loader && r.started && r.start_ms == r.first_ms)
+            .filter(|r| r.first_ms > confirmed_ms && r.first_ms < q.start_ms)
+            .collect();
+        later.sort_by_key(|r| r.first_ms);
+        for r in later {
+            if self.loaded_by(r.pid, r.first_ms, confirmed_ms, &holders) {
+                holders.push(r.pid);
+            }
+        }
+        self.loaded_by(loader, q.start_ms, confirmed_ms, &holders)
+    }
+
+    /// Did process `pid`, loading the history at `at`, load a branch that
+    /// holds the result: was every other process that may have written the
+    /// line it loaded a holder, ended before the confirmation, or not yet
+    /// started?
+    fn loaded_by(&self, pid: u32, at: u64, confirmed_ms: u64, holders: &[u32]) -> bool {
+        self.procs.iter().filter(|r| r.pid != pid && !holders.contains(&r.pid)).all(|r| {
             let ended_before = r.end_ms != 0 && r.end_ms.saturating_add(END_MARGIN_MS) < confirmed_ms;
-            let started_after = r.started && r.first_ms > q.start_ms;
+            let started_after = r.started && r.first_ms > at;
             ended_before || started_after
         })
     }
@@ -135,6 +160,18 @@ mod tests {
                 vec![(Some(1), Start, 0), (Some(2), Turn, 5_000)], 1, 2, 2_000, false),
             ("the loader is not known at all",
                 vec![(Some(1), Start, 0)], 1, 2, 2_000, false),
+            ("a third process that resumed after the confirmation, from the owner's line, holds it too",
+                vec![(Some(1), Start, 0), (Some(1), End, 3_000), (Some(3), Start, 4_000), (Some(2), Start, 5_000)], 1, 2, 2_000, true),
+            ("... also while the owner still ran",
+                vec![(Some(1), Start, 0), (Some(3), Start, 4_000), (Some(2), Start, 5_000)], 1, 2, 2_000, true),
+            ("... but not when yet another, running since before, may have written the line it loaded",
+                vec![(Some(1), Start, 0), (Some(4), Start, 100), (Some(3), Start, 4_000), (Some(2), Start, 5_000)], 1, 2, 2_000, false),
+            ("... nor when it resumed before the confirmation",
+                vec![(Some(1), Start, 0), (Some(3), Start, 1_000), (Some(2), Start, 5_000)], 1, 2, 2_000, false),
+            ("... nor when it started again since (a compaction or an in-process resume)",
+                vec![(Some(1), Start, 0), (Some(3), Start, 4_000), (Some(3), Start, 4_500), (Some(2), Start, 5_000)], 1, 2, 2_000, false),
+            ("a chain of resumes: each held it",
+                vec![(Some(1), Start, 0), (Some(1), End, 2_500), (Some(3), Start, 3_000), (Some(3), End, 3_500), (Some(4), Start, 4_000), (Some(2), Start, 5_000)], 1, 2, 2_000, true),
             ("the loader restarted (/resume in process) after a third appeared: its latest start counts",
                 vec![(Some(1), Start, 0), (Some(2), Start, 5_000), (Some(3), Start, 6_000), (Some(2), Start, 7_000)], 1, 2, 2_000, false),
         ];
