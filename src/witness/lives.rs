@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_LIVES: usize = 32;
 /// A process that ended this little before the result's confirmation may
 /// still have had lines queued (Claude Code drains its transcript queue
-/// every 100 ms; the wait of `CATCH_UP_WAIT` in src/identity/stub.rs).
-pub const END_MARGIN_MS: u64 = 1000;
+/// every 100 ms: docs/DELIVERY.md §8, "The race").
+pub const END_MARGIN_MS: u64 = 100;
 
 /// One host process of the conversation, as its turn hooks showed it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,7 +145,7 @@ mod tests {
             ("a third process ended before the confirmation",
                 vec![(Some(3), Start, 0), (Some(3), End, 500), (Some(1), Start, 600), (Some(2), Start, 5_000)], 1, 2, 2_000, true),
             ("... but within the margin: lines may still have been queued",
-                vec![(Some(3), Start, 0), (Some(3), End, 1_500), (Some(1), Start, 600), (Some(2), Start, 5_000)], 1, 2, 2_000, false),
+                vec![(Some(3), Start, 0), (Some(3), End, 1_950), (Some(1), Start, 600), (Some(2), Start, 5_000)], 1, 2, 2_000, false),
             ("a third process ended after the confirmation",
                 vec![(Some(1), Start, 0), (Some(3), Start, 100), (Some(3), End, 4_000), (Some(2), Start, 5_000)], 1, 2, 2_000, false),
             ("a third process that started after the loader does not matter",
