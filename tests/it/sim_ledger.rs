@@ -1965,9 +1965,9 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     }
     if s.seeds >= 100 {
         // Not the issue's 90 % on Claude Code: with its withdrawals modeled
-        // the 200-seed run allows 86.5 % (RELIABILITY.md, "With
-        // withdrawals": the idle rule where it stays blanket, per-process
-        // windows). Held here so it cannot fall further unseen; the other
+        // the 200-seed run allows 88.7 % (RELIABILITY.md, "With
+        // withdrawals": compactions and idle returns of the other process
+        // of a two-process session, per-process windows). Held here so it cannot fall further unseen; the other
         // hosts meet the issue.
         assert_floors("all seeds", &s, 85.0);
     }
@@ -1977,7 +1977,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         && s.seeds == 200
         && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
     if published {
-        for (h, floor) in [(H::Claude, 88.8), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
+        for (h, floor) in [(H::Claude, 88.7), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
             let hs = &s.hosts[&h];
             assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
         }
