@@ -11,6 +11,7 @@
 //! transcript is, and the idle rule that needs no timing luck.
 
 pub mod ask;
+mod exact_json;
 pub mod file;
 pub mod held;
 pub mod lives;

@@ -9,6 +9,7 @@
 //! own, so serde neither walks past the ids nor sees a byte this reader
 //! did not check or pass on. The tests hold the two to the same answers.
 
+use super::super::exact_json::Cur;
 use super::super::scan::Track;
 use std::collections::VecDeque;
 
@@ -20,9 +21,7 @@ use std::collections::VecDeque;
 /// verbatim, one member's value at a time, inside `{"key":…}` for serde,
 /// which refuses the whole if one such value is not exactly one JSON value.
 pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
-    // Valid UTF-8 once, whole: each id is then a slice at two quotes.
-    let text = std::str::from_utf8(json).ok()?;
-    let mut c = Cur { t: text, b: json, i: 0 };
+    let mut c = Cur::new(json)?;
     c.lit(b"{")?;
     let (mut prompts, mut tools, mut withdrawn, mut pending) = (None, None, None, None);
     let mut rest = Vec::with_capacity(1024);
@@ -33,9 +32,9 @@ pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
         c.lit(b":")?;
         // A key twice: serde refuses it (for the track's own keys).
         match key {
-            b"prompts" if prompts.is_none() => prompts = Some(c.pairs()?),
-            b"tools" if tools.is_none() => tools = Some(c.pairs()?),
-            b"withdrawn" if withdrawn.is_none() => withdrawn = Some(c.strings()?),
+            b"prompts" if prompts.is_none() => prompts = Some(pairs(&mut c)?),
+            b"tools" if tools.is_none() => tools = Some(pairs(&mut c)?),
+            b"withdrawn" if withdrawn.is_none() => withdrawn = Some(strings(&mut c)?),
             b"pending" if pending.is_none() => {
                 c.lit(b"null")?;
                 pending = Some(None);
@@ -55,7 +54,7 @@ pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
         }
         c.lit(b",")?;
     }
-    if c.i != json.len() {
+    if !c.at_end() {
         return None;
     }
     rest.push(b'}');
@@ -65,119 +64,21 @@ pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
     Some((track, rest))
 }
 
-struct Cur<'a> {
-    t: &'a str,
-    b: &'a [u8],
-    i: usize,
+/// `[["id",offset],…]`
+fn pairs(c: &mut Cur<'_>) -> Option<VecDeque<(String, u64)>> {
+    c.list(|c| {
+        c.lit(b"[")?;
+        let s = c.string()?;
+        c.lit(b",")?;
+        let n = c.num()?;
+        c.lit(b"]")?;
+        Some((s, n))
+    })
 }
 
-impl<'a> Cur<'a> {
-    fn lit(&mut self, s: &[u8]) -> Option<()> {
-        let end = self.i.checked_add(s.len())?;
-        (self.b.get(self.i..end)? == s).then(|| self.i = end)
-    }
-
-    /// A string's bytes, when it has no escape and no control character.
-    fn raw_string(&mut self) -> Option<&'a [u8]> {
-        self.lit(b"\"")?;
-        let rest = self.b.get(self.i..)?;
-        let n = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[n] != b'"' || rest[..n].iter().any(|&b| b < 0x20) {
-            return None;
-        }
-        self.i += n + 1;
-        Some(&rest[..n])
-    }
-
-    fn string(&mut self) -> Option<String> {
-        let end = self.raw_string()?.len();
-        // Between two quotes (ASCII): char boundaries of the checked text.
-        self.t.get(self.i - 1 - end..self.i - 1).map(str::to_owned)
-    }
-
-    /// A u64 as serde writes one (digits, no leading zero), within range.
-    fn num(&mut self) -> Option<u64> {
-        let start = self.i;
-        let mut n: u64 = 0;
-        while let Some(d) = self.b.get(self.i).filter(|d| d.is_ascii_digit()) {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-            self.i += 1;
-        }
-        let len = self.i - start;
-        (len == 1 || (len > 1 && self.b[start] != b'0')).then_some(n)
-    }
-
-    /// `[["id",offset],…]`
-    fn pairs(&mut self) -> Option<VecDeque<(String, u64)>> {
-        self.list(|c| {
-            c.lit(b"[")?;
-            let s = c.string()?;
-            c.lit(b",")?;
-            let n = c.num()?;
-            c.lit(b"]")?;
-            Some((s, n))
-        })
-    }
-
-    /// `["id",…]`
-    fn strings(&mut self) -> Option<VecDeque<String>> {
-        self.list(Cur::string)
-    }
-
-    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<VecDeque<T>> {
-        self.lit(b"[")?;
-        let mut out = VecDeque::new();
-        if self.lit(b"]").is_some() {
-            return Some(out);
-        }
-        loop {
-            out.push_back(item(self)?);
-            if self.lit(b"]").is_some() {
-                return Some(out);
-            }
-            self.lit(b",")?;
-        }
-    }
-
-    /// Past one JSON value: a scalar up to the next `,` or `}`, or a
-    /// string, array or object to its end (on invalid JSON somewhere else,
-    /// or nowhere: what it passes over goes to serde, which then refuses it).
-    fn skip_value(&mut self) -> Option<()> {
-        let mut depth = 0usize;
-        loop {
-            match *self.b.get(self.i)? {
-                b'"' => {
-                    self.i += 1;
-                    loop {
-                        let n = memchr::memchr2(b'"', b'\\', self.b.get(self.i..)?)?;
-                        self.i += n + 1;
-                        if self.b[self.i - 1] == b'"' {
-                            break;
-                        }
-                        // An escape: the next byte is part of it.
-                        self.i += 1;
-                    }
-                    if depth == 0 {
-                        return Some(());
-                    }
-                }
-                b'[' | b'{' => {
-                    depth += 1;
-                    self.i += 1;
-                }
-                b']' | b'}' if depth == 0 => return Some(()),
-                b']' | b'}' => {
-                    depth -= 1;
-                    self.i += 1;
-                    if depth == 0 {
-                        return Some(());
-                    }
-                }
-                b',' if depth == 0 => return Some(()),
-                _ => self.i += 1,
-            }
-        }
-    }
+/// `["id",…]`
+fn strings(c: &mut Cur<'_>) -> Option<VecDeque<String>> {
+    c.list(Cur::string)
 }
 
 #[cfg(test)]

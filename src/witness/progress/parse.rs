@@ -8,13 +8,12 @@
 //! way (the tests hold the two to it, mutated records included), so the
 //! records mean what they meant.
 
+use super::super::exact_json::Cur;
 use super::{Rec, Seen};
 
 /// The record `json` holds, if it has exactly the shape the writer gives it.
 pub(super) fn rec(json: &[u8]) -> Option<Rec> {
-    // Valid UTF-8 once, whole: each string is then a slice at two quotes.
-    let text = std::str::from_utf8(json).ok()?;
-    let mut c = Cur { t: text, b: json, i: 0 };
+    let mut c = Cur::new(json)?;
     c.lit(b"{\"g\":")?;
     let g = c.num()?;
     c.lit(b",\"from\":")?;
@@ -34,7 +33,7 @@ pub(super) fn rec(json: &[u8]) -> Option<Rec> {
     let mut seen = Vec::new();
     if c.lit(b"]").is_none() {
         loop {
-            seen.push(c.seen()?);
+            seen.push(self::seen(&mut c)?);
             if c.lit(b"]").is_some() {
                 break;
             }
@@ -42,75 +41,24 @@ pub(super) fn rec(json: &[u8]) -> Option<Rec> {
         }
     }
     c.lit(b"}")?;
-    (c.i == json.len()).then_some(Rec { g, from, to, skip, tail, seen })
+    c.at_end().then_some(Rec { g, from, to, skip, tail, seen })
 }
 
-struct Cur<'a> {
-    t: &'a str,
-    b: &'a [u8],
-    i: usize,
-}
-
-impl Cur<'_> {
-    fn lit(&mut self, s: &[u8]) -> Option<()> {
-        let end = self.i.checked_add(s.len())?;
-        (self.b.get(self.i..end)? == s).then(|| self.i = end)
+/// `{"p":[offset,"uuid"]}` or `{"t":[offset,["id",…]]}`.
+fn seen(c: &mut Cur<'_>) -> Option<Seen> {
+    if c.lit(b"{\"p\":[").is_some() {
+        let at = c.num()?;
+        c.lit(b",")?;
+        let u = c.string()?;
+        c.lit(b"]}")?;
+        return Some(Seen::Prompt(at, u));
     }
-
-    /// A u64 as serde writes one: digits, no leading zero, no sign,
-    /// fraction or exponent (the next byte is checked by the caller's
-    /// literal), within range.
-    fn num(&mut self) -> Option<u64> {
-        let start = self.i;
-        let mut n: u64 = 0;
-        while let Some(d) = self.b.get(self.i).filter(|d| d.is_ascii_digit()) {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-            self.i += 1;
-        }
-        let len = self.i - start;
-        (len == 1 || (len > 1 && self.b[start] != b'0')).then_some(n)
-    }
-
-    /// A string with no escape and no control character (serde refuses
-    /// those raw, and writes them escaped).
-    fn string(&mut self) -> Option<String> {
-        self.lit(b"\"")?;
-        let rest = self.b.get(self.i..)?;
-        let n = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[n] != b'"' || rest[..n].iter().any(|&b| b < 0x20) {
-            return None;
-        }
-        // Between two quotes (ASCII): char boundaries of the checked text.
-        let s = self.t.get(self.i..self.i + n)?.to_owned();
-        self.i += n + 1;
-        Some(s)
-    }
-
-    /// `{"p":[offset,"uuid"]}` or `{"t":[offset,["id",…]]}`.
-    fn seen(&mut self) -> Option<Seen> {
-        if self.lit(b"{\"p\":[").is_some() {
-            let at = self.num()?;
-            self.lit(b",")?;
-            let u = self.string()?;
-            self.lit(b"]}")?;
-            return Some(Seen::Prompt(at, u));
-        }
-        self.lit(b"{\"t\":[")?;
-        let at = self.num()?;
-        self.lit(b",[")?;
-        let mut ids = Vec::new();
-        if self.lit(b"]").is_none() {
-            loop {
-                ids.push(self.string()?);
-                if self.lit(b"]").is_some() {
-                    break;
-                }
-                self.lit(b",")?;
-            }
-        }
-        self.lit(b"]}")?;
-        Some(Seen::Tools(at, ids))
-    }
+    c.lit(b"{\"t\":[")?;
+    let at = c.num()?;
+    c.lit(b",")?;
+    let ids = Vec::from(c.list(Cur::string)?);
+    c.lit(b"]}")?;
+    Some(Seen::Tools(at, ids))
 }
 
 #[cfg(test)]
