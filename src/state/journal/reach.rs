@@ -11,9 +11,11 @@
 
 use crate::base::scope::ScopeKind;
 
-/// What a compaction record ended. Written as an optional last field of
-/// the `P` line: an older reader ignores it and ends everything, the
-/// stronger reading.
+/// What a compaction record ended. A narrower reach than [`Reach::All`] is
+/// written on a line of its own (`p t host conv reach`) just before the
+/// unchanged `P` line (`record.rs`): an older reader skips that line as an
+/// unknown tag and reads the `P` line as ending everything, the stronger
+/// reading. [`Reach::field`] and [`Reach::parse`] are that line's last field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach<'a> {
     /// Every delivery of the conversation.
@@ -39,7 +41,7 @@ impl<'a> Reach<'a> {
         }
     }
 
-    /// The `P` line's last field (`None`: none, [`Reach::All`]).
+    /// The reach line's last field (`None`: no reach line, [`Reach::All`]).
     pub fn field(self) -> Option<&'a str> {
         match self {
             Reach::All => None,
@@ -48,7 +50,7 @@ impl<'a> Reach<'a> {
         }
     }
 
-    /// The `P` line's last field read back. Anything unknown ends
+    /// The reach line's last field read back. Anything unknown ends
     /// everything (a later format's reach this reader cannot judge).
     pub fn parse(field: Option<&'a str>) -> Reach<'a> {
         match field {
