@@ -5,7 +5,7 @@
 //!
 //! `claude --resume` loads the chain of the transcript's last written line,
 //! whichever process wrote it (Claude Code 2.1.328, docs/DELIVERY.md §8,
-//! "One session, several processes"; fixture
+//! "One session, two processes"; fixture
 //! tests/fixtures/payloads/withdrawal/claude/three-process-resume/): a
 //! third process resumed while two ran and loaded the second's branch,
 //! without the result the first had just read. So a result delivered to
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_LIVES: usize = 32;
 /// A process that ended this little before the result's confirmation may
 /// still have had lines queued (Claude Code drains its transcript queue
-/// every 100 ms: docs/DELIVERY.md §8, "The race").
+/// every 100 ms: docs/DELIVERY.md §8, "A rewind's record is written late too").
 pub const END_MARGIN_MS: u64 = 100;
 
 /// One host process of the conversation, as its turn hooks showed it.
