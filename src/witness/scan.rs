@@ -232,7 +232,7 @@ fn prompt_of(line: &[u8]) -> Fact {
 /// returning prompt, the `tool_results_cut` record of a cut made at its
 /// turn's start, and the answer to the turn's first request, whose
 /// `context_management` counts the cut results and names a clearing edit
-/// sent to the API (docs/DELIVERY.md §8, "the idle return, provisional").
+/// sent to the API (docs/DELIVERY.md §8, "The idle return, provisional").
 /// So once that answer is read the return is settled: its cut's exact ids
 /// were withdrawn, a clearing or a cut not named ends everything, and
 /// otherwise nothing was withdrawn. Until then, deliveries from before it
