@@ -160,38 +160,20 @@ const KEY: &[u8; 32] = b"leanctx witness progress, v1 key";
 
 /// A record's checksum, as 16 lowercase hex digits: it catches a torn
 /// write or a line spliced from two (nobody forges records: whoever can
-/// write the lock file can write the state file), so 64 bits of a fast
-/// non-cryptographic hash do. A fresh `leanctx stub` checks every record
-/// of the log (up to [`MAX_LOG_BYTES`]): a keyed BLAKE3 per record (and
-/// its hex) was a third of such a question's instructions (callgrind,
-/// benches/README.md). Each 8-byte word goes through a bijection
-/// of the running value, so two inputs of one length that differ in a
-/// single word always differ here; the length is mixed in first.
+/// write the lock file can write the state file), so a CRC does: CRC-64/XZ
+/// from the `crc` crate, table-driven (no CPU probe, which traps to the
+/// hypervisor here), and it detects every error burst up to 64 bits long.
+/// A fresh `leanctx stub` checks every record of the log (up to
+/// [`MAX_LOG_BYTES`]): a keyed BLAKE3 per record (and its hex) was a third
+/// of such a question's instructions (callgrind, benches/README.md).
 fn sum(json: &[u8]) -> [u8; 16] {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = (json.len() as u64 ^ 0x6c65_616e_6374_7831).wrapping_mul(K);
-    let mut words = json.chunks_exact(8);
-    for w in &mut words {
-        h = mix(h ^ u64::from_le_bytes(w.try_into().expect("8 bytes")));
-    }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = mix(h ^ u64::from_le_bytes(last));
-    // splitmix64's finaliser: every output bit depends on every input bit.
-    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^= h >> 31;
+    const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_XZ);
+    let h = CRC64.checksum(json);
     let mut hex = [0u8; 16];
     for (i, d) in hex.iter_mut().enumerate() {
         *d = b"0123456789abcdef"[(h >> (60 - 4 * i) & 0xf) as usize];
     }
     hex
-}
-
-/// One word's step: an odd multiply and a right xor-shift, each a bijection.
-fn mix(h: u64) -> u64 {
-    let h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    h ^ (h >> 29)
 }
 
 /// A new save's mark: unlike any earlier save's of this conversation (the
