@@ -16,7 +16,7 @@
 //!   still held M.
 
 use crate::support::Sandbox;
-use crate::withdrawal::{dir, host_pid, iso_ms, jsonl};
+use crate::withdrawal::{dir, fixture_hooks, host_pid, jsonl, line_time, prompt_hook_times};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
@@ -37,41 +37,17 @@ fn replay(scenario: &str, hook: &dyn Fn(&mut Value), line: &dyn Fn(&mut Value)) 
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join("transcript.jsonl");
     std::fs::write(&transcript, "").unwrap();
-    let mut evs: Vec<(u64, usize, Ev)> = Vec::new();
-    let index = jsonl(&d.join("hooks-index.jsonl"));
-    let mut files: Vec<_> = std::fs::read_dir(d.join("hooks")).unwrap().flatten().map(|e| e.path()).collect();
-    files.sort();
-    for f in &files {
-        let n: u64 = f.file_name().unwrap().to_str().unwrap()[..3].parse().unwrap();
-        let row = index.iter().find(|r| r["n"] == n).unwrap();
-        let t = (row["started_at"].as_f64().unwrap() * 1000.0) as u64;
-        let mut h: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        if h.get("transcript_path").is_some() {
-            h["transcript_path"] = json!(transcript);
-        }
-        hook(&mut h);
-        evs.push((t, 1, Ev::Hook(h)));
-    }
+    let mut hooks = fixture_hooks(&d, &transcript);
+    hooks.iter_mut().for_each(|(_, h)| hook(h));
+    let prompt_hooks = prompt_hook_times(&hooks);
+    let mut evs: Vec<(u64, usize, Ev)> = hooks.into_iter().map(|(t, h)| (t, 1, Ev::Hook(h))).collect();
     for q in jsonl(&d.join("mcp-ledger.jsonl")) {
         evs.push(((q["ts"].as_f64().unwrap() * 1000.0) as u64, 2, Ev::Question(q)));
     }
-    // A prompt's line reaches the disk after its `UserPromptSubmit` hook
-    // (as in withdrawal.rs's replay).
-    let prompt_hooks: Vec<u64> = evs
-        .iter()
-        .filter_map(|(t, _, e)| match e {
-            Ev::Hook(h) if h["hook_event_name"] == "UserPromptSubmit" => Some(*t),
-            _ => None,
-        })
-        .collect();
     let mut last = 0;
     for l in std::fs::read_to_string(d.join("transcript.jsonl")).unwrap().lines() {
         let mut v: Value = serde_json::from_str(l).unwrap();
-        let mut t = v["timestamp"].as_str().map(iso_ms).unwrap_or(last).max(last);
-        let prompt = v["type"] == "user" && v["message"]["content"].is_string();
-        if prompt && let Some(h) = prompt_hooks.iter().find(|&&h| h >= t && h <= t + 1000) {
-            t = h + 1;
-        }
+        let t = line_time(&v, last, &prompt_hooks);
         last = t;
         line(&mut v);
         evs.push((t, 0, Ev::Line(v.to_string())));

@@ -72,6 +72,49 @@ struct Tally {
     reasons: Vec<String>,
 }
 
+/// A fixture's hooks in file order (`hooks/NNN-<Event>.json`), each at its
+/// start time from `hooks-index.jsonl` (unix ms), the transcript each names
+/// replaced by `transcript` (the replay's own copy).
+pub(crate) fn fixture_hooks(d: &Path, transcript: &Path) -> Vec<(u64, Value)> {
+    let index = jsonl(&d.join("hooks-index.jsonl"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(d.join("hooks")).unwrap().flatten().map(|e| e.path()).collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let n: u64 = f.file_name().unwrap().to_str().unwrap()[..3].parse().unwrap();
+            let row = index.iter().find(|r| r["n"] == n).unwrap();
+            let t = (row["started_at"].as_f64().unwrap() * 1000.0) as u64;
+            let mut h: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            if h.get("transcript_path").is_some() {
+                h["transcript_path"] = json!(transcript);
+            }
+            (t, h)
+        })
+        .collect()
+}
+
+/// The times of the `UserPromptSubmit` hooks among `hooks`.
+pub(crate) fn prompt_hook_times(hooks: &[(u64, Value)]) -> Vec<u64> {
+    hooks.iter().filter(|(_, h)| h["hook_event_name"] == "UserPromptSubmit").map(|(t, _)| *t).collect()
+}
+
+/// When transcript line `v` reached the disk: its timestamp, never before
+/// the line before it (at `last`). A prompt's line carries the time the
+/// prompt was made, but reaches the disk after its `UserPromptSubmit` hook
+/// ran (the hook can still block it): the transcript's size at the hook
+/// ends before the line (hooks-index.jsonl: 1,418,411 bytes at the hook in
+/// idle-cut-interactive, the prompt's line then up to the cut record at
+/// 1,419,393; 1,384,808 and 1,385,855 in idle-cut). Placed after it.
+pub(crate) fn line_time(v: &Value, last: u64, prompt_hooks: &[u64]) -> u64 {
+    let t = v["timestamp"].as_str().map(iso_ms).unwrap_or(last).max(last);
+    let prompt = v["type"] == "user" && v["message"]["content"].is_string();
+    match prompt_hooks.iter().find(|&&h| h >= t && h <= t + 1000) {
+        Some(h) if prompt => h + 1,
+        _ => t,
+    }
+}
+
 /// The process `leanctx stub` takes for the host: its caller's parent.
 pub(crate) fn host_pid() -> u32 {
     #[cfg(unix)]
@@ -93,44 +136,16 @@ fn replay(scenario: &str, lag_ms: u64, named: bool, queued: bool) -> Tally {
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join("transcript.jsonl");
     std::fs::write(&transcript, "").unwrap();
-    let mut evs: Vec<(u64, usize, Ev)> = Vec::new();
-    let index = jsonl(&d.join("hooks-index.jsonl"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(d.join("hooks")).unwrap().flatten().map(|e| e.path()).collect();
-    files.sort();
-    for f in &files {
-        let n: u64 = f.file_name().unwrap().to_str().unwrap()[..3].parse().unwrap();
-        let row = index.iter().find(|r| r["n"] == n).unwrap();
-        let t = (row["started_at"].as_f64().unwrap() * 1000.0) as u64;
-        let mut h: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        if h.get("transcript_path").is_some() {
-            h["transcript_path"] = json!(transcript);
-        }
-        evs.push((t, 1, Ev::Hook(h)));
-    }
+    let hooks = fixture_hooks(&d, &transcript);
+    let prompt_hooks = prompt_hook_times(&hooks);
+    let mut evs: Vec<(u64, usize, Ev)> = hooks.into_iter().map(|(t, h)| (t, 1, Ev::Hook(h))).collect();
     for q in jsonl(&d.join("mcp-ledger.jsonl")).into_iter().filter(|e| e["event"] == "ledger") {
         evs.push(((q["ts"].as_f64().unwrap() * 1000.0) as u64, 2, Ev::Question(q)));
     }
-    // A prompt's line carries the time the prompt was made, but reaches the
-    // disk after its `UserPromptSubmit` hook ran (the hook can still block
-    // it): the transcript's size at the hook ends before the line
-    // (hooks-index.jsonl: 1,418,411 bytes at the hook in
-    // idle-cut-interactive, the prompt's line then up to the cut record at
-    // 1,419,393; 1,384,808 and 1,385,855 in idle-cut). Placed after it.
-    let prompt_hooks: Vec<u64> = evs
-        .iter()
-        .filter_map(|(t, _, e)| match e {
-            Ev::Hook(h) if h["hook_event_name"] == "UserPromptSubmit" => Some(*t),
-            _ => None,
-        })
-        .collect();
     let (mut last, mut behind) = (0, false);
     for line in std::fs::read_to_string(d.join("transcript.jsonl")).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
-        let mut t = v["timestamp"].as_str().map(iso_ms).unwrap_or(last).max(last);
-        let prompt = v["type"] == "user" && v["message"]["content"].is_string();
-        if prompt && let Some(h) = prompt_hooks.iter().find(|&&h| h >= t && h <= t + 1000) {
-            t = h + 1;
-        }
+        let mut t = line_time(&v, last, &prompt_hooks);
         last = t;
         behind |= queued && line.contains("\"rewound\"");
         let late = line.contains("\"tool_results_cut\"") || line.contains("\"applied_edits\"") || behind;
