@@ -326,11 +326,15 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
         let pid = host.pid().to_string();
         assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(payload)).0, 0);
     };
-    let read = |host: &mut FakeHost, id: &str| {
+    // A read of `path` by `host` as the server asks it: the pre hook, the
+    // host's transcript line, then `stub` (`record`: with the result, as a
+    // server asks, so a withheld answer records the delivery it sends;
+    // without, a question only). The reason and the window it names.
+    let ask = |host: &mut FakeHost, path: &str, id: &str, record: bool| {
         let pre = file(
             &format!("pre-{id}.json"),
             &json!({"session_id": "S", "hook_event_name": "PreToolUse",
-            "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}),
+            "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": path}, "tool_use_id": id, "transcript_path": transcript}),
         );
         let pid = host.pid().to_string();
         assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&pre)).0, 0);
@@ -342,17 +346,18 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
         let call = file(
             &format!("call-{id}.json"),
             &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
+            "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": {"claudecode/toolUseId": id}}}),
         );
-        let r = result.to_str().unwrap();
-        let (code, out) = host.run(
-            &["stub", "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--result", r, "--json"],
-            None,
-        );
+        let mut args = vec!["stub", "--call", call.to_str().unwrap(), "--key", path, "--version", "v1", "--json"];
+        if record {
+            args.extend(["--result", result.to_str().unwrap()]);
+        }
+        let (code, out) = host.run(&args, None);
         assert!(code == 0 || code == 1, "{out}");
         let j: Value = serde_json::from_str(&out).unwrap();
         (j["decision"]["reason"].as_str().unwrap().to_string(), j["window"].clone())
     };
+    let read = |host: &mut FakeHost, id: &str| ask(host, "a.rs", id, true);
     let confirm = |host: &mut FakeHost, id: &str| {
         let batch = file(
             &format!("batch-{id}.json"),
@@ -381,34 +386,7 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     // `a` reads another file after `b` resumed: `b` never had it.
     let (mut c, mut d) = (FakeHost::start(&sb), FakeHost::start(&sb));
     hook(&mut a, &prompt);
-    // `record`: with the result, as a server asks (a withheld answer then
-    // records the delivery it sends); without, a question only.
-    let v2 = |host: &mut FakeHost, id: &str, record: bool| {
-        let pre = file(
-            &format!("pre2-{id}.json"),
-            &json!({"session_id": "S", "hook_event_name": "PreToolUse",
-            "tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": "b.rs"}, "tool_use_id": id, "transcript_path": transcript}),
-        );
-        let pid = host.pid().to_string();
-        assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&pre)).0, 0);
-        let line = json!({"type": "assistant", "message": {"content": [
-            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}});
-        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
-        writeln!(t, "{line}").unwrap();
-        let call = file(
-            &format!("call2-{id}.json"),
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "ctx_read", "arguments": {"path": "b.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
-        );
-        let mut args = vec!["stub", "--call", call.to_str().unwrap(), "--key", "b.rs", "--version", "v1", "--json"];
-        if record {
-            args.extend(["--result", result.to_str().unwrap()]);
-        }
-        let (code, out) = host.run(&args, None);
-        assert!(code == 0 || code == 1, "{out}");
-        let j: Value = serde_json::from_str(&out).unwrap();
-        j["decision"]["reason"].as_str().unwrap().to_string()
-    };
+    let v2 = |host: &mut FakeHost, id: &str, record: bool| ask(host, "b.rs", id, record).0;
     assert_eq!(v2(&mut a, "toolu_5", true), "not-delivered");
     confirm(&mut a, "toolu_5");
     // `b`, running alongside since before that confirmation, never had it.
