@@ -37,6 +37,32 @@ fn call_record(id: &str, t: u64) -> Record<'_> {
     })
 }
 
+/// Journal Claude Code's call `toolu_1` at `t` (conversation `S`, from
+/// [`HOST_PID`]), its delivery of `a.rs` v1 10 ms later and the host's
+/// confirmation of it whole 10 ms after that.
+fn journal_confirmed(dir: &std::path::Path, t: u64) {
+    let host = crate::Host::ClaudeCode;
+    let secret = Secret::load_or_create(dir).unwrap();
+    let (key, version) = (secret.name("key", "a.rs"), secret.name("version", "v1"));
+    let call_ref = ledger::id_ref("toolu_1");
+    let window = format!("proc:{HOST_PID}");
+    let d = Delivery {
+        t: t + 10,
+        host,
+        conv: "S",
+        scope: "S",
+        window: Some(&window),
+        call_ref: &call_ref,
+        key: &key,
+        version: &version,
+        digest: "d",
+        len: 10,
+        base: None,
+    };
+    let a = Ack { t: t + 20, host, scope: "S", call_ref: &call_ref, digest: "d", len: 10, whole: true };
+    Journal::new(dir).append(&[call_record("toolu_1", t), Record::Delivery(d), Record::Ack(a)], t + 20).unwrap();
+}
+
 /// A Claude Code conversation whose transcript the witness follows (it
 /// holds `lines`), and whose call `toolu_1` delivered `a.rs` v1 whole,
 /// confirmed; calls `toolu_2` and `toolu_3` journaled after it.
@@ -56,26 +82,8 @@ fn confirmed(dir: &std::path::Path, now: u64, lines: &[&str]) -> (std::path::Pat
     };
     witness::on_turn(dir, &b, Instant::now() + READ_WAIT, |_| Ok(())).unwrap();
     append(&transcript, lines);
-    let secret = Secret::load_or_create(dir).unwrap();
-    let (key, version) = (secret.name("key", "a.rs"), secret.name("version", "v1"));
-    let call_ref = ledger::id_ref("toolu_1");
-    let window = format!("proc:{HOST_PID}");
-    let d = Delivery {
-        t: now - 50,
-        host,
-        conv: "S",
-        scope: "S",
-        window: Some(&window),
-        call_ref: &call_ref,
-        key: &key,
-        version: &version,
-        digest: "d",
-        len: 10,
-        base: None,
-    };
-    let a = Ack { t: now - 40, host, scope: "S", call_ref: &call_ref, digest: "d", len: 10, whole: true };
+    journal_confirmed(dir, now - 60);
     let j = Journal::new(dir);
-    j.append(&[call_record("toolu_1", now - 60), Record::Delivery(d), Record::Ack(a)], now - 40).unwrap();
     j.append(&[call_record("toolu_2", now - 20), call_record("toolu_3", now - 10)], now - 10).unwrap();
     (transcript, ReadPath::new(dir, ScopeEnv::default()).at(now).with_host_pid(HOST_PID).with_stats(None))
 }
@@ -212,26 +220,8 @@ fn an_idle_returns_lines_written_after_the_question_starts_are_waited_for() {
     };
     turn(witness::Turn::Prompt, before);
     append(&transcript, &[&prompt("u1"), &tool_use("toolu_1")]);
-    let secret = Secret::load_or_create(dir).unwrap();
-    let (key, version) = (secret.name("key", "a.rs"), secret.name("version", "v1"));
-    let call_ref = ledger::id_ref("toolu_1");
-    let window = format!("proc:{HOST_PID}");
-    let d = Delivery {
-        t: before + 20,
-        host,
-        conv: "S",
-        scope: "S",
-        window: Some(&window),
-        call_ref: &call_ref,
-        key: &key,
-        version: &version,
-        digest: "d",
-        len: 10,
-        base: None,
-    };
-    let a = Ack { t: before + 30, host, scope: "S", call_ref: &call_ref, digest: "d", len: 10, whole: true };
+    journal_confirmed(dir, before + 10);
     let j = Journal::new(dir);
-    j.append(&[call_record("toolu_1", before + 10), Record::Delivery(d), Record::Ack(a)], before + 30).unwrap();
     turn(witness::Turn::Stop, before + 40);
     assert!(!turn(witness::Turn::Prompt, now - 10), "the return of the only process is provisional");
     j.append(&[call_record("toolu_2", now - 5)], now - 5).unwrap();
