@@ -492,3 +492,79 @@ fn a_rewind_past_the_second_delivery_of_a_file_leaves_the_first_copy() {
     prompt("u5");
     assert_eq!(read("toolu_5", "stub"), "withdrawn", "no copy is held");
 }
+
+/// The step back over withdrawn deliveries is bounded
+/// (`state::ledger::MAX_STEP_BACK`, 4): a copy four deliveries back backs
+/// the stub, one five back does not (withheld `withdrawn`, as if none were
+/// held: the safe side). The same setup as the test above.
+#[test]
+fn a_rewind_steps_back_over_at_most_four_withdrawn_deliveries() {
+    let sb = Sandbox::new();
+    let transcript = sb.tmp.path().join("S.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let line = |v: Value| {
+        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(t, "{v}").unwrap();
+    };
+    let hook = |v: Value| {
+        let o = sb.hook("claude-code", v.to_string()).run();
+        assert_eq!(o.code, 0, "{o:?}");
+    };
+    let file = |name: &str, v: &Value| {
+        let p = sb.tmp.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let text = "fn main() {}\n".repeat(50);
+    let result = file("r.json", &json!({"content": [{"type": "text", "text": text}]}));
+    let prompt = |uuid: &str| {
+        hook(json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "prompt": "read it",
+            "transcript_path": transcript}));
+        line(json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}));
+    };
+    // The call's `PreToolUse`, its tool use on the transcript, then the
+    // server: `stub` (a question) or `deliver` (sent whole, no question).
+    let read = |id: &str, verb: &str| -> String {
+        hook(json!({"session_id": "S", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
+            "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}));
+        line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
+        let call = file(
+            &format!("call-{id}.json"),
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
+        );
+        let o = sb
+            .cmd([verb, "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--json", "--result"])
+            .arg(&result)
+            .run();
+        assert!(o.code == 0 || o.code == 1, "{o:?}");
+        let j = o.json();
+        j["decision"]["reason"]
+            .as_str()
+            .or(j["recorded"].as_bool().map(|r| if r { "recorded" } else { "not recorded" }))
+            .unwrap()
+            .to_string()
+    };
+    let batch = |id: &str| {
+        hook(json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
+            {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id, "tool_input": {"path": "a.rs"},
+             "tool_response": [{"type": "text", "text": text}]}]}));
+    };
+    prompt("u1");
+    assert_eq!(read("toolu_1", "stub"), "not-delivered");
+    batch("toolu_1");
+    for n in 2..=6 {
+        prompt(&format!("u{n}"));
+        assert_eq!(read(&format!("toolu_{n}"), "deliver"), "recorded");
+        batch(&format!("toolu_{n}"));
+    }
+    // Back to u3: toolu_3..6 are gone; toolu_2, four back, is held.
+    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u3"}));
+    prompt("u7");
+    assert_eq!(read("toolu_7", "stub"), "confirmed-delivery", "four back: within the bound");
+    // Back to u2: toolu_2 is gone too; toolu_1, five back, is past the bound.
+    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u2"}));
+    prompt("u8");
+    assert_eq!(read("toolu_8", "stub"), "withdrawn", "five back: past the bound");
+}
