@@ -36,7 +36,7 @@ impl<'a> Cur<'a> {
     pub(super) fn raw_string(&mut self) -> Option<&'a [u8]> {
         self.lit(b"\"")?;
         let rest = self.b.get(self.i..)?;
-        let n = memchr::memchr2(b'"', b'\\', rest)?;
+        let n = crate::base::bytes::find2(b'"', b'\\', rest)?;
         if rest[n] != b'"' || rest[..n].iter().any(|&b| b < 0x20) {
             return None;
         }
@@ -87,7 +87,7 @@ impl<'a> Cur<'a> {
                 b'"' => {
                     self.i += 1;
                     loop {
-                        let n = memchr::memchr2(b'"', b'\\', self.b.get(self.i..)?)?;
+                        let n = crate::base::bytes::find2(b'"', b'\\', self.b.get(self.i..)?)?;
                         self.i += n + 1;
                         if self.b[self.i - 1] == b'"' {
                             break;

@@ -95,7 +95,7 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
     loop {
         let from = lo;
         if st.skipping {
-            match memchr::memchr(b'\n', &buf[lo..hi]) {
+            match crate::base::bytes::find(b'\n', &buf[lo..hi]) {
                 Some(nl) => {
                     lo += nl + 1;
                     st.skipping = false;
@@ -104,7 +104,7 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
             }
             done += (lo - from) as u64;
         }
-        while let Some(nl) = memchr::memchr(b'\n', &buf[lo..hi]) {
+        while let Some(nl) = crate::base::bytes::find(b'\n', &buf[lo..hi]) {
             let at = start + done;
             let fact = classify_in(&buf[lo..lo + nl], st.track.pending.is_some());
             match (&fact, seen.as_mut()) {

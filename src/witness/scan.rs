@@ -82,7 +82,7 @@ struct Marks {
 
 fn marks(line: &[u8]) -> Marks {
     let mut m = Marks::default();
-    for i in memchr::memchr_iter(b'"', line) {
+    for i in crate::base::bytes::positions(b'"', line) {
         let r = &line[i..];
         match r.get(1) {
             Some(b't') => {
@@ -131,7 +131,7 @@ pub fn classify_in(line: &[u8], answers: bool) -> Fact {
     // more than the question), but bytes JSON text never holds are seen:
     // a NUL (a crash's unwritten block) or invalid UTF-8. Both are cheap
     // passes next to the quote scan.
-    if memchr::memchr(0, line).is_some() || std::str::from_utf8(line).is_err() {
+    if crate::base::bytes::find(0, line).is_some() || std::str::from_utf8(line).is_err() {
         return Fact::NotJson;
     }
     let m = marks(line);

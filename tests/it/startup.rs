@@ -51,3 +51,43 @@ fn the_binary_loads_only_libc_and_libgcc() {
     }
     assert!(extra.is_empty(), "every hook process now loads {extra:?} too (all: {libs:?})");
 }
+
+/// The `memchr` crate's top-level searches ask the CPU for AVX2 on their
+/// first call in a process (std's feature detection: nine `cpuid`, each a
+/// trap to the hypervisor under a VM, 5–25 µs here): a one-shot `leanctx
+/// stub` that read its transcript paid them on every question. Every
+/// search goes through `base::bytes`, which uses the crate's SSE2 searcher
+/// (no probe) on x86_64.
+#[test]
+fn byte_searches_go_through_base_bytes() {
+    fn rs_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rs_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    assert!(files.len() > 50, "{} source files found", files.len());
+    let own = src.join("base").join("bytes.rs");
+    let calls: Vec<String> = files
+        .iter()
+        .filter(|p| **p != own)
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let lines: Vec<String> = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim_start().starts_with("//") && l.contains("memchr::"))
+                .map(|(i, l)| format!("{}:{}: {}", p.display(), i + 1, l.trim()))
+                .collect();
+            lines
+        })
+        .collect();
+    assert!(calls.is_empty(), "memchr called directly (use leanctx::base::bytes):\n{}", calls.join("\n"));
+}
