@@ -30,7 +30,14 @@ mod parse;
 
 /// Bytes of records kept before the state file is saved whole again (and
 /// the records dropped): a question and a turn hook read at most this.
-pub const MAX_LOG_BYTES: u64 = 16 << 10;
+/// Every fresh process replays them all (~23 instructions a byte: checksum,
+/// parse, apply), while a save, since the state file is rewritten in place
+/// (`fsx::write_recycled_kept`), costs about what 5 KiB of records do
+/// (114k instructions with 256 prompts, callgrind, benches/README.md): at
+/// 16 KiB a one-shot question replayed 8 KiB on average (~190k
+/// instructions); at 4 KiB it replays 2 KiB and saves four times as often
+/// (~60k a question, saves included).
+pub const MAX_LOG_BYTES: u64 = 4 << 10;
 /// A record longer than this is not written (the state file is saved
 /// whole instead): one question's many ids.
 pub const MAX_RECORD_BYTES: usize = 4 << 10;

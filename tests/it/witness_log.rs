@@ -193,7 +193,7 @@ fn many_processes_asking_at_once_keep_the_progress_whole() {
 }
 
 /// The records are bounded: questions that only read on fill the lock file
-/// up to its 16 KiB, and then one saves the state whole (a new inode) and
+/// up to its bound (`MAX_LOG_BYTES`), and then one saves the state whole (a new inode) and
 /// the records start over; a question that saw too many ids for one record
 /// (over 4 KiB) saves whole at once. A rewind after either is still seen.
 #[test]
