@@ -29,6 +29,7 @@ use fields::{call_fields, call_time, fields_of, last_field_is, next_to_last, spa
 use hash::COLLIDE;
 use hash::{ByHash, hash_of};
 use std::collections::HashMap;
+use subs::Subagents;
 
 const HOSTS: [Host; 4] = Host::ALL;
 
@@ -49,15 +50,6 @@ struct PerHost {
     first: Option<u64>,
 }
 
-/// A subagent start or stop, in file order.
-#[derive(Clone, Copy, Debug)]
-struct Sub {
-    t: u64,
-    host: Host,
-    start: bool,
-    agent: Option<Span>,
-}
-
 /// The journal reduced to what the decisions ask.
 ///
 /// The lines read are kept as they are (one string, no allocation per
@@ -74,7 +66,9 @@ pub struct Digest {
     convs: HashMap<String, [PerHost; 4]>,
     compactions: HashMap<String, u64>,
     floor: u64,
-    subagents: HashMap<String, Vec<Sub>>,
+    /// Per conversation, its subagent records and ends, for "which
+    /// subagents were open at t" (a conversation with only ends is here too).
+    subagents: HashMap<String, Subagents>,
     /// Call lines, in file order.
     calls: Vec<(Span, Option<u64>)>,
     /// Indices into `calls` by the call id field (next to last), for
@@ -231,6 +225,7 @@ impl Digest {
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].end;
                         *slot = Some(slot.map_or(t, |old| old.max(t)));
                         *newest_end = (*newest_end).max(t);
+                        get_or_insert(subagents, conv).end(text, t);
                     }
                     Some(Record::Compaction { t, host, conv, .. }) => {
                         let reach = journal::ReachLine::reach_of(pending, t, host, conv);
@@ -246,12 +241,12 @@ impl Digest {
                     }
                     Some(Record::Floor { t }) => *floor = (*floor).max(t),
                     Some(Record::SubagentStart { t, host, conv, agent }) => {
-                        let agent = Some(span_in(text, agent));
-                        get_or_insert(subagents, conv).push(Sub { t, host, start: true, agent });
+                        let agent = span_in(text, agent);
+                        get_or_insert(subagents, conv).start(text, t, host_index(host), agent);
                     }
                     Some(Record::SubagentStop { t, host, conv, agent }) => {
                         let agent = agent.map(|a| span_in(text, a));
-                        get_or_insert(subagents, conv).push(Sub { t, host, start: false, agent });
+                        get_or_insert(subagents, conv).stop(text, t, host_index(host), agent);
                     }
                     Some(Record::Lineage { .. }) => lineage.push((at, span_in(text, line))),
                     Some(Record::Call(_) | Record::Claim { .. }) | None => {}
@@ -329,33 +324,19 @@ impl Digest {
 
     /// [`View::any_subagent_active`].
     pub fn any_subagent_active(&self, now: u64) -> bool {
-        self.subagents.keys().any(|c| !self.active_subagents(c, now).is_empty())
+        self.subagents.values().any(|s| s.any() && s.any_open_at(&self.text, now))
     }
 
     /// [`View::several_conversations`] (or more: every conversation seen).
     pub fn several_conversations(&self) -> bool {
-        self.convs.len() > 1 || !self.subagents.is_empty()
+        self.convs.len() > 1 || self.subagents.values().any(Subagents::any)
     }
 
-    /// [`View::open_subagents`]: the subagent records of `conv`, closed by
-    /// its latest end (which closes every start before it, as every end does).
+    /// [`View::open_subagents`], at any `now` (exact whatever
+    /// [`Digest::exact_at`] says: every subagent record and end is kept).
     pub fn open_subagents(&self, conv: &str, now: u64) -> Vec<(&str, u64)> {
-        let Some((conv, subs)) = self.subagents.get_key_value(conv) else { return Vec::new() };
-        let mut records: Vec<Record<'_>> = subs
-            .iter()
-            .map(|s| match (s.start, s.agent) {
-                (true, Some(a)) => Record::SubagentStart { t: s.t, host: s.host, conv, agent: self.at(a) },
-                _ => Record::SubagentStop { t: s.t, host: s.host, conv, agent: s.agent.map(|a| self.at(a)) },
-            })
-            .collect();
-        if let Some((i, t)) = self
-            .convs
-            .get(conv)
-            .and_then(|hosts| hosts.iter().enumerate().filter_map(|(i, h)| h.end.map(|t| (i, t))).max_by_key(|x| x.1))
-        {
-            records.push(Record::End { t, host: HOSTS[i], conv });
-        }
-        View { records }.open_subagents(conv, now)
+        let Some(subs) = self.subagents.get(conv) else { return Vec::new() };
+        subs.open_at(&self.text, now).into_iter().map(|(a, t)| (self.at(a), t)).collect()
     }
 
     /// [`View::subagent_unwitnessed`] (exact when [`Digest::exact_at`]`(now)`).
@@ -371,9 +352,9 @@ impl Digest {
         }
         let starts: Vec<u64> = self
             .subagents
-            .iter()
-            .filter(|(_, subs)| subs.iter().any(|s| s.host == host))
-            .flat_map(|(c, _)| self.open_subagents(c, now))
+            .values()
+            .filter(|subs| subs.of_host(h))
+            .flat_map(|subs| subs.open_at(&self.text, now))
             .map(|x| x.1)
             .collect();
         let firsts: Vec<u64> = self
@@ -576,6 +557,7 @@ impl Digest {
 mod fields;
 mod hash;
 mod reader;
+mod subs;
 #[cfg(test)]
 mod tests;
 
