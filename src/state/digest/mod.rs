@@ -225,7 +225,7 @@ impl Digest {
                         let slot = &mut get_or_insert(convs, conv)[host_index(host)].end;
                         *slot = Some(slot.map_or(t, |old| old.max(t)));
                         *newest_end = (*newest_end).max(t);
-                        get_or_insert(subagents, conv).end(text, t);
+                        get_or_insert(subagents, conv).end(t);
                     }
                     Some(Record::Compaction { t, host, conv, .. }) => {
                         let reach = journal::ReachLine::reach_of(pending, t, host, conv);
@@ -242,11 +242,11 @@ impl Digest {
                     Some(Record::Floor { t }) => *floor = (*floor).max(t),
                     Some(Record::SubagentStart { t, host, conv, agent }) => {
                         let agent = span_in(text, agent);
-                        get_or_insert(subagents, conv).start(text, t, host_index(host), agent);
+                        get_or_insert(subagents, conv).start(t, host_index(host), agent);
                     }
                     Some(Record::SubagentStop { t, host, conv, agent }) => {
                         let agent = agent.map(|a| span_in(text, a));
-                        get_or_insert(subagents, conv).stop(text, t, host_index(host), agent);
+                        get_or_insert(subagents, conv).stop(t, host_index(host), agent);
                     }
                     Some(Record::Lineage { .. }) => lineage.push((at, span_in(text, line))),
                     Some(Record::Call(_) | Record::Claim { .. }) | None => {}

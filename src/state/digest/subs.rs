@@ -13,6 +13,7 @@
 
 use super::Span;
 use crate::state::journal;
+use std::cell::RefCell;
 
 /// The open set is saved after every this many events (tests: often, so
 /// that the randomized comparison with View crosses many saved sets).
@@ -41,9 +42,23 @@ struct Event {
     agent: Option<Span>,
 }
 
-/// One conversation's subagent records and ends, sorted as View sorts them.
+/// One conversation's subagent records and ends, sorted as View sorts them
+/// when first asked about.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Subagents {
+    /// Host indices with a start or stop record (bit per host).
+    hosts: u8,
+    /// A start or stop record was seen (not only ends).
+    any: bool,
+    /// Sorted in on the first question: a process that never asks about
+    /// this conversation (a CLI call asks about one) pays a push per record.
+    sorted: RefCell<Sorted>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Sorted {
+    /// Folded, not sorted in yet (file order).
+    pending: Vec<Event>,
     /// Sorted by (time, kind), file order among equals (View's stable sort).
     events: Vec<Event>,
     /// `saved[j]`: the open set after `events[..j * EVERY]` (`None`: too
@@ -51,10 +66,6 @@ pub(super) struct Subagents {
     saved: Vec<Option<Vec<(Span, u64)>>>,
     /// The open set after all events.
     open: Vec<(Span, u64)>,
-    /// Host indices with a start or stop record (bit per host).
-    hosts: u8,
-    /// A start or stop record was seen (not only ends).
-    any: bool,
 }
 
 /// View's step: an end closes every subagent, a start (re)opens its agent
@@ -73,20 +84,20 @@ fn step(text: &str, open: &mut Vec<(Span, u64)>, e: &Event) {
 }
 
 impl Subagents {
-    pub(super) fn start(&mut self, text: &str, t: u64, host: usize, agent: Span) {
+    pub(super) fn start(&mut self, t: u64, host: usize, agent: Span) {
         self.note_host(host);
-        self.insert(text, Event { t, kind: START, agent: Some(agent) });
+        self.insert(Event { t, kind: START, agent: Some(agent) });
     }
 
-    pub(super) fn stop(&mut self, text: &str, t: u64, host: usize, agent: Option<Span>) {
+    pub(super) fn stop(&mut self, t: u64, host: usize, agent: Option<Span>) {
         self.note_host(host);
         if agent.is_some() {
-            self.insert(text, Event { t, kind: STOP, agent });
+            self.insert(Event { t, kind: STOP, agent });
         }
     }
 
-    pub(super) fn end(&mut self, text: &str, t: u64) {
-        self.insert(text, Event { t, kind: END, agent: None });
+    pub(super) fn end(&mut self, t: u64) {
+        self.insert(Event { t, kind: END, agent: None });
     }
 
     fn note_host(&mut self, host: usize) {
@@ -103,6 +114,36 @@ impl Subagents {
     /// Has a start or stop record made by the host at this index.
     pub(super) fn of_host(&self, host: usize) -> bool {
         self.hosts & (1 << host) != 0
+    }
+
+    fn insert(&mut self, e: Event) {
+        self.sorted.get_mut().pending.push(e);
+    }
+
+    /// [`View::open_subagents`](crate::state::journal::View::open_subagents)
+    /// at `now` on this conversation's records.
+    pub(super) fn open_at(&self, text: &str, now: u64) -> Vec<(Span, u64)> {
+        let mut s = self.sorted.borrow_mut();
+        s.sort_in(text);
+        s.open_at(text, now)
+    }
+
+    /// `!open_at(now).is_empty()`, without the copy when every event is seen.
+    pub(super) fn any_open_at(&self, text: &str, now: u64) -> bool {
+        let mut s = self.sorted.borrow_mut();
+        s.sort_in(text);
+        match s.events.last() {
+            Some(e) if !journal::is_future_end(e.t, now) => !s.open.is_empty(),
+            _ => !s.open_at(text, now).is_empty(),
+        }
+    }
+}
+
+impl Sorted {
+    fn sort_in(&mut self, text: &str) {
+        for e in std::mem::take(&mut self.pending) {
+            self.insert(text, e);
+        }
     }
 
     fn insert(&mut self, text: &str, e: Event) {
@@ -143,9 +184,7 @@ impl Subagents {
             .unwrap_or_default()
     }
 
-    /// [`View::open_subagents`](crate::state::journal::View::open_subagents)
-    /// at `now` on this conversation's records.
-    pub(super) fn open_at(&self, text: &str, now: u64) -> Vec<(Span, u64)> {
+    fn open_at(&self, text: &str, now: u64) -> Vec<(Span, u64)> {
         // The events every kind sees at `now`: a prefix.
         let seen = self.events.partition_point(|e| !journal::is_future_end(e.t, now));
         if seen == self.events.len() {
@@ -164,13 +203,5 @@ impl Subagents {
             }
         }
         open
-    }
-
-    /// `!open_at(now).is_empty()`, without the copy when every event is seen.
-    pub(super) fn any_open_at(&self, text: &str, now: u64) -> bool {
-        match self.events.last() {
-            Some(e) if !journal::is_future_end(e.t, now) => !self.open.is_empty(),
-            _ => !self.open_at(text, now).is_empty(),
-        }
     }
 }
