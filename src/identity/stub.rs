@@ -526,7 +526,7 @@ impl ReadPath {
         let Some(dir) = self.usable_dir() else { return Witnessed::NotAsked };
         let (host, conv) = (seen.host, seen.conversation.as_str());
         let call_id = seen.call_ref.strip_prefix("id:");
-        let end_all = |reach| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
+        let end_all = |reach: crate::state::journal::Reach<'_>| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
         let q = witness::Question {
             host,
             conv,
@@ -543,6 +543,7 @@ impl ReadPath {
                     .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Conversation | ScopeKind::Custom))
             }),
             subagent: ScopeKind::of(&seen.scope) == ScopeKind::Agent,
+            agent: own_transcript(host, &seen.scope),
             relied: ans.relied.clone(),
         };
         let wait_end = Instant::now() + CATCH_UP_WAIT;
@@ -578,12 +579,12 @@ impl ReadPath {
     /// compaction withheld (`withdrawn`, then `compacted`), found by
     /// benches/workload. Its answer is not needed here: a failure withholds
     /// at that next question, as before.
-    fn catch_up_witness(&self, dir: &std::path::Path, host: crate::Host, conv: &str, now: u64) {
+    fn catch_up_witness(&self, dir: &std::path::Path, host: crate::Host, conv: &str, scope: &str, now: u64) {
         if !crate::hosts::profile::profile(host).transcript_witness {
             return;
         }
-        let q = witness::Question::catch_up(host, conv, now);
-        let end_all = |reach| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
+        let q = witness::Question { agent: own_transcript(host, scope), ..witness::Question::catch_up(host, conv, now) };
+        let end_all = |reach: crate::state::journal::Reach<'_>| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
         let _ = witness::check(dir, &q, Instant::now() + READ_WAIT, end_all);
     }
 
@@ -630,7 +631,7 @@ impl ReadPath {
         let content = secret.seal_content(content);
         let conv = lc.caller.conversation.as_deref().unwrap_or(scope);
         let host = lc.caller.host.unwrap_or(crate::Host::ClaudeCode);
-        self.catch_up_witness(dir, host, conv, now);
+        self.catch_up_witness(dir, host, conv, scope, now);
         let d = ledger::Delivery {
             t: now,
             host,
@@ -649,6 +650,13 @@ impl ReadPath {
             Err(e) => not(&format!("could not write the journal: {e}")),
         }
     }
+}
+
+/// The scope of a delivery made to a subagent that writes a transcript of
+/// its own (Claude Code's: docs/DELIVERY.md §8, "Subagents and compaction"),
+/// which the witness then reads on too.
+fn own_transcript(host: crate::Host, scope: &str) -> Option<&str> {
+    (host == crate::Host::ClaudeCode && ScopeKind::of(scope) == ScopeKind::Agent).then_some(scope)
 }
 
 /// What the journal says about delivery `d` (at position `at`) of `key`

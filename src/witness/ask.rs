@@ -49,6 +49,10 @@ pub struct Question<'a> {
     /// The delivery is a subagent's (scope `agent:<id>`): a compaction of
     /// the main thread did not reach it.
     pub subagent: bool,
+    /// That subagent's scope (`agent:<id>`), on a host whose subagents
+    /// write transcripts of their own (Claude Code): read on too
+    /// ([`super::agent`]).
+    pub agent: Option<&'a str>,
     /// Results of other host processes the stub rests on, loaded with the
     /// history by a process that resumed after their confirmation: (the
     /// owner's pid, the loader's pid, unix ms of the confirmation). Each
@@ -70,6 +74,7 @@ impl<'a> Question<'a> {
             proc: None,
             asking: None,
             subagent: false,
+            agent: None,
             relied: Vec::new(),
         }
     }

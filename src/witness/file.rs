@@ -5,6 +5,7 @@
 //! progress since the state file's last save ([`progress`]), and the
 //! host's transcript, read from the saved offset on (`witness/read.rs`).
 
+use super::agent::{self, AgentRead, AgentTrack};
 pub use super::ask::{Check, Question};
 use super::held::{self, Held};
 use super::lives::{self, Lives};
@@ -80,6 +81,11 @@ pub struct State {
     /// kept; no process may then rely on another's result).
     #[serde(default)]
     pub lives: Option<Lives>,
+    /// Claude Code subagents whose own transcripts this conversation's
+    /// questions read ([`agent`](super::agent)), at most [`super::agent::MAX_AGENTS`]
+    /// (omitted when none: a state without subagents is written as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentTrack>,
     /// Written beside the fields above; read by [`State::from_json`] only,
     /// on its own: serde's `flatten` buffered every id of it before
     /// building it, two fifths of a one-shot `leanctx stub`'s instructions
@@ -478,7 +484,7 @@ pub fn check(
     dir: &Path,
     q: &Question<'_>,
     deadline: Instant,
-    end_all: impl FnOnce(Reach<'static>) -> io::Result<()>,
+    mut end_all: impl FnMut(Reach<'_>) -> io::Result<()>,
 ) -> Check {
     let (path, lock) = paths(dir, q.host, q.conv);
     let unavailable = |why: String| Check::Unavailable(why);
@@ -520,9 +526,19 @@ pub fn check(
     {
         return unavailable(format!("{why}, and the journal could not record it: {e}"));
     }
-    if r.ended.is_some() || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone()) {
-        // Only read on: a record in the lock file; else a new save.
-        let rec = r.seen.filter(|_| can_append(&h)).and_then(|seen| progress::record(&h.state, before.1, seen));
+    // A subagent's delivery: its own transcript too (journaled before its
+    // offset moves on, as above).
+    let agents_before = q.agent.map(|_| h.state.agents.clone());
+    let sub = q.agent.map(|scope| read_agent(&mut h, scope, q.now, &secret, &mut end_all));
+    let agents_moved = agents_before.is_some_and(|a| a != h.state.agents);
+    if agents_moved
+        || r.ended.is_some()
+        || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone())
+    {
+        // Only read on: a record in the lock file; else a new save (the
+        // records carry the session's track only).
+        let seen = r.seen.filter(|_| !agents_moved);
+        let rec = seen.filter(|_| can_append(&h)).and_then(|seen| progress::record(&h.state, before.1, seen));
         let room = |rec: &[u8]| h.log.stale || h.log.len + rec.len() as u64 <= progress::MAX_LOG_BYTES;
         let saved = match rec {
             Some(rec) if room(&rec) => {
@@ -550,9 +566,50 @@ pub fn check(
     }
     // The main thread's compaction did not reach a subagent's context.
     let ended = r.ended.filter(|_| !(r.main_only && q.subagent));
-    let answer = judge(&h.state, q, ended, r.behind);
+    let answer = match sub {
+        Some(Err(why)) => Check::Unavailable(why),
+        Some(Ok(AgentRead::Ended(why))) => Check::EndedAll(why),
+        Some(Ok(AgentRead::Behind(n))) => Check::Unavailable(format!(
+            "{n} bytes of the subagent's transcript not yet read (over the {MAX_READ_BYTES}-byte budget)"
+        )),
+        Some(Ok(AgentRead::Clear)) | None => judge(&h.state, q, ended, r.behind),
+    };
     held::keep(h);
     answer
+}
+
+/// Read on the own transcript of the subagent of `scope` (docs/DELIVERY.md
+/// §8, "Subagents and compaction"): what ends its deliveries is journaled
+/// (`end`, [`Reach::Agent`]) before its track moves on; so is the end of a
+/// track the bound drops. `Err`: why nothing can be said (its deliveries
+/// back no stub now; the track, if moved, is saved).
+fn read_agent(
+    h: &mut Held,
+    scope: &str,
+    now: u64,
+    secret: &Secret,
+    end: &mut impl FnMut(Reach<'_>) -> io::Result<()>,
+) -> Result<AgentRead, String> {
+    let Some(path) = agent::subagent_path(&h.state.transcript, scope) else {
+        return Err(format!("no transcript of its own can be named for the subagent {scope}"));
+    };
+    // Changed on a copy, kept only when everything it ended was journaled.
+    let mut tracks = h.state.agents.clone();
+    let (t, dropped) = AgentTrack::keep(&mut tracks, scope, now);
+    let was = t.clone();
+    if let Some(d) = dropped.as_deref() {
+        end(Reach::Agent(d))
+            .map_err(|e| format!("the journal could not record the end of a subagent no longer followed: {e}"))?;
+    }
+    let r = agent::read_on(t, &path, secret, &mut h.buf).map_err(|e| format!("the subagent's transcript: {e}"))?;
+    if let AgentRead::Ended(why) = &r {
+        end(Reach::Agent(scope)).map_err(|e| format!("{why}, and the journal could not record it: {e}"))?;
+    }
+    if (t.file, t.offset, t.skipping) != (was.file, was.offset, was.skipping) {
+        t.asked_ms = now;
+    }
+    h.state.agents = tracks;
+    Ok(r)
 }
 
 /// Whether a read that only read on may be recorded in the lock file: where

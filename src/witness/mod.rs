@@ -10,6 +10,7 @@
 //! hooks' part is the turn boundary ([`file::on_turn`]): where the
 //! transcript is, and the idle rule that needs no timing luck.
 
+pub mod agent;
 pub mod ask;
 mod exact_json;
 pub mod file;

@@ -20,11 +20,14 @@ use crate::withdrawal::{dir, fixture_hooks, host_pid, jsonl, line_time, prompt_h
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::PathBuf;
 
 enum Ev {
     Hook(Value),
     Question(Value),
     Line(String),
+    /// A line of a subagent's own transcript (its file name).
+    SubLine(String, String),
 }
 
 /// The answers, in order: (reason, allowed, safe).
@@ -33,6 +36,17 @@ type Answers = Vec<(String, bool, bool)>;
 /// Replay `scenario`; `hook` and `line` may change a hook payload or a
 /// transcript line first (a variant the host did not write).
 fn replay(scenario: &str, hook: &dyn Fn(&mut Value), line: &dyn Fn(&mut Value)) -> Answers {
+    replay_with(scenario, hook, line, &|_| {})
+}
+
+/// [`replay`], with `events` changing the timed events (hooks, questions,
+/// lines) before they run: a variant the host did not write.
+fn replay_with(
+    scenario: &str,
+    hook: &dyn Fn(&mut Value),
+    line: &dyn Fn(&mut Value),
+    events: &dyn Fn(&mut Vec<(u64, usize, Ev)>),
+) -> Answers {
     let d = dir(scenario);
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join("transcript.jsonl");
@@ -52,6 +66,24 @@ fn replay(scenario: &str, hook: &dyn Fn(&mut Value), line: &dyn Fn(&mut Value)) 
         line(&mut v);
         evs.push((t, 0, Ev::Line(v.to_string())));
     }
+    // Each subagent's own transcript, beside the session's as the host lays
+    // it out (`<session>/subagents/agent-<id>.jsonl`), growing as it was written.
+    let subs = transcript.with_extension("").join("subagents");
+    std::fs::create_dir_all(&subs).unwrap();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(d.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    names.sort();
+    for f in names {
+        let name = f.file_name().unwrap().to_str().unwrap().to_string();
+        let mut last = 0;
+        for l in std::fs::read_to_string(&f).unwrap().lines() {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let t = line_time(&v, last, &[]);
+            last = t;
+            line(&mut v);
+            evs.push((t, 0, Ev::SubLine(name.clone(), v.to_string())));
+        }
+    }
+    events(&mut evs);
     evs.sort_by_key(|(t, k, _)| (*t, *k));
     let requests = jsonl(&d.join("model-requests.jsonl"));
     // The request whose answer made each tool use, and what it held whole.
@@ -83,6 +115,10 @@ fn replay(scenario: &str, hook: &dyn Fn(&mut Value), line: &dyn Fn(&mut Value)) 
     for (i, (t, _, e)) in evs.iter().enumerate() {
         match e {
             Ev::Line(l) => writeln!(file, "{l}").unwrap(),
+            Ev::SubLine(name, l) => {
+                let mut f = std::fs::OpenOptions::new().create(true).append(true).open(subs.join(name)).unwrap();
+                writeln!(f, "{l}").unwrap();
+            }
             Ev::Hook(h) => {
                 let o = sb
                     .hook("claude-code", h.to_string())
@@ -203,4 +239,98 @@ fn a_compaction_that_cannot_be_placed_ends_everything() {
     let a = replay("subagent-main-compact", &lost, &keep);
     no_wrong("main compaction, hooks lost", &a);
     assert_eq!(reasons(&a)[3..], ["confirmed-delivery", "compacted"], "{a:?}");
+}
+
+/// A subagent's own compaction whose three hooks were all lost is seen in
+/// its own transcript: its re-read afterwards is withheld, and the main
+/// thread's re-read is still a stub. A variant of `subagent-own-compact`
+/// (the captured subagent compacted before any MCP read of its own): its
+/// one tool call before the compaction, the ToolSearch (hooks 13–15 with its
+/// `agent_id`, its transcript's tool-use line), made a `ctx_read` of S, the
+/// shape of the main thread's read (hooks 6–8); and a re-read of S by the
+/// subagent 50 ms after the compaction (its `PreToolUse` a copy of the
+/// first one's), which the oracle judges from the subagent's request after
+/// its compaction (held nothing whole: `model-requests.jsonl`, …645.10).
+/// Before the witness read the subagent's transcript, the re-read was a
+/// stub (`confirmed-delivery`): a wrong one.
+#[test]
+fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
+    const S: &str = "big-10240-s1";
+    const FIRST: &str = "toolu_mock_6a396a1c44b941f9";
+    const AGAIN: &str = "toolu_variant_subagent_reread";
+    let read_s = |h: &mut Value| {
+        if h["tool_use_id"] == FIRST || h["tool_calls"][0]["tool_use_id"] == FIRST {
+            let text = json!([{"type": "text", "text": format!("MARK-START {S} size=10240\nvariant")}]);
+            let call = if h["hook_event_name"] == "PostToolBatch" { &mut h["tool_calls"][0] } else { &mut *h };
+            call["tool_name"] = json!("mcp__ctx__ctx_read");
+            call["tool_input"] = json!({"path": S});
+            if call.get("tool_response").is_some() {
+                call["tool_response"] = text;
+            }
+        }
+    };
+    let lose = |h: &mut Value| {
+        let compaction =
+            matches!(h["hook_event_name"].as_str(), Some("PreCompact" | "PostCompact")) || h["source"] == "compact";
+        if compaction {
+            *h = json!({"hook_event_name": "Notification", "session_id": h["session_id"]});
+        }
+        read_s(h);
+    };
+    let mcp_line = |v: &mut Value| {
+        for b in v["message"]["content"].as_array_mut().into_iter().flatten() {
+            if b["id"] == FIRST {
+                b["name"] = json!("mcp__ctx__ctx_read");
+                b["input"] = json!({"path": S});
+            }
+        }
+    };
+    let version = "sha256:2f6d4b1bb1a7d5d4b7c0f0e3a8d9c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9";
+    let add = |evs: &mut Vec<(u64, usize, Ev)>| {
+        let hook = |event: &str, id: &str| {
+            evs.iter()
+                .find_map(|(t, _, e)| match e {
+                    Ev::Hook(h) if h["hook_event_name"] == event && (h["tool_use_id"] == id || h["agent_id"] == id) => {
+                        Some((*t, h.clone()))
+                    }
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let (pre, first) = hook("PreToolUse", FIRST);
+        let (post, _) = hook("SubagentStop", first["agent_id"].as_str().unwrap());
+        // After the subagent's boundary (or the line in its place) is on disk, before it stops.
+        let boundary = evs
+            .iter()
+            .find_map(|(t, _, e)| matches!(e, Ev::SubLine(_, l) if l.contains("compact_boundary") || l.contains("informational")).then_some(*t))
+            .unwrap();
+        let again_at = boundary.max(pre) + 50;
+        assert!(again_at < post, "the re-read falls inside the subagent's run");
+        let mut again = first;
+        again["tool_use_id"] = json!(AGAIN);
+        let question = |id: &str, ms: u64| {
+            json!({"ts": ms as f64 / 1000.0, "_meta": {"claudecode/toolUseId": id}, "arguments": {"path": S},
+                   "leanctx": {"version": version}})
+        };
+        evs.push((pre + 20, 2, Ev::Question(question(FIRST, pre + 20))));
+        evs.push((again_at, 1, Ev::Hook(again)));
+        evs.push((again_at + 10, 2, Ev::Question(question(AGAIN, again_at + 10))));
+    };
+    let a = replay_with("subagent-own-compact", &lose, &mcp_line, &add);
+    no_wrong("a subagent's own compaction, its hooks lost", &a);
+    // M read, S read by the subagent, S re-read after its compaction, M re-read.
+    assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "withdrawn", "confirmed-delivery"], "{a:?}");
+    assert!(a[3].2, "the oracle backs the main thread's stub: {a:?}");
+
+    // The same with the subagent's transcript as written but no boundary in
+    // it: its re-read is a stub (nothing withdrew S, as far as the host's
+    // record goes), so what withholds above is the boundary.
+    let no_boundary = |v: &mut Value| {
+        mcp_line(v);
+        if v["subtype"] == "compact_boundary" {
+            *v = json!({"type": "system", "subtype": "informational", "isSidechain": true});
+        }
+    };
+    let a = replay_with("subagent-own-compact", &lose, &no_boundary, &add);
+    assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "confirmed-delivery", "confirmed-delivery"], "{a:?}");
 }

@@ -62,6 +62,7 @@ impl W {
             proc,
             asking: None,
             subagent: false,
+            agent: None,
             relied: Vec::new(),
         };
         check(&self.data, &q, far(), |_| {
@@ -143,6 +144,7 @@ fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first()
             proc: None,
             asking: None,
             subagent: false,
+            agent: None,
             relied: Vec::new(),
         };
         let c = check(&w.data, &q, far(), |_| Err(std::io::Error::other("disk full")));
@@ -455,6 +457,7 @@ fn a_kept_state_gives_way_to_another_processs_save() {
             proc: None,
             asking: None,
             subagent: false,
+            agent: None,
             relied: Vec::new(),
         };
         check(&sb.data, &q, far(), |_| Ok(()))
@@ -576,6 +579,7 @@ fn a_pending_return_waits_for_the_asking_calls_line() {
             proc: Some(7),
             asking: Some("t3"),
             subagent: false,
+            agent: None,
             relied: Vec::new(),
         };
         check(&w.data, &q, far(), |_| Ok(()))

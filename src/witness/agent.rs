@@ -1,0 +1,271 @@
+//! A Claude Code subagent's own transcript as the witness of its context.
+//! A subagent's compaction writes its `compact_boundary` (`"isSidechain":true`,
+//! its `agentId`) to `<session>/subagents/agent-<id>.jsonl`, next to the
+//! session's transcript, never to the session's (Claude Code 2.1.328,
+//! docs/DELIVERY.md §8, "Subagents and compaction"; fixture
+//! tests/fixtures/payloads/withdrawal/claude/subagent-own-compact/). When its
+//! three compaction hooks are all lost, only that file shows it. So a
+//! question whose delivery is a subagent's (scope `agent:<id>`) reads that
+//! file on too, from an offset of its own ([`AgentTrack`]), within the same
+//! byte budget as the session's transcript; a line there that withdraws
+//! anything ends that subagent's deliveries ([`Reach::Agent`](crate::state::journal::Reach::Agent)),
+//! never the main thread's.
+//!
+//! Pure parts ([`subagent_path`], [`verdict`], [`AgentTrack::keep`]) are
+//! table-tested; [`read_on`] is the bounded read.
+
+use super::file::{MAX_READ_BYTES, TRANSCRIPT};
+use super::scan::{Fact, classify};
+use crate::fsx;
+use crate::state::secret::Secret;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Subagent transcripts one conversation follows; past it the track asked
+/// least recently is dropped, and its deliveries end ([`AgentTrack::keep`]).
+pub const MAX_AGENTS: usize = 32;
+
+/// Bytes before the offset read again on every question and compared with
+/// their seal: a file rewritten in place is caught there.
+const TAIL_BYTES: u64 = 256;
+
+/// Where reading one subagent's transcript stopped (offsets, ids and a
+/// seal; never content).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentTrack {
+    /// The subagent's scope, `agent:<id>`.
+    pub scope: String,
+    /// Device and inode of its transcript ((0, 0): not seen yet).
+    pub file: (u64, u64),
+    /// Where the next read starts: the start of a line.
+    pub offset: u64,
+    /// Inside a line longer than [`MAX_READ_BYTES`]: skip to its end.
+    pub skipping: bool,
+    /// The seal of the [`TAIL_BYTES`] before `offset` (empty: none).
+    pub tail: String,
+    /// Unix ms this track was made or last moved on (the bound drops the
+    /// oldest).
+    pub asked_ms: u64,
+}
+
+impl AgentTrack {
+    /// The track of `scope` among `tracks`, made if missing (at `now`); with it, the
+    /// scope of a track dropped to make room (whose deliveries must end:
+    /// nothing follows its transcript any more), pure.
+    pub fn keep<'t>(tracks: &'t mut Vec<AgentTrack>, scope: &str, now: u64) -> (&'t mut AgentTrack, Option<String>) {
+        let mut dropped = None;
+        let i = match tracks.iter().position(|t| t.scope == scope) {
+            Some(i) => i,
+            None => {
+                if tracks.len() >= MAX_AGENTS
+                    && let Some(old) = tracks.iter().enumerate().min_by_key(|(_, t)| t.asked_ms).map(|(i, _)| i)
+                {
+                    dropped = Some(tracks.remove(old).scope);
+                }
+                tracks.push(AgentTrack { scope: scope.to_string(), asked_ms: now, ..AgentTrack::default() });
+                tracks.len() - 1
+            }
+        };
+        (&mut tracks[i], dropped)
+    }
+}
+
+/// The transcript of the subagent of `scope` (`agent:<id>`), beside the
+/// session's transcript `session` (`<dir>/<session>.jsonl` ->
+/// `<dir>/<session>/subagents/agent-<id>.jsonl`, as Claude Code 2.1.328 lays
+/// it out: the fixture's `subagents/`, and `SubagentStop`'s
+/// `agent_transcript_path`), pure. `None` when either name could lead
+/// anywhere else: an id of other than ASCII letters, digits, `-` and `_`
+/// (no separator, no `..`), or a session path that is not a `.jsonl` file
+/// name.
+pub fn subagent_path(session: &str, scope: &str) -> Option<PathBuf> {
+    let id = scope.strip_prefix("agent:")?;
+    let plain = |s: &str| {
+        !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if !plain(id) {
+        return None;
+    }
+    let session = Path::new(session);
+    let stem = session.file_name()?.to_str()?.strip_suffix(".jsonl")?;
+    if stem.is_empty() || stem.starts_with('.') {
+        return None;
+    }
+    Some(session.parent()?.join(stem).join("subagents").join(format!("agent-{id}.jsonl")))
+}
+
+/// What a line of a subagent's own transcript means for its deliveries,
+/// pure: `Some(why)` when they end. Its compaction boundary ends them;
+/// so does anything else that withdraws (a cut, a clearing, a rewind:
+/// none was seen in a subagent's transcript, and whose context such a line
+/// would concern there is not known) and a line that is not JSON.
+/// Prompts and tool uses end nothing.
+pub fn verdict(fact: &Fact) -> Option<&'static str> {
+    match fact {
+        Fact::Nothing | Fact::Prompt(_) | Fact::ToolUses(_) | Fact::Answer { .. } => None,
+        Fact::Compacted { .. } => Some("the subagent's own transcript shows it compacted"),
+        Fact::Cut(_) | Fact::Cleared | Fact::Rewound(_) => {
+            Some("the subagent's own transcript shows results withdrawn")
+        }
+        Fact::NotJson => Some("a line of the subagent's own transcript is not JSON"),
+    }
+}
+
+/// What one read on of a subagent's transcript found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AgentRead {
+    /// Nothing in it ends the subagent's deliveries (or there is no file
+    /// yet: the host has written no line of this subagent, so no boundary).
+    Clear,
+    /// Its deliveries end (why).
+    Ended(String),
+    /// Bytes left unread (over the budget): no proof either way.
+    Behind(u64),
+}
+
+/// Read on the transcript at `path` from where `t` stopped, at most
+/// [`MAX_READ_BYTES`], into `buf`. Bounded as the session's read is: a FIFO
+/// or a device is refused at the open, the read is `pread` of a known
+/// length. Errors (unreadable, gone after it was seen): withhold.
+pub fn read_on(t: &mut AgentTrack, path: &Path, secret: &Secret, buf: &mut Vec<u8>) -> io::Result<AgentRead> {
+    let Some((f, md)) = fsx::open_file(path, &TRANSCRIPT)? else {
+        if t.file == (0, 0) {
+            return Ok(AgentRead::Clear);
+        }
+        return Err(io::Error::new(io::ErrorKind::NotFound, "the subagent's transcript is gone"));
+    };
+    let id = fsx::handle_id(&f, &md)?;
+    let len = md.len();
+    let mut ended = None;
+    if t.file == (0, 0) {
+        // The subagent's whole history is in it, from its first prompt on:
+        // read from the start (a boundary before a delivery also ends it,
+        // the safe side).
+        t.file = id;
+    } else if t.file != id || len < t.offset {
+        // Replaced or shrunk: what changed cannot be known. Start again at
+        // its end.
+        (t.file, t.offset, t.skipping, t.tail) = (id, len, false, String::new());
+        ended = Some("the subagent's transcript was replaced or shrank".to_string());
+    }
+    let back = t.offset.min(TAIL_BYTES);
+    let want = (len - t.offset).min(MAX_READ_BYTES);
+    let total = (back + want) as usize;
+    buf.clear();
+    buf.resize(total, 0);
+    let mut got = 0;
+    while got < total {
+        match fsx::read_at(&f, &mut buf[got..], t.offset - back + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if (got as u64) < back {
+        return Err(io::Error::other("the subagent's transcript shrank while it was read"));
+    }
+    let seal = |b: &[u8]| if b.is_empty() { String::new() } else { secret.seal_bytes("witness-agent-tail", b) };
+    let back = back as usize;
+    if ended.is_none() && !t.tail.is_empty() && seal(&buf[..back]) != t.tail {
+        (t.offset, t.skipping, t.tail) = (len, false, String::new());
+        return Ok(AgentRead::Ended("the subagent's transcript was rewritten".into()));
+    }
+    let start = t.offset;
+    // Whole lines only; a line still being written is read next time.
+    let mut lo = back;
+    if t.skipping {
+        // The rest of a line longer than the budget (already judged).
+        match memchr::memchr(b'\n', &buf[lo..got]) {
+            Some(nl) => (lo, t.skipping) = (lo + nl + 1, false),
+            None => lo = got,
+        }
+    }
+    let mut done = lo;
+    while let Some(nl) = memchr::memchr(b'\n', &buf[lo..got]) {
+        if ended.is_none()
+            && let Some(why) = verdict(&classify(&buf[lo..lo + nl]))
+        {
+            ended = Some(why.to_string());
+        }
+        lo += nl + 1;
+        done = lo;
+    }
+    if done == back && got - back == MAX_READ_BYTES as usize {
+        // One line fills the budget: nothing in it can be ruled out.
+        done = got;
+        t.skipping = true;
+        ended.get_or_insert_with(|| format!("a line of the subagent's transcript longer than {MAX_READ_BYTES} bytes"));
+    }
+    t.offset += (done - back) as u64;
+    t.tail = seal(&buf[done.saturating_sub(TAIL_BYTES as usize)..done]);
+    // Not read at all: past the budget, or a file shorter than its length said.
+    let behind = len - start - (got - back) as u64;
+    Ok(match ended {
+        Some(why) => AgentRead::Ended(why),
+        None if behind > 0 => AgentRead::Behind(behind),
+        None => AgentRead::Clear,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subagent_path_stays_beside_the_session() {
+        let s = "/h/.claude/projects/p/6091c47c-8969.jsonl";
+        #[rustfmt::skip]
+        let rows: [(&str, &str, Option<&str>); 10] = [
+            (s, "agent:a048568baafb7b422", Some("/h/.claude/projects/p/6091c47c-8969/subagents/agent-a048568baafb7b422.jsonl")),
+            (s, "agent:a_b-1",             Some("/h/.claude/projects/p/6091c47c-8969/subagents/agent-a_b-1.jsonl")),
+            (s, "agent:",                  None),
+            (s, "agent:../x",              None),
+            (s, "agent:a/b",               None),
+            (s, "agent:a.b",               None),
+            (s, "task:a",                  None),
+            ("/h/p/s.json",  "agent:a",    None),
+            ("/h/p/.jsonl",  "agent:a",    None),
+            ("s.jsonl",      "agent:a",    Some("s/subagents/agent-a.jsonl")),
+        ];
+        for (session, scope, want) in rows {
+            assert_eq!(subagent_path(session, scope), want.map(PathBuf::from), "{session} {scope}");
+        }
+    }
+
+    #[test]
+    fn what_a_subagent_line_ends() {
+        let rows: [(Fact, bool); 9] = [
+            (Fact::Nothing, false),
+            (Fact::Prompt("u".into()), false),
+            (Fact::ToolUses(vec!["t".into()]), false),
+            (Fact::Compacted { main: false }, true),
+            // A boundary in its file is its own, whatever the line says.
+            (Fact::Compacted { main: true }, true),
+            (Fact::Cut(vec!["t".into()]), true),
+            (Fact::Cleared, true),
+            (Fact::Rewound(None), true),
+            (Fact::NotJson, true),
+        ];
+        for (fact, ends) in rows {
+            assert_eq!(verdict(&fact).is_some(), ends, "{fact:?}");
+        }
+    }
+
+    #[test]
+    fn tracks_are_bounded_and_the_dropped_one_is_named() {
+        let mut v = Vec::new();
+        for i in 0..MAX_AGENTS as u64 {
+            let (_, dropped) = AgentTrack::keep(&mut v, &format!("agent:a{i}"), 100 + i);
+            assert_eq!(dropped, None);
+        }
+        // A track moved on later is kept longer: a1 is then the oldest.
+        AgentTrack::keep(&mut v, "agent:a0", 1_000).0.asked_ms = 1_000;
+        let (t, dropped) = AgentTrack::keep(&mut v, "agent:new", 1_001);
+        assert_eq!((t.scope.as_str(), t.asked_ms, dropped.as_deref()), ("agent:new", 1_001, Some("agent:a1")));
+        assert_eq!(v.len(), MAX_AGENTS);
+        let (t, dropped) = AgentTrack::keep(&mut v, "agent:a0", 1_002);
+        assert_eq!((t.asked_ms, dropped), (1_000, None));
+    }
+}
