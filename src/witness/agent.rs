@@ -253,6 +253,81 @@ mod tests {
         }
     }
 
+    /// The bounded read: what each state of the file answers, in order,
+    /// on one track (and one FIFO), each in bounded time.
+    #[test]
+    fn every_file_state_answers_in_bounded_time() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = Secret::load_or_create(d.path()).unwrap();
+        let p = d.path().join("agent-a.jsonl");
+        let mut t = AgentTrack { scope: "agent:a".into(), ..AgentTrack::default() };
+        let mut buf = Vec::new();
+        let mut read = |t: &mut AgentTrack| {
+            let start = std::time::Instant::now();
+            let r = read_on(t, &p, &secret, &mut buf).map_err(|e| e.to_string());
+            assert!(start.elapsed() < std::time::Duration::from_secs(5));
+            r
+        };
+        let add = |s: &str| {
+            use std::io::Write;
+            std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap().write_all(s.as_bytes()).unwrap();
+        };
+        let ended = |r: Result<AgentRead, String>| matches!(r, Ok(AgentRead::Ended(_)));
+        // No file yet: the host wrote nothing of this subagent.
+        assert_eq!(read(&mut t), Ok(AgentRead::Clear));
+        add(r#"{"type":"user","isSidechain":true,"uuid":"u1","message":{"content":"go"}}"#);
+        add("\n");
+        add(r#"{"type":"assistant","isSidechain":true,"message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"}]}}"#);
+        add("\n{\"type\":\"user\",\"par");
+        // Whole lines read; the one being written waits.
+        assert_eq!(read(&mut t), Ok(AgentRead::Clear));
+        let at = t.offset;
+        add("tial\":1}\n");
+        assert_eq!(read(&mut t), Ok(AgentRead::Clear));
+        assert!(t.offset > at);
+        // Its own compaction.
+        add(r#"{"parentUuid":null,"logicalParentUuid":"x","isSidechain":true,"agentId":"a","type":"system","subtype":"compact_boundary"}"#);
+        add("\n");
+        assert!(ended(read(&mut t)));
+        assert_eq!(read(&mut t), Ok(AgentRead::Clear), "read once, then moved past");
+        // Not JSON.
+        add("garbage\n");
+        assert!(ended(read(&mut t)));
+        // Rewritten in place, the same length and more.
+        let len = std::fs::metadata(&p).unwrap().len() as usize;
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[len - 3] = b'G';
+        bytes.extend_from_slice(b"{}\n");
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(ended(read(&mut t)));
+        // Shrunk.
+        std::fs::write(&p, b"{}\n").unwrap();
+        assert!(ended(read(&mut t)));
+        // More than the budget at once: what is left is behind.
+        let line = format!("{{\"type\":\"progress\",\"x\":\"{}\"}}\n", "y".repeat(1 << 20));
+        for _ in 0..9 {
+            add(&line);
+        }
+        assert!(matches!(read(&mut t), Ok(AgentRead::Behind(n)) if n > 0));
+        assert_eq!(read(&mut t), Ok(AgentRead::Clear));
+        // One line longer than the budget: ended, then skipped to its end.
+        add(&"z".repeat(MAX_READ_BYTES as usize + 10));
+        assert!(ended(read(&mut t)));
+        add("zz\n{}\n");
+        assert_eq!(read(&mut t), Ok(AgentRead::Clear));
+        // Gone after it was seen.
+        std::fs::remove_file(&p).unwrap();
+        assert!(read(&mut t).is_err());
+        // A FIFO is refused without blocking.
+        #[cfg(unix)]
+        {
+            let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            let mut fresh = AgentTrack::default();
+            assert!(read(&mut fresh).is_err());
+        }
+    }
+
     #[test]
     fn tracks_are_bounded_and_the_dropped_one_is_named() {
         let mut v = Vec::new();

@@ -601,7 +601,8 @@ fn read_agent(
         end(Reach::Agent(d))
             .map_err(|e| format!("the journal could not record the end of a subagent no longer followed: {e}"))?;
     }
-    let r = agent::read_on(t, &path, secret, &mut h.buf).map_err(|e| format!("the subagent's transcript: {e}"))?;
+    // A buffer of its own: the held one stays the session's read size.
+    let r = agent::read_on(t, &path, secret, &mut Vec::new()).map_err(|e| format!("the subagent's transcript: {e}"))?;
     if let AgentRead::Ended(why) = &r {
         end(Reach::Agent(scope)).map_err(|e| format!("{why}, and the journal could not record it: {e}"))?;
     }
