@@ -526,7 +526,9 @@ impl ReadPath {
         let Some(dir) = self.usable_dir() else { return Witnessed::NotAsked };
         let (host, conv) = (seen.host, seen.conversation.as_str());
         let call_id = seen.call_ref.strip_prefix("id:");
-        let end_all = |reach: crate::state::journal::Reach<'_>| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
+        let end_all = |reach: crate::state::journal::Reach<'_>| {
+            Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now)
+        };
         let q = witness::Question {
             host,
             conv,
@@ -583,8 +585,11 @@ impl ReadPath {
         if !crate::hosts::profile::profile(host).transcript_witness {
             return;
         }
-        let q = witness::Question { agent: own_transcript(host, scope), ..witness::Question::catch_up(host, conv, now) };
-        let end_all = |reach: crate::state::journal::Reach<'_>| Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now);
+        let q =
+            witness::Question { agent: own_transcript(host, scope), ..witness::Question::catch_up(host, conv, now) };
+        let end_all = |reach: crate::state::journal::Reach<'_>| {
+            Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now)
+        };
         let _ = witness::check(dir, &q, Instant::now() + READ_WAIT, end_all);
     }
 

@@ -277,7 +277,9 @@ mod tests {
         assert_eq!(read(&mut t), Ok(AgentRead::Clear));
         add(r#"{"type":"user","isSidechain":true,"uuid":"u1","message":{"content":"go"}}"#);
         add("\n");
-        add(r#"{"type":"assistant","isSidechain":true,"message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"}]}}"#);
+        add(
+            r#"{"type":"assistant","isSidechain":true,"message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"}]}}"#,
+        );
         add("\n{\"type\":\"user\",\"par");
         // Whole lines read; the one being written waits.
         assert_eq!(read(&mut t), Ok(AgentRead::Clear));
@@ -286,7 +288,9 @@ mod tests {
         assert_eq!(read(&mut t), Ok(AgentRead::Clear));
         assert!(t.offset > at);
         // Its own compaction.
-        add(r#"{"parentUuid":null,"logicalParentUuid":"x","isSidechain":true,"agentId":"a","type":"system","subtype":"compact_boundary"}"#);
+        add(
+            r#"{"parentUuid":null,"logicalParentUuid":"x","isSidechain":true,"agentId":"a","type":"system","subtype":"compact_boundary"}"#,
+        );
         add("\n");
         assert!(ended(read(&mut t)));
         assert_eq!(read(&mut t), Ok(AgentRead::Clear), "read once, then moved past");

@@ -70,7 +70,8 @@ fn replay_with(
     // it out (`<session>/subagents/agent-<id>.jsonl`), growing as it was written.
     let subs = transcript.with_extension("").join("subagents");
     std::fs::create_dir_all(&subs).unwrap();
-    let mut names: Vec<PathBuf> = std::fs::read_dir(d.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    let mut names: Vec<PathBuf> =
+        std::fs::read_dir(d.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()).collect();
     names.sort();
     for f in names {
         let name = f.file_name().unwrap().to_str().unwrap().to_string();
@@ -302,7 +303,10 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
         // After the subagent's boundary (or the line in its place) is on disk, before it stops.
         let boundary = evs
             .iter()
-            .find_map(|(t, _, e)| matches!(e, Ev::SubLine(_, l) if l.contains("compact_boundary") || l.contains("informational")).then_some(*t))
+            .find_map(|(t, _, e)| {
+                matches!(e, Ev::SubLine(_, l) if l.contains("compact_boundary") || l.contains("informational"))
+                    .then_some(*t)
+            })
             .unwrap();
         let again_at = boundary.max(pre) + 50;
         assert!(again_at < post, "the re-read falls inside the subagent's run");

@@ -133,8 +133,9 @@ fn an_end_journaled_between_the_journal_read_and_the_witness_is_seen() {
         }
         append(&transcript, &[r#"{"type":"system","subtype":"compact_boundary"}"#]);
         let q = witness::Question::catch_up(host, "S", now);
-        let end =
-            |reach: crate::state::journal::Reach<'_>| Journal::new(&other_dir).append(&[Record::Compaction { t: now, host, conv: "S", reach }], now);
+        let end = |reach: crate::state::journal::Reach<'_>| {
+            Journal::new(&other_dir).append(&[Record::Compaction { t: now, host, conv: "S", reach }], now)
+        };
         let c = witness::check(&other_dir, &q, Instant::now() + READ_WAIT, end);
         assert!(matches!(c, Check::EndedAll(_)), "{c:?}");
     })));
