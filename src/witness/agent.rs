@@ -234,6 +234,19 @@ mod tests {
         }
     }
 
+    /// The layout the host wrote: `SubagentStop` names both transcripts.
+    #[test]
+    fn the_path_is_the_one_the_host_names_at_subagent_stop() {
+        let f = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/payloads/withdrawal/claude/subagent-own-compact/hooks/020-SubagentStop.json"
+        );
+        let h: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let scope = format!("agent:{}", h["agent_id"].as_str().unwrap());
+        let got = subagent_path(h["transcript_path"].as_str().unwrap(), &scope).unwrap();
+        assert_eq!(got, PathBuf::from(h["agent_transcript_path"].as_str().unwrap()));
+    }
+
     #[test]
     fn what_a_subagent_line_ends() {
         let rows: [(Fact, bool); 9] = [
