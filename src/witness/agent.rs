@@ -177,13 +177,13 @@ pub fn read_on(t: &mut AgentTrack, path: &Path, secret: &Secret, buf: &mut Vec<u
     let mut lo = back;
     if t.skipping {
         // The rest of a line longer than the budget (already judged).
-        match memchr::memchr(b'\n', &buf[lo..got]) {
+        match crate::base::bytes::find(b'\n', &buf[lo..got]) {
             Some(nl) => (lo, t.skipping) = (lo + nl + 1, false),
             None => lo = got,
         }
     }
     let mut done = lo;
-    while let Some(nl) = memchr::memchr(b'\n', &buf[lo..got]) {
+    while let Some(nl) = crate::base::bytes::find(b'\n', &buf[lo..got]) {
         if ended.is_none()
             && let Some(why) = verdict(&classify(&buf[lo..lo + nl]))
         {
