@@ -30,6 +30,9 @@ enum Ev {
     SubLine(String, String),
 }
 
+/// The replay's events: (unix ms, order among events at one ms, event).
+type Events = Vec<(u64, usize, Ev)>;
+
 /// The answers, in order: (reason, allowed, safe).
 type Answers = Vec<(String, bool, bool)>;
 
@@ -45,7 +48,7 @@ fn replay_with(
     scenario: &str,
     hook: &dyn Fn(&mut Value),
     line: &dyn Fn(&mut Value),
-    events: &dyn Fn(&mut Vec<(u64, usize, Ev)>),
+    events: &dyn Fn(&mut Events),
 ) -> Answers {
     let d = dir(scenario);
     let sb = Sandbox::new();
@@ -54,7 +57,7 @@ fn replay_with(
     let mut hooks = fixture_hooks(&d, &transcript);
     hooks.iter_mut().for_each(|(_, h)| hook(h));
     let prompt_hooks = prompt_hook_times(&hooks);
-    let mut evs: Vec<(u64, usize, Ev)> = hooks.into_iter().map(|(t, h)| (t, 1, Ev::Hook(h))).collect();
+    let mut evs: Events = hooks.into_iter().map(|(t, h)| (t, 1, Ev::Hook(h))).collect();
     for q in jsonl(&d.join("mcp-ledger.jsonl")) {
         evs.push(((q["ts"].as_f64().unwrap() * 1000.0) as u64, 2, Ev::Question(q)));
     }
@@ -287,7 +290,7 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
         }
     };
     let version = "sha256:2f6d4b1bb1a7d5d4b7c0f0e3a8d9c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9";
-    let add = |evs: &mut Vec<(u64, usize, Ev)>| {
+    let add = |evs: &mut Events| {
         let hook = |event: &str, id: &str| {
             evs.iter()
                 .find_map(|(t, _, e)| match e {
