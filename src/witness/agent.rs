@@ -28,7 +28,7 @@ pub const MAX_AGENTS: usize = 32;
 
 /// Bytes before the offset read again on every question and compared with
 /// their seal: a file rewritten in place is caught there.
-const TAIL_BYTES: u64 = 256;
+pub const TAIL_BYTES: u64 = 256;
 
 /// Where reading one subagent's transcript stopped (offsets, ids and a
 /// seal; never content).
