@@ -51,6 +51,7 @@ Fixture switches (by argument value, for tests that need them):
                                        (the content stays the text, e.g. structured/big-3000)
   path starting "structured-echo"   -> the same, with the content being that JSON as text
 """
+import glob
 import json
 import os
 import re
@@ -276,6 +277,27 @@ def error(mid, code, message):
     send({"jsonrpc": "2.0", "id": mid, "error": {"code": code, "message": message}})
 
 
+def line_on_disk(params):
+    """Which of the session's transcripts held this call's own tool use when the call arrived (before
+    leanctx was asked): {"session": bool, "subagent": bool}; None without a tool-use id or a session.
+    Shows whether a Claude Code subagent's call line is on disk by then (docs/DELIVERY.md §8)."""
+    tid = ((params.get("_meta") or {}).get("claudecode/toolUseId") or "").encode()
+    sid, home = os.environ.get("CLAUDE_CODE_SESSION_ID"), os.environ.get("HOME")
+    if not tid or not sid or not home:
+        return None
+    base = os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"), "projects")
+    found = {"session": False, "subagent": False}
+    for kind, pat in (("session", os.path.join(base, "*", sid + ".jsonl")),
+                      ("subagent", os.path.join(base, "*", sid, "subagents", "*.jsonl"))):
+        for p in glob.glob(pat):
+            try:
+                with open(p, "rb") as f:
+                    found[kind] |= tid in f.read()
+            except OSError:
+                pass
+    return found
+
+
 def handle(msg):
     method = msg.get("method")
     mid = msg.get("id")
@@ -308,6 +330,7 @@ def handle(msg):
                 content["content"] = [{"type": "text", "text": json.dumps(sc)}]
             content["structuredContent"] = sc
         stub, extra = False, None
+        on_disk = line_on_disk(params)
         if LEANCTX and name == "ctx_read" and MODE == "ledger" and not failing:
             stub, lc = ask_ledger(mid, params, path, content, text)
             extra = {"leanctx": lc}
@@ -317,7 +340,7 @@ def handle(msg):
         elif LEANCTX and name == "ctx_read" and MODE == "scope":
             stub, lc = ask_leanctx(mid, params, path)
             extra = {"leanctx": lc}
-        log_call(params, extra)
+        log_call(params, dict(extra or {}, line_on_disk=on_disk))
         if name != "ctx_read":
             error(mid, -32602, "Unknown tool: %s" % name)
             return
