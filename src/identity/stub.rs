@@ -537,12 +537,13 @@ impl ReadPath {
             now,
             idle_ms: profile.idle_clear_ms,
             proc: self.host_pid(),
-            // A subagent's calls go to its own transcript, not this one.
+            // A subagent's calls go to its own transcript, where it waits
+            // for them (`agent` below).
             asking: call.claude_tool_use_id().filter(|_| {
-                ans.caller
-                    .scope
-                    .as_deref()
-                    .is_some_and(|s| matches!(ScopeKind::of(s), ScopeKind::Conversation | ScopeKind::Custom))
+                ans.caller.scope.as_deref().is_some_and(|s| {
+                    matches!(ScopeKind::of(s), ScopeKind::Conversation | ScopeKind::Custom)
+                        || (own_transcript(host, s).is_some() && s == seen.scope)
+                })
             }),
             subagent: ScopeKind::of(&seen.scope) == ScopeKind::Agent,
             agent: own_transcript(host, &seen.scope),

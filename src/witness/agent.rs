@@ -19,6 +19,7 @@ use super::scan::{Fact, classify};
 use crate::fsx;
 use crate::state::secret::Secret;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -47,9 +48,26 @@ pub struct AgentTrack {
     /// Unix ms this track was made or last moved on (the bound drops the
     /// oldest).
     pub asked_ms: u64,
+    /// The subagent's newest MCP tool-use ids seen in its transcript (at
+    /// most [`MAX_TOOL_USES`]): a question waits for its own call's.
+    #[serde(default)]
+    pub tools: VecDeque<String>,
 }
 
+/// Tool-use ids a track keeps: a subagent asks about its latest call.
+pub const MAX_TOOL_USES: usize = 64;
+
 impl AgentTrack {
+    /// Has the subagent's transcript caught up with its asking call, pure?
+    /// A subagent's lines go through the same per-file queue, in order (its
+    /// recorder holds back only an assistant message still streaming, and
+    /// every line after it): once its call's tool-use line is on disk, so is
+    /// a boundary written before it (docs/DELIVERY.md §8, "Subagents and
+    /// compaction"). `None`: nothing to wait for.
+    pub fn caught_up(&self, asking: Option<&str>) -> bool {
+        asking.is_none_or(|id| self.tools.iter().any(|t| t == id))
+    }
+
     /// The track of `scope` among `tracks`, made if missing (at `now`); with it, the
     /// scope of a track dropped to make room (whose deliveries must end:
     /// nothing follows its transcript any more), pure.
@@ -147,6 +165,7 @@ pub fn read_on(t: &mut AgentTrack, path: &Path, secret: &Secret, buf: &mut Vec<u
         // Replaced or shrunk: what changed cannot be known. Start again at
         // its end.
         (t.file, t.offset, t.skipping, t.tail) = (id, len, false, String::new());
+        t.tools.clear();
         ended = Some("the subagent's transcript was replaced or shrank".to_string());
     }
     let back = t.offset.min(TAIL_BYTES);
@@ -184,8 +203,17 @@ pub fn read_on(t: &mut AgentTrack, path: &Path, secret: &Secret, buf: &mut Vec<u
     }
     let mut done = lo;
     while let Some(nl) = crate::base::bytes::find(b'\n', &buf[lo..got]) {
+        let fact = classify(&buf[lo..lo + nl]);
+        if let Fact::ToolUses(ids) = &fact {
+            for i in ids {
+                if t.tools.len() == MAX_TOOL_USES {
+                    t.tools.pop_front();
+                }
+                t.tools.push_back(i.clone());
+            }
+        }
         if ended.is_none()
-            && let Some(why) = verdict(&classify(&buf[lo..lo + nl]))
+            && let Some(why) = verdict(&fact)
         {
             ended = Some(why.to_string());
         }
@@ -295,7 +323,9 @@ mod tests {
         );
         add("\n{\"type\":\"user\",\"par");
         // Whole lines read; the one being written waits.
+        assert!(!t.caught_up(Some("t1")));
         assert_eq!(read(&mut t), Ok(AgentRead::Clear));
+        assert!(t.caught_up(Some("t1")) && !t.caught_up(Some("t2")) && t.caught_up(None));
         let at = t.offset;
         add("tial\":1}\n");
         assert_eq!(read(&mut t), Ok(AgentRead::Clear));

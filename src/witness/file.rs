@@ -572,7 +572,20 @@ pub fn check(
         Some(Ok(AgentRead::Behind(n))) => Check::Unavailable(format!(
             "{n} bytes of the subagent's transcript not yet read (over the {MAX_READ_BYTES}-byte budget)"
         )),
-        Some(Ok(AgentRead::Clear)) | None => judge(&h.state, q, ended, r.behind),
+        // A subagent's call waits for its own line in its own transcript,
+        // not the session's.
+        Some(Ok(AgentRead::Clear))
+            if !h
+                .state
+                .agents
+                .iter()
+                .find(|t| Some(t.scope.as_str()) == q.agent)
+                .is_some_and(|t| t.caught_up(q.asking)) =>
+        {
+            Check::NotYet
+        }
+        Some(Ok(AgentRead::Clear)) => judge(&h.state, &Question { asking: None, ..q.clone() }, ended, r.behind),
+        None => judge(&h.state, q, ended, r.behind),
     };
     held::keep(h);
     answer

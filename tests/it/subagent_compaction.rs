@@ -315,6 +315,18 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
         assert!(again_at < post, "the re-read falls inside the subagent's run");
         let mut again = first;
         again["tool_use_id"] = json!(AGAIN);
+        // The re-read's own tool-use line in the subagent's transcript (its
+        // first call's line with the new id), on disk as the call is made.
+        let line = evs
+            .iter()
+            .find_map(|(_, _, e)| match e {
+                Ev::SubLine(name, l) if l.contains(FIRST) && l.contains("\"tool_use\"") => {
+                    Some(Ev::SubLine(name.clone(), l.replace(FIRST, AGAIN)))
+                }
+                _ => None,
+            })
+            .unwrap();
+        evs.push((again_at, 0, line));
         let question = |id: &str, ms: u64| {
             json!({"ts": ms as f64 / 1000.0, "_meta": {"claudecode/toolUseId": id}, "arguments": {"path": S},
                    "leanctx": {"version": version}})
@@ -340,4 +352,19 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
     };
     let a = replay_with("subagent-own-compact", &lose, &no_boundary, &add);
     assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "confirmed-delivery", "confirmed-delivery"], "{a:?}");
+
+    // The re-read's own line not on disk yet (seen live: 2 of 6 subagent
+    // calls arrived before it, docs/DELIVERY.md §8): a boundary queued
+    // before it may not be either, so the question waits for it, and past
+    // the wait withholds. Before the wait, a stub.
+    let late = |evs: &mut Events| {
+        add(evs);
+        evs.retain(|(_, _, e)| !matches!(e, Ev::SubLine(_, l) if l.contains(AGAIN)));
+    };
+    let a = replay_with("subagent-own-compact", &lose, &no_boundary, &late);
+    assert_eq!(
+        reasons(&a),
+        ["not-delivered", "not-delivered", "transcript-unavailable", "confirmed-delivery"],
+        "{a:?}"
+    );
 }
