@@ -573,14 +573,14 @@ pub fn check(
             "{n} bytes of the subagent's transcript not yet read (over the {MAX_READ_BYTES}-byte budget)"
         )),
         // A subagent's call waits for its own line in its own transcript,
-        // not the session's.
+        // not the session's; where that file was never seen (the host keeps
+        // it elsewhere, or writes none), nothing there can show it: as before.
         Some(Ok(AgentRead::Clear))
-            if !h
-                .state
+            if h.state
                 .agents
                 .iter()
                 .find(|t| Some(t.scope.as_str()) == q.agent)
-                .is_some_and(|t| t.caught_up(q.asking)) =>
+                .is_some_and(|t| t.file != (0, 0) && !t.caught_up(q.asking)) =>
         {
             Check::NotYet
         }
