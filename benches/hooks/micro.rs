@@ -193,6 +193,7 @@ fn write_history(dir: &Path, n: usize, now: u64) -> History {
         now: t - 1,
         pid: None,
         idle_ms: leanctx::hosts::profile::profile(Host::ClaudeCode).idle_clear_ms,
+        prompt: None,
     };
     leanctx::witness::on_turn(dir, &b, std::time::Instant::now() + Duration::from_secs(1), |_| Ok(()))
         .unwrap_or_else(|e| crate::fail(&format!("witness: {e}")));

@@ -108,6 +108,7 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
         now: t0,
         pid: None,
         idle_ms: None,
+        prompt: None,
     };
     leanctx::witness::on_turn(&data, &b, deadline, |_| Ok(())).expect("witness");
     let rp = ReadPath::new(&data, ScopeEnv::default()).with_stats(None);
@@ -227,6 +228,7 @@ fn long_life(cfg: &Config, root: &Path, out: &mut String, missed: &mut Vec<Strin
         now: t0,
         pid: None,
         idle_ms: None,
+        prompt: None,
     };
     leanctx::witness::on_turn(&data, &b, Instant::now() + Duration::from_secs(1), |_| Ok(())).expect("witness");
     let rp = ReadPath::new(&data, ScopeEnv::default()).with_stats(None);

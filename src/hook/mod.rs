@@ -160,6 +160,8 @@ fn witness_turn(ev: &Event) -> Option<(&str, crate::witness::Turn)> {
         EventKind::Prompt => Turn::Prompt,
         EventKind::Stop => Turn::Stop,
         EventKind::SessionEnd => Turn::End,
+        // Only for the prompt id it names (a boundary's proof): Claude Code.
+        EventKind::Compaction if p.transcript_witness => Turn::Compact,
         _ => return None,
     };
     Some((ev.transcript_path.as_deref()?, turn))
@@ -168,16 +170,33 @@ fn witness_turn(ev: &Event) -> Option<(&str, crate::witness::Turn)> {
 /// What a compaction hook's record ends. Claude Code: its main thread's
 /// compaction (no `agent_id`) or one subagent's (that `agent_id`, whose
 /// scope is `agent:<id>`): each context is its own (docs/DELIVERY.md §8,
-/// "Subagents and compaction"). Any other host, or an agent id that is not
-/// a subagent's scope: everything.
-fn compaction_reach(ev: &Event) -> Reach<'_> {
+/// "Subagents and compaction"). The main thread's, with the hook's host
+/// process named (`CLAUDE_PID`): that process's main thread only; the
+/// others of a session open in several keep their contexts (§8, "One
+/// session, two processes"). Any other host, or an agent id that is not a
+/// subagent's scope: everything.
+fn compaction_reach(ev: &Event, pid: Option<u32>) -> Reach<'_> {
     if ev.host != Host::ClaudeCode {
         return Reach::All;
     }
     match ev.agent.as_deref() {
-        None => Reach::Main,
+        None => pid.filter(|&p| p > 0).map_or(Reach::Main, Reach::MainOf),
         Some(a) if ScopeKind::Agent.id(a).is_some_and(|id| !id.is_empty()) => Reach::Agent(a),
         Some(_) => Reach::All,
+    }
+}
+
+/// Is this hook its process's own submission of the prompt id it names?
+/// Claude Code makes a prompt id when a prompt (`UserPromptSubmit`) or a
+/// slash command such as `/compact` (a manual `PreCompact`) is submitted;
+/// every later hook of that turn repeats it, and a process that resumed a
+/// turn left waiting for a permission may repeat another's
+/// (docs/DELIVERY.md §8, "One session, two processes"; `witness::owner`).
+fn submits_prompt(ev: &Event) -> bool {
+    match ev.kind {
+        EventKind::Prompt => true,
+        EventKind::Compaction => ev.name == "PreCompact" && ev.trigger.as_deref() == Some("manual"),
+        _ => false,
     }
 }
 
@@ -212,7 +231,7 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
         recs.push(Record::Sighting { t: now, host, conv, event: &ev.name });
     }
     if ev.is_compaction() {
-        recs.push(Record::Compaction { t: now, host, conv, reach: compaction_reach(ev) });
+        recs.push(Record::Compaction { t: now, host, conv, reach: compaction_reach(ev, env.claude_pid) });
         // A Cursor task's own compaction is its scope's too: its earlier
         // deliveries must not stay stubbable.
         if let Some(task) = ev.agent.as_deref().filter(|_| in_task) {
@@ -308,7 +327,17 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
             let profile = hosts::profile::profile(host);
             let deadline = std::time::Instant::now() + crate::state::journal::LOCK_WAIT;
             let pid = env.claude_pid;
-            let b = crate::witness::Boundary { host, conv, transcript, turn, now, pid, idle_ms: profile.idle_clear_ms };
+            let prompt = ev.prompt_id.as_deref().map(|id| (id, submits_prompt(ev)));
+            let b = crate::witness::Boundary {
+                host,
+                conv,
+                transcript,
+                turn,
+                now,
+                pid,
+                idle_ms: profile.idle_clear_ms,
+                prompt,
+            };
             crate::witness::on_turn(dir, &b, deadline, |end| {
                 if end {
                     recs.push(Record::Compaction { t: now, host, conv, reach: Reach::All });

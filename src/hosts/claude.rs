@@ -44,6 +44,8 @@ pub fn parse(host: Host, payload: &Value, event_override: Option<&str>) -> Event
     ev.source = f.id("source");
     ev.idle_s = f.get("seconds_since_last_response").and_then(Value::as_f64).filter(|s| *s >= 0.0).map(|s| s as u64);
     ev.call_id = f.id("tool_use_id");
+    ev.prompt_id = f.id("prompt_id");
+    ev.trigger = f.id("trigger");
     if let Some(cwd) = f.path("cwd") {
         ev.roots.push(cwd);
     }

@@ -52,6 +52,12 @@ pub struct Event {
     pub source: Option<String>,
     /// `seconds_since_last_response` of a Claude Code `SessionStart(resume)`.
     pub idle_s: Option<u64>,
+    /// Claude Code's `prompt_id`: the host process's current prompt (a
+    /// random id it makes when a prompt or a slash command is submitted),
+    /// which its transcript's user lines carry as `promptId`.
+    pub prompt_id: Option<String>,
+    /// `trigger` of a compaction hook (`manual`, `auto`).
+    pub trigger: Option<String>,
     /// Where project policy is looked up: `cwd`, or Cursor's workspace roots.
     pub roots: Vec<String>,
     /// What the host says tool calls returned (ledger acknowledgements):
@@ -74,6 +80,8 @@ impl Event {
             args_fingerprint: None,
             source: None,
             idle_s: None,
+            prompt_id: None,
+            trigger: None,
             roots: Vec::new(),
             acks: Vec::new(),
         }

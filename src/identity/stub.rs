@@ -529,6 +529,7 @@ impl ReadPath {
         let end_all = |reach: crate::state::journal::Reach<'_>| {
             Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now)
         };
+        let window = self.window_of(call);
         let q = witness::Question {
             host,
             conv,
@@ -547,6 +548,9 @@ impl ReadPath {
             }),
             subagent: ScopeKind::of(&seen.scope) == ScopeKind::Agent,
             agent: own_transcript(host, &seen.scope),
+            // Whether that process is one of the conversation's, the
+            // witness checks (its hooks named it).
+            own: seen.window.as_deref().filter(|w| Some(*w) == window.as_deref()).and_then(pid_of_window),
             relied: ans.relied.clone(),
         };
         let wait_end = Instant::now() + CATCH_UP_WAIT;
@@ -676,7 +680,7 @@ fn facts_of<'v>(
 ) -> delivery::Facts<'v> {
     let mut facts = delivery::Facts {
         acks_after: view.acks_after(d.call_ref, at),
-        compacted_after: view.compacted_after(d.conv, d.scope, at),
+        compacted_after: view.compacted_after(d.conv, d.scope, own_process(view, &d, window), at),
         ..delivery::Facts::default()
     };
     let reload = reloaded_after(view, &d, window, at);
@@ -692,7 +696,7 @@ fn facts_of<'v>(
         facts.relied.extend(reload.filter(|_| b.window != d.window));
         facts.bases.push(delivery::Held {
             acks_after: view.acks_after(b.call_ref, bat),
-            compacted_after: view.compacted_after(b.conv, b.scope, bat),
+            compacted_after: view.compacted_after(b.conv, b.scope, own_process(view, &b, window), bat),
             reloaded_into_diff: reload.is_some(),
             delivery: b.clone(),
         });
@@ -700,6 +704,23 @@ fn facts_of<'v>(
     }
     facts.latest = Some(d);
     facts
+}
+
+/// The Claude Code host process that received delivery `d` (its window,
+/// `proc:<pid>`), when it is the one asking from `asking` and its
+/// `SessionStart` named it (`CLAUDE_PID`, a lineage record) a process of
+/// the delivery's conversation: another process's compaction left its
+/// context whole ([`crate::state::journal::Reach::MainOf`]). Another
+/// process relying on having loaded it, a window that names no process, or
+/// one that may be the parent of a server several processes share: none.
+fn own_process(view: &dyn Ask, d: &ledger::Delivery<'_>, asking: Option<&str>) -> Option<u32> {
+    let pid = d.window.filter(|w| Some(*w) == asking).and_then(pid_of_window)?;
+    view.is_process_of(d.host, pid, d.conv).then_some(pid)
+}
+
+/// The host process a Claude Code window names (`proc:<pid>`).
+fn pid_of_window(w: &str) -> Option<u32> {
+    w.strip_prefix("proc:").and_then(|p| p.parse::<u32>().ok())
 }
 
 /// The delivery the facts rest on, as the answer shows it.
@@ -733,8 +754,7 @@ fn reloaded_after(
     window: Option<&str>,
     at: usize,
 ) -> Option<(u32, u32, u64)> {
-    let pid_of = |w: &str| w.strip_prefix("proc:").and_then(|p| p.parse::<u32>().ok());
-    let (loader, owner) = (window.and_then(pid_of)?, d.window.and_then(pid_of)?);
+    let (loader, owner) = (window.and_then(pid_of_window)?, d.window.and_then(pid_of_window)?);
     let whole = view.acks_after_at(d.call_ref, at).into_iter().find(|(_, a)| {
         a.whole && a.digest == d.digest && a.len == d.len && (!ledger::ref_needs_conv(d.call_ref) || a.scope == d.scope)
     });

@@ -121,7 +121,8 @@ pub fn subagent_path(session: &str, scope: &str) -> Option<PathBuf> {
 /// Prompts and tool uses end nothing.
 pub fn verdict(fact: &Fact) -> Option<&'static str> {
     match fact {
-        Fact::Nothing | Fact::Prompt(_) | Fact::ToolUses(_) | Fact::Answer { .. } => None,
+        // A compaction's summary line: its boundary, before it, ends them.
+        Fact::Nothing | Fact::Prompt(_) | Fact::Summary { .. } | Fact::ToolUses(_) | Fact::Answer { .. } => None,
         Fact::Compacted { .. } => Some("the subagent's own transcript shows it compacted"),
         Fact::Cut(_) | Fact::Cleared | Fact::Rewound(_) => {
             Some("the subagent's own transcript shows results withdrawn")
@@ -281,9 +282,9 @@ mod tests {
             (Fact::Nothing, false),
             (Fact::Prompt("u".into()), false),
             (Fact::ToolUses(vec!["t".into()]), false),
-            (Fact::Compacted { main: false }, true),
+            (Fact::Compacted { main: false, uuid: None }, true),
             // A boundary in its file is its own, whatever the line says.
-            (Fact::Compacted { main: true }, true),
+            (Fact::Compacted { main: true, uuid: Some("b".into()) }, true),
             (Fact::Cut(vec!["t".into()]), true),
             (Fact::Cleared, true),
             (Fact::Rewound(None), true),

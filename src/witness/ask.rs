@@ -53,6 +53,10 @@ pub struct Question<'a> {
     /// write transcripts of their own (Claude Code): read on too
     /// ([`super::agent`]).
     pub agent: Option<&'a str>,
+    /// The host process that received the delivery, when it is the one
+    /// asking (`proc:<pid>` both): another process's compaction did not
+    /// reach it. None: not known, or another process relies on it.
+    pub own: Option<u32>,
     /// Results of other host processes the stub rests on, loaded with the
     /// history by a process that resumed after their confirmation: (the
     /// owner's pid, the loader's pid, unix ms of the confirmation). Each
@@ -75,6 +79,7 @@ impl<'a> Question<'a> {
             asking: None,
             subagent: false,
             agent: None,
+            own: None,
             relied: Vec::new(),
         }
     }

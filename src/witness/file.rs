@@ -9,6 +9,7 @@ use super::agent::{self, AgentRead, AgentTrack};
 pub use super::ask::{Check, Question};
 use super::held::{self, Held};
 use super::lives::{self, Lives};
+use super::owner::{self, Owner};
 use super::progress::{self, Log};
 use super::read::read_on;
 use super::scan::{Pending, Track};
@@ -86,6 +87,10 @@ pub struct State {
     /// (omitted when none: a state without subagents is written as before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentTrack>,
+    /// Prompt ids the main agent's hooks named, and whose each is: what
+    /// proves which process wrote a compaction boundary ([`owner`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<Owner>,
     /// Written beside the fields above; read by [`State::from_json`] only,
     /// on its own: serde's `flatten` buffered every id of it before
     /// building it, two fifths of a one-shot `leanctx stub`'s instructions
@@ -254,6 +259,9 @@ pub enum Turn {
     /// exits, or `/clear` moves it to a new session), so it writes no more
     /// of this transcript and is no longer a second process of it.
     End,
+    /// A compaction hook of the main thread (`PreCompact`, `PostCompact`):
+    /// no turn, only the prompt id it names ([`Boundary::prompt`]).
+    Compact,
 }
 
 /// What a turn does to the earlier deliveries of its conversation.
@@ -308,7 +316,7 @@ pub fn turn_end(
             return if past && !alone { TurnEnd::All } else { TurnEnd::None };
         }
         Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle,
-        Turn::Stop | Turn::End => false,
+        Turn::Stop | Turn::End | Turn::Compact => false,
     };
     match (idle_return, alone) {
         (false, _) => TurnEnd::None,
@@ -330,6 +338,10 @@ pub struct Boundary<'a> {
     /// The hook's host process (`CLAUDE_PID`), if named: its own idle clock.
     pub pid: Option<u32>,
     pub idle_ms: Option<u64>,
+    /// The `prompt_id` the hook names, and whether the hook is the
+    /// process's own submission of it (`UserPromptSubmit`, a manual
+    /// `PreCompact`): [`owner::note`].
+    pub prompt: Option<(&'a str, bool)>,
 }
 
 /// A hook's turn boundary: record the transcript (a new witness starts at
@@ -358,7 +370,7 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     deadline: Instant,
     append: &mut Option<F>,
 ) -> io::Result<()> {
-    let &Boundary { host, conv, transcript, turn, now, pid, idle_ms } = b;
+    let &Boundary { host, conv, transcript, turn, now, pid, idle_ms, prompt } = b;
     let wdir = fsx::ensure_private_subdir(dir, DIR)?;
     let (path, lock) = paths(dir, host, conv);
     let lf = open_lock(&lock)?;
@@ -372,6 +384,15 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     if turn == Turn::End && old.is_none() {
         // Nothing watched: nothing to forget.
         return (append.take().expect("appended once"))(false);
+    }
+    if turn == Turn::Compact {
+        // No turn: the hook's records, and the prompt id it names noted
+        // where this transcript is watched.
+        (append.take().expect("appended once"))(false)?;
+        let Some(mut st) = old.filter(|o| o.transcript == transcript) else { return Ok(()) };
+        let (Some(p), Some((id, minted))) = (pid, prompt) else { return Ok(()) };
+        owner::note(&mut st.owners, id, p, minted);
+        return save(&path, &mut st).map(drop);
     }
     let mut end = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms);
     // The return's own lines begin at the transcript's length now (unknown: all end).
@@ -433,11 +454,14 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     if matches!(turn, Turn::Prompt | Turn::Stop) {
         st.last_turn_ms = now;
     }
+    if let (Some(p), Some((id, minted))) = (pid, prompt) {
+        owner::note(&mut st.owners, id, p, minted);
+    }
     if let Some(l) = st.lives.as_mut() {
         let seen = match turn {
             Turn::Start { .. } => lives::Seen::Start,
             Turn::End => lives::Seen::End,
-            Turn::Prompt | Turn::Stop => lives::Seen::Turn,
+            Turn::Prompt | Turn::Stop | Turn::Compact => lives::Seen::Turn,
         };
         l.saw(pid, seen, now);
     }
@@ -522,7 +546,7 @@ pub fn check(
         Err(e) => return unavailable(format!("the transcript {}: {e}", h.state.transcript)),
     };
     if let Some(why) = &r.ended
-        && let Err(e) = end_all(if r.main_only { Reach::Main } else { Reach::All })
+        && let Err(e) = end_all(r.reach)
     {
         return unavailable(format!("{why}, and the journal could not record it: {e}"));
     }
@@ -564,8 +588,17 @@ pub fn check(
             return unavailable(format!("the witness state could not be saved: {e}"));
         }
     }
-    // The main thread's compaction did not reach a subagent's context.
-    let ended = r.ended.filter(|_| !(r.main_only && q.subagent));
+    // The main thread's compaction did not reach a subagent's context, nor
+    // one process's the context of another asking about its own delivery,
+    // asked by a process this conversation's hooks named (not the parent
+    // of a server several processes share).
+    let own = q.own.filter(|o| h.state.lives.as_ref().is_some_and(|l| l.procs.iter().any(|x| x.pid == *o)));
+    let ends = match r.reach {
+        Reach::Main => !q.subagent,
+        Reach::MainOf(p) => !q.subagent && own.is_none_or(|o| o == p),
+        Reach::All | Reach::Agent(_) => true,
+    };
+    let ended = r.ended.filter(|_| ends);
     let answer = match sub {
         Some(Err(why)) => Check::Unavailable(why),
         Some(Ok(AgentRead::Ended(why))) => Check::EndedAll(why),

@@ -16,6 +16,7 @@ mod exact_json;
 pub mod file;
 pub mod held;
 pub mod lives;
+pub mod owner;
 pub mod progress;
 mod read;
 pub mod scan;

@@ -5,9 +5,11 @@
 
 use super::file::{MAX_READ_BYTES, State, TRANSCRIPT};
 use super::held::Held;
+use super::owner::{self, Boundaries};
 use super::progress::Seen;
 use super::scan::{Effect, Fact, classify_in};
 use crate::fsx;
+use crate::state::journal::Reach;
 use crate::state::secret::Secret;
 use std::fs::File;
 use std::io;
@@ -38,9 +40,10 @@ pub(super) fn open_transcript(st: &State, held: &mut Option<(File, (u64, u64))>)
 pub(super) struct ReadOn {
     /// Why every delivery ended, if it did.
     pub ended: Option<String>,
-    /// What ended was only the main thread's ([`Effect::Main`]): a
-    /// subagent's deliveries stand.
-    pub main_only: bool,
+    /// What ended, when `ended`: everything, every main thread
+    /// ([`Effect::Main`]: a subagent's deliveries stand), or one host
+    /// process's main thread (its boundary proven its: [`super::owner`]).
+    pub reach: Reach<'static>,
     /// Bytes left unread (over the budget).
     pub behind: u64,
     /// The facts it applied, when each was a prompt or MCP tool uses with
@@ -59,7 +62,10 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
     let (len, id) = open_transcript(st, transcript)?;
     let Some((f, _)) = transcript.as_ref() else { return Err(io::Error::other("the transcript is not open")) };
     let mut ended = None;
-    let mut main_only = false;
+    let mut reach = Reach::All;
+    // The main thread's compaction boundaries, attributed to a process
+    // when their summary lines prove it ([`owner`]).
+    let mut boundaries = Boundaries::default();
     let restart = |st: &mut State, why: &str| {
         // What changed in a replaced file cannot be known: every delivery
         // ends, and reading starts again at its end.
@@ -113,18 +119,21 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
                 (Fact::ToolUses(ids), Some(s)) if st.track.pending.is_none() => s.push(Seen::Tools(at, ids.clone())),
                 _ => seen = None,
             }
-            match st.track.apply(fact, at) {
-                Effect::Some => {}
-                Effect::Main if ended.is_none() => {
-                    ended = Some("the transcript shows the host compacted its main thread".to_string());
-                    main_only = true;
+            match &fact {
+                Fact::Compacted { main: true, uuid } => boundaries.boundary(uuid.clone()),
+                Fact::Summary { parent, prompt_id, .. } => {
+                    boundaries.summary(&st.owners, parent.as_deref(), prompt_id.as_deref())
                 }
-                Effect::Main => {}
-                Effect::All if main_only || ended.is_none() => {
+                _ => {}
+            }
+            match st.track.apply(fact, at) {
+                // A main-thread boundary: folded in once the read is done.
+                Effect::Some | Effect::Main => {}
+                Effect::All if reach != Reach::All || ended.is_none() => {
                     ended = Some(
                         "the transcript shows the host cleared, compacted or rewound past its results".to_string(),
                     );
-                    main_only = false;
+                    reach = Reach::All;
                 }
                 Effect::All => {}
             }
@@ -159,14 +168,28 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
         done = got;
         tail.push(&buf[lo..hi]);
         st.skipping = true;
-        if main_only || ended.is_none() {
+        if reach != Reach::All || ended.is_none() {
             ended = Some(format!("a transcript line longer than {MAX_READ_BYTES} bytes"));
-            main_only = false;
+            reach = Reach::All;
         }
+    }
+    if let Some(b) = boundaries.reach() {
+        (ended, reach) = match ended {
+            Some(why) => (Some(why), owner::widen(reach, b)),
+            None => (Some(compacted_why(b)), b),
+        };
     }
     st.offset += done;
     st.tail = seal_tail(secret, tail.bytes());
-    Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, main_only, behind: avail - got })
+    Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, reach, behind: avail - got })
+}
+
+/// Why the main-thread boundaries of one read ended deliveries.
+fn compacted_why(reach: Reach<'_>) -> String {
+    match reach {
+        Reach::MainOf(p) => format!("the transcript shows host process {p} compacted its main thread"),
+        _ => "the transcript shows the host compacted its main thread".to_string(),
+    }
 }
 
 /// The read buffer's size: a question reads its bytes in pieces of this

@@ -47,8 +47,15 @@ pub enum Fact {
     /// A rewind to the user message with this uuid (none: not said).
     Rewound(Option<String>),
     /// A compaction; `main`: the line says it is the main thread's
-    /// (`isSidechain` false, no `agentId`), else whose is not known.
-    Compacted { main: bool },
+    /// (`isSidechain` false, no `agentId`), else whose is not known;
+    /// `uuid`: the boundary line's, which its summary line names as parent.
+    Compacted { main: bool, uuid: Option<String> },
+    /// The summary a compaction writes right under its boundary (a user
+    /// line with `"isCompactSummary":true`, whose `parentUuid` is the
+    /// boundary's `uuid`), with the `promptId` the compacting host process
+    /// writes on its user lines: its current prompt, the one its hooks name
+    /// (`prompt_id`). Also a user line (a rewind's possible cut point).
+    Summary { uuid: String, parent: Option<String>, prompt_id: Option<String> },
     /// A user prompt (a rewind's possible cut point).
     Prompt(String),
     /// The assistant called these MCP tools (their tool-use ids).
@@ -72,6 +79,7 @@ struct Marks {
     applied: bool,
     rewound: bool,
     compacted: bool,
+    summary: bool,
     replay: bool,
     user: bool,
     tool_result: bool,
@@ -100,6 +108,7 @@ fn marks(line: &[u8]) -> Marks {
                 m.assistant |= r.starts_with(b"\"assistant\"");
             }
             Some(b'r') => m.rewound |= r.starts_with(b"\"rewound\""),
+            Some(b'i') => m.summary |= r.starts_with(b"\"isCompactSummary\""),
             Some(b'u') => m.user |= r.starts_with(b"\"user\""),
             Some(b'm') => m.mcp |= r.starts_with(b"\"mcp__"),
             _ => {}
@@ -145,7 +154,7 @@ pub fn classify_in(line: &[u8], answers: bool) -> Fact {
     if !(cut || cleared || rewound || compacted || prompt || tool || answer) {
         return Fact::Nothing;
     }
-    if prompt && !(cut || cleared || rewound || compacted || tool || answer) {
+    if prompt && !(cut || cleared || rewound || compacted || tool || answer || m.summary) {
         return prompt_of(line);
     }
     let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else { return Fact::NotJson };
@@ -173,9 +182,16 @@ pub fn classify_in(line: &[u8], answers: bool) -> Fact {
     }
     if compacted && ty == "system" && s(&v, "subtype").as_deref() == Some("compact_boundary") {
         let main = v.get("isSidechain") == Some(&Value::Bool(false)) && v.get("agentId").is_none();
-        return Fact::Compacted { main };
+        return Fact::Compacted { main, uuid: s(&v, "uuid") };
     }
     let blocks = v.pointer("/message/content");
+    if prompt
+        && ty == "user"
+        && v.get("isCompactSummary") == Some(&Value::Bool(true))
+        && let Some(u) = s(&v, "uuid")
+    {
+        return Fact::Summary { uuid: u, parent: s(&v, "parentUuid"), prompt_id: s(&v, "promptId") };
+    }
     if prompt
         && ty == "user"
         && let Some(u) = s(&v, "uuid")
@@ -298,10 +314,11 @@ impl Track {
         let after = |p: &Option<Pending>| p.as_ref().is_some_and(|p| at >= p.from);
         match fact {
             Fact::Nothing => Effect::Some,
-            Fact::NotJson | Fact::Cleared | Fact::Compacted { main: false } => Effect::All,
+            Fact::NotJson | Fact::Cleared | Fact::Compacted { main: false, .. } => Effect::All,
             // An idle return still pending stays so: it may concern the
             // subagents' deliveries from before it too.
-            Fact::Compacted { main: true } => Effect::Main,
+            Fact::Compacted { main: true, .. } => Effect::Main,
+            Fact::Summary { uuid, .. } => self.apply_fact(Fact::Prompt(uuid), at),
             Fact::Cut(ids) => {
                 if after(&self.pending)
                     && let Some(p) = self.pending.as_mut()

@@ -37,7 +37,16 @@ impl W {
     fn turn_by(&self, turn: Turn, now: u64, pid: Option<u32>) -> bool {
         let mut ended = false;
         let t = self.transcript.to_str().unwrap();
-        let b = Boundary { host: Host::ClaudeCode, conv: "S", transcript: t, turn, now, pid, idle_ms: Some(IDLE) };
+        let b = Boundary {
+            host: Host::ClaudeCode,
+            conv: "S",
+            transcript: t,
+            turn,
+            now,
+            pid,
+            idle_ms: Some(IDLE),
+            prompt: None,
+        };
         on_turn(&self.data, &b, far(), |e| {
             ended = e;
             Ok(())
@@ -63,6 +72,7 @@ impl W {
             asking: None,
             subagent: false,
             agent: None,
+            own: None,
             relied: Vec::new(),
         };
         check(&self.data, &q, far(), |_| {
@@ -145,6 +155,7 @@ fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first()
             asking: None,
             subagent: false,
             agent: None,
+            own: None,
             relied: Vec::new(),
         };
         let c = check(&w.data, &q, far(), |_| Err(std::io::Error::other("disk full")));
@@ -381,6 +392,7 @@ fn a_turn_naming_another_transcript_ends_every_earlier_delivery() {
             now: at,
             pid: None,
             idle_ms: None,
+            prompt: None,
         };
         on_turn(&w.data, &b, far(), |e| {
             ended = e;
@@ -458,6 +470,7 @@ fn a_kept_state_gives_way_to_another_processs_save() {
             asking: None,
             subagent: false,
             agent: None,
+            own: None,
             relied: Vec::new(),
         };
         check(&sb.data, &q, far(), |_| Ok(()))
@@ -580,6 +593,7 @@ fn a_pending_return_waits_for_the_asking_calls_line() {
             asking: Some("t3"),
             subagent: false,
             agent: None,
+            own: None,
             relied: Vec::new(),
         };
         check(&w.data, &q, far(), |_| Ok(()))

@@ -35,12 +35,17 @@ pub(crate) trait Ask {
     ) -> Option<(usize, Delivery<'_>)>;
     /// Acknowledgements of `call_ref` after position `after`.
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
-    /// A compaction of `conv` that reached `scope` after position `after`.
-    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool;
+    /// A compaction of `conv` that reached `scope` after position `after`,
+    /// asked by `own`, the host process that received the delivery (none:
+    /// another, or not known; [`crate::state::journal::Reach::ends_for`]).
+    fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool;
     /// [`acks_after`](Ask::acks_after), each with its position.
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)>;
     /// The host process `pid` started (or resumed) `conv` after position `after`.
     fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool;
+    /// The host process `pid` started or resumed `conv` (a lineage record,
+    /// anywhere in the journal): it is one of its host's processes.
+    fn is_process_of(&self, host: Host, pid: u32, conv: &str) -> bool;
     /// The reader behind these answers, if any (to seed a claim reader).
     fn reader(&self) -> Option<&Reader> {
         None
@@ -96,14 +101,17 @@ impl Ask for Reader {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         self.digest().acks_after(call_ref, after)
     }
-    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
-        self.digest().compacted_after(conv, scope, after)
+    fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
+        self.digest().compacted_after(conv, scope, own, after)
     }
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
         self.digest().acks_after_at(call_ref, after)
     }
     fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
         self.digest().started_after(host, pid, conv, after)
+    }
+    fn is_process_of(&self, host: Host, pid: u32, conv: &str) -> bool {
+        self.digest().is_process_of(host, pid, conv)
     }
     fn reader(&self) -> Option<&Reader> {
         Some(self)
@@ -159,14 +167,17 @@ impl Ask for View<'_> {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         View::acks_after(self, call_ref, after)
     }
-    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
-        View::compacted_after(self, conv, scope, after)
+    fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
+        View::compacted_after(self, conv, scope, own, after)
     }
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
         View::acks_after_at(self, call_ref, after)
     }
     fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
         View::started_after(self, host, pid, conv, after)
+    }
+    fn is_process_of(&self, host: Host, pid: u32, conv: &str) -> bool {
+        View::is_process_of(self, host, pid, conv)
     }
 }
 
@@ -219,13 +230,16 @@ impl Ask for Digest {
     fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
         Digest::acks_after(self, call_ref, after)
     }
-    fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
-        Digest::compacted_after(self, conv, scope, after)
+    fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
+        Digest::compacted_after(self, conv, scope, own, after)
     }
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)> {
         Digest::acks_after_at(self, call_ref, after)
     }
     fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
         Digest::started_after(self, host, pid, conv, after)
+    }
+    fn is_process_of(&self, host: Host, pid: u32, conv: &str) -> bool {
+        Digest::is_process_of(self, host, pid, conv)
     }
 }

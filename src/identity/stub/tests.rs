@@ -79,6 +79,7 @@ fn confirmed(dir: &std::path::Path, now: u64, lines: &[&str]) -> (std::path::Pat
         now: now - 100,
         pid: None,
         idle_ms,
+        prompt: None,
     };
     witness::on_turn(dir, &b, Instant::now() + READ_WAIT, |_| Ok(())).unwrap();
     append(&transcript, lines);
@@ -210,7 +211,16 @@ fn an_idle_returns_lines_written_after_the_question_starts_are_waited_for() {
     std::fs::write(&transcript, "").unwrap();
     let path = transcript.to_str().unwrap();
     let turn = |turn, t| {
-        let b = witness::Boundary { host, conv: "S", transcript: path, turn, now: t, pid: Some(HOST_PID), idle_ms };
+        let b = witness::Boundary {
+            host,
+            conv: "S",
+            transcript: path,
+            turn,
+            now: t,
+            pid: Some(HOST_PID),
+            idle_ms,
+            prompt: None,
+        };
         let mut ended = false;
         witness::on_turn(dir, &b, Instant::now() + READ_WAIT, |e| {
             ended = e;

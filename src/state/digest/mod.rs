@@ -116,6 +116,8 @@ struct CompactedAt {
     any_agent: Option<usize>,
     /// Per subagent scope (`agent:<id>`).
     agents: HashMap<String, usize>,
+    /// Per host process, its main thread's ([`journal::Reach::MainOf`]).
+    procs: HashMap<u32, usize>,
 }
 
 impl CompactedAt {
@@ -127,18 +129,23 @@ impl CompactedAt {
                 self.any_agent = Some(at);
                 *get_or_insert(&mut self.agents, a) = at;
             }
+            journal::Reach::MainOf(p) => {
+                self.procs.insert(p, at);
+            }
         }
     }
 
     /// [`View::compacted_after`] for this conversation: what
-    /// [`journal::Reach::ends`] says, by position.
-    fn after(&self, scope: &str, after: usize) -> bool {
+    /// [`journal::Reach::ends_for`] says, by position.
+    fn after(&self, scope: &str, own: Option<u32>, after: usize) -> bool {
         let later = |p: Option<usize>| p.is_some_and(|p| p > after);
+        // A process's main thread: unless another process asks its own.
+        let procs = || self.procs.iter().any(|(&p, &at)| at > after && own.is_none_or(|o| o == p));
         later(self.all)
             || match ScopeKind::of(scope) {
                 ScopeKind::Agent => later(self.agents.get(scope).copied()),
-                ScopeKind::Conversation => later(self.main),
-                ScopeKind::Task | ScopeKind::Custom => later(self.main) || later(self.any_agent),
+                ScopeKind::Conversation => later(self.main) || procs(),
+                ScopeKind::Task | ScopeKind::Custom => later(self.main) || later(self.any_agent) || procs(),
             }
     }
 }
@@ -476,6 +483,13 @@ impl Digest {
     }
 
     /// [`View::started_after`].
+    /// [`View::is_process_of`].
+    pub fn is_process_of(&self, host: Host, pid: u32, conv: &str) -> bool {
+        self.lineage.iter().any(|(_, s)| {
+            matches!(journal::parse_line(self.at(*s)), Some(Record::Lineage { host: h, pid: p, conv: c, .. }) if h == host && p == pid && c == conv)
+        })
+    }
+
     pub fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
         self.lineage.iter().filter(|(at, _)| *at > after).any(|(_, s)| {
             matches!(journal::parse_line(self.at(*s)), Some(Record::Lineage { host: h, pid: p, conv: c, .. }) if h == host && p == pid && c == conv)
@@ -483,8 +497,8 @@ impl Digest {
     }
 
     /// [`View::compacted_after`].
-    pub fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
-        self.compaction_at.get(conv).is_some_and(|c| c.after(scope, after))
+    pub fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
+        self.compaction_at.get(conv).is_some_and(|c| c.after(scope, own, after))
     }
 
     /// Bring the claim index up to the lines read so far.

@@ -64,7 +64,8 @@ fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
             5 => match rng.below(3) {
                 0 => format!("P\t{tt}\t{h}\t{c}"),
                 _ => {
-                    let reach = ["main", "agent:0", "agent:1", "bogus"][rng.below(4) as usize];
+                    let reach =
+                        ["main", "agent:0", "agent:1", "bogus", "proc:1", "proc:2", "proc:0"][rng.below(7) as usize];
                     let (rt, rc) = if rng.below(5) == 0 { (tt + 1, c) } else { (tt, c) };
                     let rc = if rng.below(5) == 0 { "zz" } else { rc };
                     out.push(format!("p\t{rt}\t{h}\t{rc}\t{reach}"));
@@ -135,6 +136,9 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
     for h in HOSTS {
         for pid in [100, 101, 102] {
             assert_eq!(d.lineage_for(h, pid, now), v.lineage_for(h, pid, now), "lineage {ctx}");
+            for conv in ["a", "b", "c", "d"] {
+                assert_eq!(d.is_process_of(h, pid, conv), v.is_process_of(h, pid, conv), "process of {conv} {ctx}");
+            }
         }
     }
     for id in ["id0", "id1", "id2", "id3", "id4", "nope", "-"] {
@@ -150,11 +154,13 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
             assert_eq!(dv.as_ref().map(|x| &x.1), vv.map(|x| x.1), "delivery {scope} {key} {ctx}");
             if let (Some((da, dd)), Some((va, vd))) = (dv, vv) {
                 assert_eq!(d.acks_after(dd.call_ref, da), v.acks_after(vd.call_ref, va), "acks {ctx}");
-                assert_eq!(
-                    d.compacted_after(dd.conv, dd.scope, da),
-                    v.compacted_after(vd.conv, vd.scope, va),
-                    "compacted {ctx}"
-                );
+                for own in [None, Some(1), Some(2), Some(3)] {
+                    assert_eq!(
+                        d.compacted_after(dd.conv, dd.scope, own, da),
+                        v.compacted_after(vd.conv, vd.scope, own, va),
+                        "compacted {own:?} {ctx}"
+                    );
+                }
                 for ver in ["ver0", "ver1", "nover", "any"] {
                     let ver = (ver != "any").then_some(ver);
                     let db = d.delivery_before(scope, key, ver, da);

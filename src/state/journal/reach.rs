@@ -27,13 +27,29 @@ pub enum Reach<'a> {
     /// and any of a scope that is neither the main thread nor a subagent
     /// (a custom or task scope may hold either).
     Agent(&'a str),
+    /// The main thread of one Claude Code host process (`CLAUDE_PID`) of a
+    /// session open in several (`--resume` while another runs): what
+    /// [`Reach::Main`] ends, but not a delivery another process received
+    /// and asks about itself (its context is its own: docs/DELIVERY.md §8,
+    /// "One session, two processes"). Written `proc:<pid>`.
+    MainOf(u32),
 }
 
 impl<'a> Reach<'a> {
-    /// Whether a delivery to `scope` (of the record's conversation) ended.
+    /// Whether a delivery to `scope` (of the record's conversation) ended,
+    /// whoever asks.
     pub fn ends(self, scope: &str) -> bool {
+        self.ends_for(scope, None)
+    }
+
+    /// Whether a delivery to `scope` ended for a question about it from
+    /// `own`: the host process that received it, asking itself (none: not
+    /// known, or another process relying on having loaded it, whose
+    /// history may be the compacting process's).
+    pub fn ends_for(self, scope: &str, own: Option<u32>) -> bool {
         match self {
             Reach::All => true,
+            Reach::MainOf(p) => Reach::Main.ends(scope) && own.is_none_or(|o| o == p),
             Reach::Main => ScopeKind::of(scope) != ScopeKind::Agent,
             Reach::Agent(a) => {
                 scope == a || !matches!(ScopeKind::of(scope), ScopeKind::Conversation | ScopeKind::Agent)
@@ -42,11 +58,12 @@ impl<'a> Reach<'a> {
     }
 
     /// The reach line's last field (`None`: no reach line, [`Reach::All`]).
-    pub fn field(self) -> Option<&'a str> {
+    pub fn field(self) -> Option<std::borrow::Cow<'a, str>> {
         match self {
             Reach::All => None,
-            Reach::Main => Some("main"),
-            Reach::Agent(a) => Some(a),
+            Reach::Main => Some("main".into()),
+            Reach::Agent(a) => Some(a.into()),
+            Reach::MainOf(p) => Some(format!("{PROC_PREFIX}{p}").into()),
         }
     }
 
@@ -55,11 +72,20 @@ impl<'a> Reach<'a> {
     pub fn parse(field: Option<&'a str>) -> Reach<'a> {
         match field {
             Some("main") => Reach::Main,
+            // A reader before this reach reads `proc:<pid>` as unknown:
+            // everything ends, the stronger reading.
+            Some(p) if p.starts_with(PROC_PREFIX) => match p[PROC_PREFIX.len()..].parse::<u32>() {
+                Ok(pid) if pid > 0 && p[PROC_PREFIX.len()..].bytes().all(|b| b.is_ascii_digit()) => Reach::MainOf(pid),
+                _ => Reach::All,
+            },
             Some(a) if ScopeKind::of(a) == ScopeKind::Agent && a.len() > "agent:".len() => Reach::Agent(a),
             _ => Reach::All,
         }
     }
 }
+
+/// The field prefix of [`Reach::MainOf`].
+const PROC_PREFIX: &str = "proc:";
 
 #[cfg(test)]
 mod tests {
@@ -91,12 +117,50 @@ mod tests {
         }
     }
 
+    /// One process's compaction: the main thread's deliveries end, unless
+    /// another process received the delivery and asks about it itself.
+    #[test]
+    fn a_process_compaction_spares_only_another_process_asking_its_own() {
+        #[rustfmt::skip]
+        let rows: [(Reach<'_>, &str, Option<u32>, bool); 12] = [
+            (Reach::MainOf(2), "S",        Some(1), false),
+            (Reach::MainOf(2), "S",        Some(2), true),
+            // Not known whose, or another relying on having loaded it.
+            (Reach::MainOf(2), "S",        None,    true),
+            (Reach::MainOf(2), "custom:c", Some(1), false),
+            (Reach::MainOf(2), "custom:c", None,    true),
+            (Reach::MainOf(2), "agent:A",  None,    false),
+            (Reach::MainOf(2), "agent:A",  Some(2), false),
+            (Reach::Main,      "S",        Some(1), true),
+            (Reach::All,       "S",        Some(1), true),
+            (Reach::All,       "agent:A",  Some(1), true),
+            (Reach::Agent("agent:A"), "agent:A", Some(1), true),
+            (Reach::Agent("agent:A"), "S",  Some(1), false),
+        ];
+        for (reach, scope, own, ends) in rows {
+            assert_eq!(reach.ends_for(scope, own), ends, "{reach:?} {scope} {own:?}");
+        }
+    }
+
     #[test]
     fn fields_round_trip_and_unknown_ones_end_everything() {
-        for r in [Reach::All, Reach::Main, Reach::Agent("agent:A")] {
-            assert_eq!(Reach::parse(r.field()), r);
+        for r in [Reach::All, Reach::Main, Reach::Agent("agent:A"), Reach::MainOf(7)] {
+            assert_eq!(Reach::parse(r.field().as_deref()), r);
         }
-        for f in ["", "MAIN", "agent:", "task:t", "custom:c", "S", "1234"] {
+        for f in [
+            "",
+            "MAIN",
+            "agent:",
+            "task:t",
+            "custom:c",
+            "S",
+            "1234",
+            "proc:",
+            "proc:0",
+            "proc:+1",
+            "proc:x",
+            "proc:99999999999",
+        ] {
             assert_eq!(Reach::parse(Some(f)), Reach::All, "{f}");
         }
     }

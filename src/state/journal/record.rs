@@ -124,7 +124,7 @@ impl Record<'_> {
             // (an unknown tag) and reads the `P` line as ending everything.
             Record::Compaction { t, host, conv, reach } => {
                 if let Some(r) = reach.field() {
-                    let _ = writeln!(out, "{REACH_TAG}\t{t}\t{host}\t{}\t{}", f(conv), f(r));
+                    let _ = writeln!(out, "{REACH_TAG}\t{t}\t{host}\t{}\t{}", f(conv), f(&r));
                 }
                 writeln!(out, "P\t{t}\t{host}\t{}", f(conv))
             }

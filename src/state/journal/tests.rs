@@ -91,8 +91,34 @@ mod lines_and_views {
         ];
         for (rec, conv, scope, ended) in rows {
             let v = View { records: vec![s(0, "S"), rec.clone()] };
-            assert_eq!(v.compacted_after(conv, scope, 0), ended, "{rec:?} {conv} {scope}");
-            assert!(!v.compacted_after(conv, scope, 1), "{rec:?}: none after it");
+            assert_eq!(v.compacted_after(conv, scope, None, 0), ended, "{rec:?} {conv} {scope}");
+            assert!(!v.compacted_after(conv, scope, None, 1), "{rec:?}: none after it");
+        }
+    }
+
+    /// One process's compaction, written and read back: the main thread's
+    /// deliveries end for every question but another process's about its
+    /// own delivery; a reader that knows no `proc:` reach ends everything.
+    #[test]
+    fn a_process_compaction_round_trips_and_old_readers_end_everything() {
+        let mut text = String::new();
+        Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "S", reach: Reach::MainOf(42) }.write_line(&mut text);
+        assert_eq!(text, "p\t6\tclaude-code\tS\tproc:42\nP\t6\tclaude-code\tS\n");
+        let alone: Vec<_> = text.lines().filter_map(parse_line).collect();
+        assert_eq!(alone, [Record::Compaction { t: 6, host: Host::ClaudeCode, conv: "S", reach: Reach::All }]);
+        let mut recs = vec![s(0, "S")];
+        recs.extend(parse(&text));
+        let v = View { records: recs };
+        #[rustfmt::skip]
+        let rows: [(&str, Option<u32>, bool); 5] = [
+            ("S",       Some(7),  false),
+            ("S",       Some(42), true),
+            ("S",       None,     true),
+            ("agent:A", None,     false),
+            ("custom:c", Some(7), false),
+        ];
+        for (scope, own, ended) in rows {
+            assert_eq!(v.compacted_after("S", scope, own, 0), ended, "{scope} {own:?}");
         }
     }
 

@@ -347,6 +347,15 @@ impl<'a> View<'a> {
         .collect()
     }
 
+    /// The host process `pid` started or resumed `conv` (a lineage record,
+    /// anywhere): it is one of its host's processes, not, say, the parent
+    /// of a server that several of them share.
+    pub fn is_process_of(&self, host: Host, pid: u32, conv: &str) -> bool {
+        self.records.iter().any(
+            |r| matches!(*r, Record::Lineage { host: h, pid: p, conv: c, .. } if h == host && p == pid && c == conv),
+        )
+    }
+
     /// The host process `pid` started or resumed `conv` (its lineage
     /// record) after index `after`.
     pub fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool {
@@ -356,12 +365,15 @@ impl<'a> View<'a> {
     }
 
     /// A compaction of `conv` that reached `scope` (a delivery's: the main
-    /// thread's or one subagent's, [`Reach`]) lies after index `after`.
-    pub fn compacted_after(&self, conv: &str, scope: &str, after: usize) -> bool {
+    /// thread's or one subagent's, [`Reach`]) lies after index `after`,
+    /// for a question from `own`, the host process that received the
+    /// delivery asking about it itself ([`Reach::ends_for`]; none: not known,
+    /// or another process).
+    pub fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
         self.records
             .iter()
             .skip(after + 1)
-            .any(|r| matches!(*r, Record::Compaction { conv: c, reach, .. } if c == conv && reach.ends(scope)))
+            .any(|r| matches!(*r, Record::Compaction { conv: c, reach, .. } if c == conv && reach.ends_for(scope, own)))
     }
 
     /// The newest sighting of each host, however old (for status).

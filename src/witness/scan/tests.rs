@@ -51,14 +51,22 @@ fn classify_table() {
         (r#"{"type":"last-prompt","leafUuid":null,"rewound":true,"cutUuid":"u1"}"#, Fact::Rewound(Some("u1".into()))),
         (r#"{"type":"last-prompt","rewound":true}"#, Fact::Rewound(None)),
         (r#"{"type":"last-prompt","rewound":false,"cutUuid":"u1"}"#, Fact::Nothing),
-        (r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{}}"#, Fact::Compacted { main: false }),
+        (r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{}}"#, Fact::Compacted { main: false, uuid: None }),
         // The main thread's, as Claude Code 2.1.328 writes it to the session's transcript
         // (tests/fixtures/payloads/withdrawal/claude/subagent-main-compact/transcript.jsonl).
-        (r#"{"parentUuid":null,"logicalParentUuid":"u0","isSidechain":false,"type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: true }),
+        (r#"{"parentUuid":null,"logicalParentUuid":"u0","isSidechain":false,"type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: true, uuid: None }),
+        (r#"{"parentUuid":null,"logicalParentUuid":"u0","isSidechain":false,"type":"system","subtype":"compact_boundary","uuid":"b1"}"#, Fact::Compacted { main: true, uuid: Some("b1".into()) }),
+        // Its summary line (the two-process fixture, line 86): the boundary's
+        // child, with the compacting process's prompt id.
+        (r#"{"parentUuid":"b1","isSidechain":false,"promptId":"x","type":"user","message":{"role":"user","content":"This session is being continued"},"isVisibleInTranscriptOnly":true,"isCompactSummary":true,"uuid":"s1"}"#,
+            Fact::Summary { uuid: "s1".into(), parent: Some("b1".into()), prompt_id: Some("x".into()) }),
+        // A user line that only says the word, or says it is no summary: a prompt.
+        (r#"{"type":"user","uuid":"u3","message":{"role":"user","content":"what is \"isCompactSummary\"?"}}"#, Fact::Prompt("u3".into())),
+        (r#"{"parentUuid":"b1","promptId":"x","type":"user","isCompactSummary":false,"uuid":"u4"}"#, Fact::Prompt("u4".into())),
         // A subagent's (its own transcript's line): whose, not the main thread's.
-        (r#"{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: false }),
-        (r#"{"isSidechain":false,"agentId":"a1","type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: false }),
-        (r#"{"isSidechain":"false","type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: false }),
+        (r#"{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: false, uuid: None }),
+        (r#"{"isSidechain":false,"agentId":"a1","type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: false, uuid: None }),
+        (r#"{"isSidechain":"false","type":"system","subtype":"compact_boundary"}"#, Fact::Compacted { main: false, uuid: None }),
         (r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"read it"}}"#, Fact::Prompt("u1".into())),
         (r#"{"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}}"#, Fact::Nothing),
         (r#"{"type":"assistant","uuid":"a","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__ctx__ctx_read"},{"type":"tool_use","id":"t2","name":"Read"}]}}"#, Fact::ToolUses(vec!["t1".into()])),
@@ -109,8 +117,8 @@ fn effects_table() {
         ),
         (vec![(Fact::Rewound(None), 9)], Effect::All, &[], &[]),
         (vec![(Fact::Cleared, 1)], Effect::All, &[], &[]),
-        (vec![(Fact::Compacted { main: false }, 1)], Effect::All, &[], &[]),
-        (vec![(Fact::Compacted { main: true }, 1)], Effect::Main, &[], &[]),
+        (vec![(Fact::Compacted { main: false, uuid: None }, 1)], Effect::All, &[], &[]),
+        (vec![(Fact::Compacted { main: true, uuid: None }, 1)], Effect::Main, &[], &[]),
         (vec![(Fact::NotJson, 1)], Effect::All, &[], &[]),
         (vec![(Fact::Cut(vec!["a".into(), "a".into()]), 1)], Effect::Some, &["a"], &["b"]),
         (vec![(Fact::Nothing, 1)], Effect::Some, &[], &["a"]),
