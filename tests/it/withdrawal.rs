@@ -412,6 +412,157 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     assert_eq!(v2(&mut d, "toolu_9", false), "confirmed-delivery", "every other process ended before the confirmation");
 }
 
+/// One Claude Code session in two processes, `b` compacting its context
+/// while `a` runs: `b`'s context lost its results, `a`'s kept its own
+/// (the `two-process` fixture: `a`'s next model requests still held its
+/// reads, docs/DELIVERY.md §8). The compaction hooks name `b`
+/// (`CLAUDE_PID`), and the boundary the host writes to the shared
+/// transcript is proven `b`'s by its summary line's `promptId`, the prompt
+/// id `b`'s own prompt hook named first. `a`'s re-read of its own delivery
+/// is a stub; `b`'s of its own is withheld. Every hook and question through
+/// the real binary from two real host processes. Returns the two reasons.
+/// `lost`: `b`'s prompt and compaction hooks all died (its turn unseen):
+/// the boundary then proves no process, and both are withheld. `adopted`:
+/// the summary's prompt id was first named by `a`'s hooks (a turn `b`
+/// took over): no proof either. `shared`: the hooks name host processes
+/// that are not the server's parent (a server several processes share, not
+/// their child): whose context a call is in cannot be told, and `a`'s
+/// re-read is withheld too.
+#[cfg(unix)]
+fn one_process_compacts(conv: &str, lost: bool, adopted: bool, shared: bool) -> (String, String) {
+    use crate::support::FakeHost;
+    let sb = Sandbox::new();
+    let transcript = sb.tmp.path().join(format!("{conv}.jsonl"));
+    std::fs::write(&transcript, "").unwrap();
+    let n = std::cell::Cell::new(0);
+    let file = |v: &Value| {
+        n.set(n.get() + 1);
+        let p = sb.tmp.path().join(format!("f{}.json", n.get()));
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let line = |v: Value| {
+        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(t, "{v}").unwrap();
+    };
+    let text = "fn main() {}\n".repeat(50);
+    let result = file(&json!({"content": [{"type": "text", "text": text}]}));
+    // A hook of `host` (named by `CLAUDE_PID`), its prompt id if any.
+    let hook = |host: &mut FakeHost, event: &str, prompt_id: Option<&str>, extra: Value| {
+        let mut v = json!({"session_id": conv, "hook_event_name": event, "transcript_path": transcript});
+        if let Some(p) = prompt_id {
+            v["prompt_id"] = json!(p);
+        }
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let pid = (host.pid() + if shared { 1_000_000 } else { 0 }).to_string();
+        assert_eq!(host.run_env(&[("CLAUDE_PID", &pid)], &["hook", "claude-code"], Some(&file(&v))).0, 0);
+    };
+    let prompt = |host: &mut FakeHost, id: &str| {
+        hook(host, "UserPromptSubmit", Some(id), json!({"prompt": "read it"}));
+        line(json!({"parentUuid": null, "promptId": id, "type": "user", "uuid": format!("u-{id}"),
+            "message": {"role": "user", "content": "read it"}}));
+    };
+    // A read as the server asks it: the pre hook, the call's line, `stub`
+    // with the result (so a withheld answer records the delivery it sends).
+    let read = |host: &mut FakeHost, pid: &str, path: &str, id: &str| -> String {
+        hook(
+            host,
+            "PreToolUse",
+            Some(pid),
+            json!({"tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": path}, "tool_use_id": id}),
+        );
+        line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
+        let call = file(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": {"claudecode/toolUseId": id}}}));
+        let args = [
+            "stub",
+            "--call",
+            call.to_str().unwrap(),
+            "--key",
+            path,
+            "--version",
+            "v1",
+            "--json",
+            "--result",
+            result.to_str().unwrap(),
+        ];
+        let (code, out) = host.run(&args, None);
+        assert!(code == 0 || code == 1, "{out}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        j["decision"]["reason"].as_str().unwrap().to_string()
+    };
+    let confirm = |host: &mut FakeHost, pid: &str, id: &str| {
+        hook(
+            host,
+            "PostToolBatch",
+            Some(pid),
+            json!({"tool_calls": [{"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id,
+            "tool_input": {}, "tool_response": [{"type": "text", "text": text}]}]}),
+        );
+    };
+
+    let (mut a, mut b) = (FakeHost::start(&sb), FakeHost::start(&sb));
+    hook(&mut a, "SessionStart", None, json!({"source": "startup"}));
+    prompt(&mut a, "pa1");
+    assert_eq!(read(&mut a, "pa1", "a.rs", "toolu_1"), "not-delivered");
+    confirm(&mut a, "pa1", "toolu_1");
+    assert_eq!(read(&mut a, "pa1", "a.rs", "toolu_2"), "confirmed-delivery", "a's own delivery");
+    hook(&mut b, "SessionStart", None, json!({"source": "resume"}));
+    // `b`'s turn: the prompt id its compaction carries.
+    let pb = if adopted { "pa1" } else { "pb1" };
+    if !lost {
+        hook(&mut b, "UserPromptSubmit", Some(pb), json!({"prompt": "read it"}));
+    }
+    line(
+        json!({"parentUuid": null, "promptId": pb, "type": "user", "uuid": "u-b", "message": {"role": "user", "content": "x"}}),
+    );
+    assert_eq!(read(&mut b, pb, "b.rs", "toolu_3"), "not-delivered");
+    confirm(&mut b, pb, "toolu_3");
+    // `b` compacts: its three hooks, then (queued, as the host writes them)
+    // the boundary and its summary (fixture `two-process`, lines 85-86).
+    if !lost {
+        hook(&mut b, "PreCompact", Some(pb), json!({"trigger": "auto"}));
+        hook(&mut b, "SessionStart", Some(pb), json!({"source": "compact"}));
+        hook(&mut b, "PostCompact", Some(pb), json!({"trigger": "auto"}));
+    }
+    line(json!({"parentUuid": null, "logicalParentUuid": "a-toolu_3", "isSidechain": false, "type": "system",
+        "subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "boundary-b"}));
+    line(json!({"parentUuid": "boundary-b", "isSidechain": false, "promptId": pb, "type": "user",
+        "message": {"role": "user", "content": "This session is being continued"}, "isVisibleInTranscriptOnly": true,
+        "isCompactSummary": true, "uuid": "summary-b"}));
+    prompt(&mut a, "pa2");
+    let ra = read(&mut a, "pa2", "a.rs", "toolu_4");
+    let rb = read(&mut b, pb, "b.rs", "toolu_5");
+    (ra, rb)
+}
+
+/// [`one_process_compacts`]: proven, `a` keeps its stub and `b` is withheld.
+/// Before (7d040d2) `a`'s re-read was withheld too (`compacted`): every
+/// compaction of the session ended every process's main thread.
+#[cfg(unix)]
+#[test]
+fn a_compaction_of_one_claude_process_leaves_the_others_deliveries() {
+    let (a, b) = one_process_compacts("S", false, false, false);
+    assert_eq!(a, "confirmed-delivery", "the other process's context is whole");
+    assert_ne!(b, "confirmed-delivery", "the compacting process's context lost it");
+}
+
+/// [`one_process_compacts`] with nothing that proves whose the boundary is:
+/// every process's main thread ends, as before.
+#[cfg(unix)]
+#[test]
+fn a_compaction_no_hook_proves_ends_every_processs_deliveries() {
+    for (lost, adopted, shared) in [(true, false, false), (false, true, false), (false, false, true)] {
+        let (a, b) = one_process_compacts("S", lost, adopted, shared);
+        let what = format!("lost {lost} adopted {adopted} shared {shared}");
+        assert_ne!(a, "confirmed-delivery", "{what}: whose compaction, not proven");
+        assert_ne!(b, "confirmed-delivery", "{what}");
+    }
+}
+
 /// A rewind withdraws the results after its cut prompt, not the copies the
 /// context held before it (docs/DELIVERY.md §8, "A rewind that leaves an
 /// earlier copy"). A file delivered whole twice, the second time sent again
