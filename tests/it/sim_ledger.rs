@@ -61,7 +61,11 @@
 //!   history as it stood, then its own), both writing the one transcript.
 //!   The transcript is a real file with the prompts and MCP tool uses the
 //!   witness places a rewind by, and a `compact_boundary` at each Claude
-//!   compaction, as the host writes one. The oracle knows what the host withdrew
+//!   compaction, as the host writes one: after the compaction's hooks, with
+//!   its summary line under it carrying the compacting process's prompt id
+//!   (each process makes one at each prompt, or at a `/compact` outside a
+//!   turn, and its hooks name it as `prompt_id`: docs/DELIVERY.md §8, "One
+//!   session, two processes"). The oracle knows what the host withdrew
 //!   (a rewind restores the window of its prompt; an idle cut removes the
 //!   results it cut) and never asks the product.
 //! - Claude Code compactions: the main thread compacts while subagents run
@@ -542,6 +546,10 @@ struct Chat {
     /// The user stepped away: once this chat's step is done (and its
     /// subagents stopped), it is silent until then (virtual ms; 0: not).
     away_until: u64,
+    /// Claude Code: the process's current prompt id (made at each prompt,
+    /// or by a manual `/compact` outside a turn), which its hooks name as
+    /// `prompt_id` and its user lines as `promptId`.
+    prompt_id: Option<String>,
     /// Its session has had two processes at once. Such a session is not
     /// resumed again (a new chat starts instead): which process's chain a
     /// later `--resume` loads is not known (RELIABILITY.md, "What the
@@ -590,6 +598,7 @@ impl Chat {
             proc,
             returning: false,
             away_until: 0,
+            prompt_id: None,
             two_processes: false,
         }
     }
@@ -618,7 +627,16 @@ struct World {
     /// `CURSOR_TASK_ID` either, their calls are the parent's by every record
     /// leanctx has (RELIABILITY.md, "What the suites do not prove").
     lost_starts: std::collections::HashSet<String>,
+    /// Claude Code: each session's history as its last process left it,
+    /// once that process's slot went on to another session: a second
+    /// process resuming it later loads that ([`Op::Resume`]).
+    left: HashMap<String, History>,
 }
+
+/// What a Claude Code process loads at a resume: the main window, who
+/// delivered each file, the prompts, the files read lately, the last
+/// response, the cut results in force.
+type History = (Window, Held, Vec<(String, Window, Held)>, Vec<&'static str>, u64, u64);
 
 /// One return in this many has its queued lines reach the disk only
 /// after the question (which then waits the product's whole 1 s for them):
@@ -724,8 +742,18 @@ impl World {
 
     /// Run one hook of chat `c` now, unless it is dropped (a post hook) or
     /// its process dies before recording. `agent` is the acting subagent.
-    fn hook(&mut self, c: usize, event: &str, extra: Value, kind: Kind, task_env: Option<&str>) {
+    fn hook(&mut self, c: usize, event: &str, mut extra: Value, kind: Kind, task_env: Option<&str>) {
         let t = self.tick(1, 3);
+        // Claude Code: a main-thread compaction outside any turn of its
+        // process is a `/compact`, which gets a prompt id of its own.
+        if self.chats[c].host == H::Claude
+            && event == "PreCompact"
+            && extra.get("agent_id").is_none()
+            && self.chats[c].prompt_id.is_none()
+        {
+            self.chats[c].prompt_id = Some(self.uid("pid-"));
+            extra["trigger"] = json!("manual");
+        }
         match kind {
             Kind::Post if self.rng.chance(self.knobs.drop_post) => {
                 self.st.posts_dropped += 1;
@@ -776,6 +804,15 @@ impl World {
             for (k, v) in m {
                 p[k] = v;
             }
+        }
+        // Claude Code's hooks name the process's current prompt (a fresh
+        // process's start has none yet).
+        let fresh_start = event == "SessionStart" && p["source"] != "compact";
+        if chat.host == H::Claude
+            && !fresh_start
+            && let Some(id) = &chat.prompt_id
+        {
+            p["prompt_id"] = json!(id);
         }
         let mut run = self.sb.hook(chat.host.cli(), p.to_string()).env("LEAN_CTX_NOW_MS", t.to_string());
         // Claude Code names its process to its hooks.
@@ -861,6 +898,8 @@ impl World {
                     "standIn": "[Old tool result content cleared]"}}));
             }
         }
+        // The process makes the prompt's id as it is submitted.
+        self.chats[c].prompt_id = Some(self.uid("pid-"));
         self.hook(c, "UserPromptSubmit", json!({"prompt": "SECRET-PROMPT"}), Kind::Other, None);
         // Late in half the cases: drawn from the episode stream after a
         // cut (as before returns without one were modeled), else from the
@@ -872,7 +911,8 @@ impl World {
         self.chats[c].queue_lines |= late;
         let uuid = self.uid("prompt-");
         let chat = &self.chats[c];
-        let line = json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "SECRET-PROMPT"}});
+        let line = json!({"type": "user", "uuid": uuid, "promptId": chat.prompt_id,
+            "message": {"role": "user", "content": "SECRET-PROMPT"}});
         let snapshot = (uuid, chat.window.clone(), chat.held.clone());
         self.write_line(c, &line);
         self.chats[c].prompts.push(snapshot);
@@ -1264,21 +1304,32 @@ impl World {
         // resume loads the history) and a rewind are no response.
         let activity = !matches!(&op, Op::Hook { event: "SessionStart", .. } | Op::Rewind(_) | Op::Resume(_));
         match op {
+            Op::Hook { event: "PostCompact", extra, kind }
+                if self.chats[c].host == H::Claude && extra.get("agent_id").is_none() =>
+            {
+                self.hook(c, "PostCompact", extra, kind, None);
+                // Claude Code records each compaction in the transcript too,
+                // written by the compacting process after its hooks
+                // (docs/DELIVERY.md §8, fixture `two-process`, lines 85-86:
+                // a `compact_boundary`, then its summary, the boundary's
+                // child, with the process's current prompt id).
+                let (boundary, summary) = (self.uid("boundary-"), self.uid("summary-"));
+                let prompt_id = self.chats[c].prompt_id.clone();
+                let line = json!({"parentUuid": null, "logicalParentUuid": null, "isSidechain": false,
+                    "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+                    "uuid": boundary});
+                self.write_line(c, &line);
+                let line = json!({"parentUuid": boundary, "isSidechain": false, "promptId": prompt_id, "type": "user",
+                    "message": {"role": "user", "content": "This session is being continued"},
+                    "isVisibleInTranscriptOnly": true, "isCompactSummary": true, "uuid": summary});
+                self.write_line(c, &line);
+            }
             Op::Hook { event, extra, kind } => self.hook(c, event, extra, kind, None),
             Op::Pre(r) => self.pre(c, r),
             Op::Serve(r) => self.serve(c, r),
             Op::Post(r) => self.post(c, r),
             Op::Batch(rs) => self.batch(c, &rs),
             Op::Compact => {
-                // Claude Code records each compaction in the transcript too,
-                // written by the compacting process (docs/DELIVERY.md §8,
-                // fixture `two-process`: a `compact_boundary` whose
-                // `logicalParentUuid` is that process's last line).
-                if self.chats[c].host == H::Claude {
-                    let line = json!({"parentUuid": null, "logicalParentUuid": null, "isSidechain": false,
-                        "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"});
-                    self.write_line(c, &line);
-                }
                 let chat = &mut self.chats[c];
                 chat.window.clear();
                 chat.held.clear();
@@ -1293,16 +1344,13 @@ impl World {
             }
             Op::Prompt => self.prompt(c, idle_since),
             Op::Resume(p) => {
-                let (window, held, prompts, history, last, cuts) = {
-                    let p = &self.chats[p];
-                    (
-                        p.window.clone(),
-                        p.held.clone(),
-                        p.prompts.clone(),
-                        p.history.clone(),
-                        p.last_active,
-                        p.cuts_in_force,
-                    )
+                // The session as it stands: its first process's, or, once
+                // that process's slot went on to another session (it ended
+                // meanwhile), as that process left it.
+                let (window, held, prompts, history, last, cuts) = if self.chats[p].id == self.chats[c].id {
+                    self.history(p)
+                } else {
+                    self.left.get(&self.chats[c].id).cloned().expect("the session's history, left")
                 };
                 let chat = &mut self.chats[c];
                 (chat.window, chat.held, chat.prompts, chat.history, chat.last_active, chat.cuts_in_force) =
@@ -1339,6 +1387,21 @@ impl World {
             } else {
                 self.hook_op(c, "SubagentStop", json!({"agent_id": s.raw}), Kind::Other);
             }
+        }
+    }
+
+    /// Claude chat `c`'s history, as a process resuming its session loads it.
+    fn history(&self, c: usize) -> History {
+        let p = &self.chats[c];
+        (p.window.clone(), p.held.clone(), p.prompts.clone(), p.history.clone(), p.last_active, p.cuts_in_force)
+    }
+
+    /// Chat `c`'s slot goes on to another session: its history is kept for
+    /// a second process of its session that has not loaded it yet.
+    fn leave(&mut self, c: usize) {
+        if self.chats[c].host == H::Claude && self.chats[c].two_processes {
+            let h = self.history(c);
+            self.left.insert(self.chats[c].id.clone(), h);
         }
     }
 
@@ -1482,11 +1545,13 @@ impl World {
                 if host == H::Claude {
                     let chat = &mut self.chats[c];
                     chat.proc += 1_000;
+                    chat.prompt_id = None;
                     extra["seconds_since_last_response"] = json!(self.t.saturating_sub(chat.last_active) / 1000);
                     self.st.new_processes += 1;
                 }
                 self.hook_op(c, "SessionStart", extra, Kind::Other);
             } else {
+                self.leave(c);
                 let id = self.uid("chat-");
                 let chat = &mut self.chats[c];
                 chat.id = id;
@@ -1496,6 +1561,7 @@ impl World {
                 (chat.queued, chat.queue_lines, chat.cuts_in_force) = (Vec::new(), false, 0);
                 chat.two_processes = false;
                 chat.proc += 1_000;
+                chat.prompt_id = None;
                 chat.subs.clear();
                 chat.win_n = 0;
                 chat.ended = false;
@@ -1639,6 +1705,7 @@ impl World {
             90..=92 if host == H::Claude && nsubs == 0 => {
                 // /clear: a new session id, an empty context.
                 self.hook_op(c, "SessionEnd", json!({"reason": "clear"}), Kind::Other);
+                self.leave(c);
                 let id = self.uid("chat-");
                 let chat = &mut self.chats[c];
                 chat.id = id;
@@ -1703,6 +1770,7 @@ fn run_seed(seed: u64, steps: u64, knobs: Knobs) -> Stats {
         st: Stats { seeds: 1, ..Stats::default() },
         trace: std::env::var_os("LEANCTX_SIM_TRACE").is_some(),
         lost_starts: std::collections::HashSet::new(),
+        left: HashMap::new(),
     };
     for host in hosts {
         let id = w.uid("chat-");
@@ -1965,7 +2033,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
     }
     if s.seeds >= 100 {
         // Not the issue's 90 % on Claude Code: with its withdrawals modeled
-        // the 200-seed run allows 88.7 % (RELIABILITY.md, "With
+        // the 200-seed run allows 89.0 % (RELIABILITY.md, "With
         // withdrawals": compactions and idle returns of the other process
         // of a two-process session, per-process windows). Held here so it cannot fall further unseen; the other
         // hosts meet the issue.
@@ -1977,7 +2045,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         && s.seeds == 200
         && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
     if published {
-        for (h, floor) in [(H::Claude, 88.7), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
+        for (h, floor) in [(H::Claude, 88.9), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
             let hs = &s.hosts[&h];
             assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
         }
