@@ -45,9 +45,14 @@ impl<'a> Cur<'a> {
     }
 
     pub(super) fn string(&mut self) -> Option<String> {
+        self.str().map(str::to_owned)
+    }
+
+    /// [`Self::string`], borrowed from the input.
+    pub(super) fn str(&mut self) -> Option<&'a str> {
         let end = self.raw_string()?.len();
         // Between two quotes (ASCII): char boundaries of the checked text.
-        self.t.get(self.i - 1 - end..self.i - 1).map(str::to_owned)
+        self.t.get(self.i - 1 - end..self.i - 1)
     }
 
     /// A u64 as serde writes one (digits, no leading zero), within range.
@@ -63,15 +68,24 @@ impl<'a> Cur<'a> {
     }
 
     pub(super) fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<VecDeque<T>> {
-        self.lit(b"[")?;
         let mut out = VecDeque::new();
+        self.each(|c| {
+            out.push_back(item(c)?);
+            Some(())
+        })?;
+        Some(out)
+    }
+
+    /// A list, each item read by `item`, which keeps what it reads.
+    pub(super) fn each(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.lit(b"[")?;
         if self.lit(b"]").is_some() {
-            return Some(out);
+            return Some(());
         }
         loop {
-            out.push_back(item(self)?);
+            item(self)?;
             if self.lit(b"]").is_some() {
-                return Some(out);
+                return Some(());
             }
             self.lit(b",")?;
         }

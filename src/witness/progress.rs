@@ -225,9 +225,9 @@ mod tests {
         let mut s = st.clone();
         assert_eq!(replay(&mut s, &log), Log { len: log.len() as u64, stale: false, dirty: false });
         assert_eq!((s.offset, s.tail.as_str()), (300, "seal300"));
-        let tools: Vec<_> = s.track.tools.iter().map(|(t, o)| (t.as_str(), *o)).collect();
+        let tools: Vec<_> = s.track.tools.iter().collect();
         assert_eq!(tools, [("t1", 150), ("t2", 250), ("t3", 250)]);
-        assert_eq!(s.track.prompts.iter().map(|(u, o)| (u.as_str(), *o)).collect::<Vec<_>>(), [("u1", 120)]);
+        assert_eq!(s.track.prompts.iter().collect::<Vec<_>>(), [("u1", 120)]);
 
         // The rows: (the log, what the state becomes, stale, dirty).
         let torn = [a.clone(), b[..b.len() / 2].to_vec()].concat();

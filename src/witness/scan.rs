@@ -20,9 +20,9 @@
 //! To place a rewind, the witness keeps where each prompt and each MCP
 //! tool use was seen (uuids, tool-use ids and byte offsets; never content).
 
+use super::ids::Ids;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::VecDeque;
 
 /// Prompts remembered to place a rewind's cut (the newest).
 pub const MAX_PROMPTS: usize = 256;
@@ -277,11 +277,11 @@ pub struct Pending {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Track {
     /// Prompt uuids and where they were seen, oldest first.
-    pub prompts: VecDeque<(String, u64)>,
+    pub prompts: Ids<u64>,
     /// MCP tool-use ids and where they were seen, oldest first.
-    pub tools: VecDeque<(String, u64)>,
+    pub tools: Ids<u64>,
     /// Tool-use ids the host withdrew.
-    pub withdrawn: VecDeque<String>,
+    pub withdrawn: Ids<()>,
     /// An idle return not settled yet.
     #[serde(default)]
     pub pending: Option<Pending>,
@@ -345,12 +345,13 @@ impl Track {
                 // Only where the transcript shows the cut point: from that
                 // prompt on. Unknown (not said, or older than remembered):
                 // everything.
-                let Some(from) = cut.and_then(|c| self.prompts.iter().find(|(u, _)| *u == c).map(|(_, o)| *o)) else {
+                let Some(from) = cut.and_then(|c| self.prompts.find(&c)) else {
                     self.prompts.clear();
                     return Effect::All;
                 };
-                let gone: Vec<String> = self.tools.iter().filter(|(_, o)| *o > from).map(|(i, _)| i.clone()).collect();
-                self.prompts.retain(|(_, o)| *o < from);
+                let gone: Vec<String> =
+                    self.tools.iter().filter(|(_, o)| *o > from).map(|(i, _)| i.to_owned()).collect();
+                self.prompts.retain(|_, o| o < from);
                 self.withdraw(gone)
             }
             Fact::Prompt(u) => {
@@ -359,12 +360,12 @@ impl Track {
                 {
                     p.seen = p.seen.saturating_add(1);
                 }
-                push_bounded(&mut self.prompts, (u, at), MAX_PROMPTS);
+                self.prompts.push_bounded(&u, at, MAX_PROMPTS);
                 Effect::Some
             }
             Fact::ToolUses(ids) => {
                 for i in ids {
-                    push_bounded(&mut self.tools, (i, at), MAX_TOOL_USES);
+                    self.tools.push_bounded(&i, at, MAX_TOOL_USES);
                 }
                 Effect::Some
             }
@@ -374,7 +375,7 @@ impl Track {
     fn withdraw(&mut self, ids: Vec<String>) -> Effect {
         for i in ids {
             if !self.withdrawn.contains(&i) {
-                self.withdrawn.push_back(i);
+                self.withdrawn.push_back(&i, ());
             }
         }
         if self.withdrawn.len() > MAX_WITHDRAWN {
@@ -388,7 +389,7 @@ impl Track {
 
     /// Was the result of this tool-use id withdrawn?
     pub fn is_withdrawn(&self, call_id: &str) -> bool {
-        self.withdrawn.iter().any(|w| w == call_id)
+        self.withdrawn.contains(call_id)
     }
 
     /// Has the transcript caught up with the asking call, pure? Claude Code
@@ -410,13 +411,6 @@ impl Track {
         self.prompts.clear();
         self.tools.clear();
     }
-}
-
-fn push_bounded<T>(q: &mut VecDeque<T>, v: T, max: usize) {
-    if q.len() == max {
-        q.pop_front();
-    }
-    q.push_back(v);
 }
 
 #[cfg(test)]

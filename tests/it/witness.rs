@@ -260,7 +260,7 @@ fn lines_across_the_read_pieces_are_read_whole_at_their_offsets() {
     assert_eq!(w.ask("t1"), Check::Present);
     let st = load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap();
     assert_eq!(st.offset, len, "read to the end in one question");
-    let got: Vec<(String, u64)> = st.track.tools.iter().map(|(t, o)| (t.clone(), *o)).collect();
+    let got: Vec<(String, u64)> = st.track.tools.iter().map(|(t, o)| (t.to_string(), o)).collect();
     assert_eq!(got, tools, "every tool use, at its line's offset");
     assert_eq!(st.track.prompts.len(), 30);
     assert_eq!(w.ask("t1"), Check::Present, "nothing new: the seal of the bytes before the offset holds");

@@ -10,8 +10,8 @@
 //! did not check or pass on. The tests hold the two to the same answers.
 
 use super::super::exact_json::Cur;
+use super::super::ids::Ids;
 use super::super::scan::Track;
-use std::collections::VecDeque;
 
 /// The track in `json`, and the object's other members as an object of
 /// their own (for serde: the state's fields); `None`: let serde read all.
@@ -64,31 +64,48 @@ pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
     Some((track, rest))
 }
 
-/// `[["id",offset],…]`
-fn pairs(c: &mut Cur<'_>) -> Option<VecDeque<(String, u64)>> {
-    c.list(|c| {
+/// `[["id",offset],…]`, each id copied into the one arena.
+fn pairs(c: &mut Cur<'_>) -> Option<Ids<u64>> {
+    let mut ids = Ids::new();
+    c.each(|c| {
         c.lit(b"[")?;
-        let s = c.string()?;
+        let s = c.str()?;
         c.lit(b",")?;
         let n = c.num()?;
         c.lit(b"]")?;
-        Some((s, n))
-    })
+        ids.push_back(s, n);
+        Some(())
+    })?;
+    Some(ids)
 }
 
 /// `["id",…]`
-fn strings(c: &mut Cur<'_>) -> Option<VecDeque<String>> {
-    c.list(Cur::string)
+fn strings(c: &mut Cur<'_>) -> Option<Ids<()>> {
+    let mut ids = Ids::new();
+    c.each(|c| {
+        ids.push_back(c.str()?, ());
+        Some(())
+    })?;
+    Some(ids)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::State;
+    use crate::witness::ids::Ids;
     use crate::witness::scan::{Pending, Track};
     use proptest::prelude::*;
 
     fn text() -> impl Strategy<Value = String> {
         prop_oneof!["[a-z0-9_-]{0,24}", any::<String>(), "[\"\\\\\u{0}\u{1f}é{}\\[\\],:]{0,6}"]
+    }
+
+    fn ids<T: Copy>(v: Vec<(String, T)>) -> Ids<T> {
+        let mut ids = Ids::new();
+        for (i, t) in v {
+            ids.push_back(&i, t);
+        }
+        ids
     }
 
     fn track() -> impl Strategy<Value = Track> {
@@ -98,9 +115,9 @@ mod tests {
             1 => (any::<u64>(), any::<u32>()).prop_map(|(from, pid)| Some(Pending { from, pid, ..Default::default() })),
         ];
         (pairs(), pairs(), proptest::collection::vec(text(), 0..4), pending).prop_map(|(p, t, w, pending)| Track {
-            prompts: p.into(),
-            tools: t.into(),
-            withdrawn: w.into(),
+            prompts: ids(p),
+            tools: ids(t),
+            withdrawn: ids(w.into_iter().map(|w| (w, ())).collect()),
             pending,
         })
     }
@@ -144,7 +161,7 @@ mod tests {
         fn the_writers_state_reads_back(st in state()) {
             let json = serde_json::to_vec(&st).unwrap();
             let t = &st.track;
-            let ids = t.prompts.iter().map(|p| &p.0).chain(t.tools.iter().map(|p| &p.0)).chain(t.withdrawn.iter());
+            let ids = t.prompts.iter().map(|p| p.0).chain(t.tools.iter().map(|p| p.0)).chain(t.withdrawn.iter().map(|w| w.0));
             let plain = t.pending.is_none() && ids.map(|s| serde_json::to_string(s).unwrap()).all(|s| !s.contains('\\'));
             let got = hand(&json);
             prop_assert_eq!(got.is_some(), plain);

@@ -100,7 +100,7 @@ fn a_rewind_withdraws_the_tool_uses_from_its_cut_prompt_on() {
     assert!(!t.is_withdrawn("t1"));
     assert!(t.is_withdrawn("t2") && t.is_withdrawn("t3"));
     // The cut prompt and later ones cannot be cut to again.
-    assert_eq!(t.prompts.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>(), ["u1"]);
+    assert_eq!(t.prompts.iter().map(|(u, _)| u).collect::<Vec<_>>(), ["u1"]);
 }
 
 #[test]
