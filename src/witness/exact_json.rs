@@ -22,6 +22,11 @@ impl<'a> Cur<'a> {
         Some(Cur { t: std::str::from_utf8(b).ok()?, b, i: 0 })
     }
 
+    /// How many bytes are left to read.
+    pub(super) fn left(&self) -> usize {
+        self.b.len() - self.i
+    }
+
     /// Whether everything was read.
     pub(super) fn at_end(&self) -> bool {
         self.i == self.b.len()

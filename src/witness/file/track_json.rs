@@ -11,7 +11,7 @@
 
 use super::super::exact_json::Cur;
 use super::super::ids::Ids;
-use super::super::scan::Track;
+use super::super::scan::{MAX_TOOL_USES, MAX_WITHDRAWN, Track};
 
 /// The track in `json`, and the object's other members as an object of
 /// their own (for serde: the state's fields); `None`: let serde read all.
@@ -64,9 +64,17 @@ pub(super) fn split(json: &[u8]) -> Option<(Track, Vec<u8>)> {
     Some((track, rest))
 }
 
+/// Room for the ids of a list at `c`, at most what is left of the input
+/// (`min`: the fewest bytes one item takes, `max`: the most ids the
+/// witness keeps), so that the arena and the deque grow only once.
+fn room<T: Copy>(c: &Cur<'_>, min: usize, max: usize) -> Ids<T> {
+    let left = c.left();
+    Ids::with_capacity((left / min).min(max), left.min(max * 64))
+}
+
 /// `[["id",offset],…]`, each id copied into the one arena.
 fn pairs(c: &mut Cur<'_>) -> Option<Ids<u64>> {
-    let mut ids = Ids::new();
+    let mut ids = if c.lit(b"[]").is_some() { return Some(Ids::new()) } else { room(c, 8, MAX_TOOL_USES) };
     c.each(|c| {
         c.lit(b"[")?;
         let s = c.str()?;
@@ -81,7 +89,7 @@ fn pairs(c: &mut Cur<'_>) -> Option<Ids<u64>> {
 
 /// `["id",…]`
 fn strings(c: &mut Cur<'_>) -> Option<Ids<()>> {
-    let mut ids = Ids::new();
+    let mut ids = if c.lit(b"[]").is_some() { return Some(Ids::new()) } else { room(c, 4, MAX_WITHDRAWN) };
     c.each(|c| {
         ids.push_back(c.str()?, ());
         Some(())
