@@ -4,7 +4,8 @@
 //! was two fifths of a one-shot `leanctx stub`'s instructions with a full
 //! state (callgrind, benches/README.md). It reads only the shape the
 //! writer gives (no spaces, strings without escapes, `pending` null);
-//! anything else is left to serde. The state's own fields are left to
+//! anything else is left to serde. Each id is copied straight into its
+//! list's one arena ([`Ids`]), with no allocation of its own. The state's own fields are left to
 //! serde too: they are copied, as they stand, into an object of their
 //! own, so serde neither walks past the ids nor sees a byte this reader
 //! did not check or pass on. The tests hold the two to the same answers.
