@@ -16,7 +16,7 @@
 //!   still held M.
 
 use crate::support::Sandbox;
-use crate::withdrawal::{dir, fixture_hooks, host_pid, jsonl, line_time, prompt_hook_times};
+use crate::withdrawal::{ask_question, dir, fixture_hooks, host_pid, jsonl, line_time, prompt_hook_times};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
@@ -134,29 +134,17 @@ fn replay_with(
             Ev::Question(q) => {
                 let id = q["_meta"]["claudecode/toolUseId"].as_str().unwrap();
                 let path = q["arguments"]["path"].as_str().unwrap();
-                let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                    "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": q["_meta"]}});
-                let cp = sb.tmp.path().join(format!("call-{i}.json"));
-                std::fs::write(&cp, call.to_string()).unwrap();
-                let blocks = sent
-                    .entry(path.to_string())
-                    .or_insert_with(|| match shown.get(id) {
-                        Some(Value::Array(b)) => json!(b),
-                        Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
-                        _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
-                    })
-                    .clone();
-                let rp = sb.tmp.path().join(format!("result-{i}.json"));
-                std::fs::write(&rp, json!({"content": blocks}).to_string()).unwrap();
-                let version = q["leanctx"]["version"].as_str().unwrap();
-                let o = sb
-                    .cmd(["stub", "--call", cp.to_str().unwrap(), "--key", path, "--version", version, "--json"])
-                    .arg("--result")
-                    .arg(&rp)
-                    .env("LEAN_CTX_NOW_MS", t.to_string())
-                    .run();
-                assert!(o.code == 0 || o.code == 1, "{scenario}: {o:?}");
-                let j = o.json();
+                let (_, j) = ask_question(
+                    &sb,
+                    scenario,
+                    i,
+                    *t,
+                    path,
+                    &q["_meta"],
+                    q["leanctx"]["version"].as_str().unwrap(),
+                    &shown,
+                    &mut sent,
+                );
                 let reread = delivered.iter().any(|p| p == path);
                 let holds = held.get(id).is_some_and(|w| w.iter().any(|f| path.ends_with(f)));
                 let reason = j["decision"]["reason"].as_str().unwrap().to_string();

@@ -115,6 +115,48 @@ pub(crate) fn line_time(v: &Value, last: u64, prompt_hooks: &[u64]) -> u64 {
     }
 }
 
+/// A fixture's stub question asked through the real binary at `t`: call
+/// `i` for `path` with the host's `_meta`, and as its result the file's
+/// content as its first read's hook showed it (`shown`, by tool-use id):
+/// the server sends the same result for every read of a file (`sent`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ask_question(
+    sb: &Sandbox,
+    scenario: &str,
+    i: usize,
+    t: u64,
+    path: &str,
+    meta: &Value,
+    version: &str,
+    shown: &HashMap<String, Value>,
+    sent: &mut HashMap<String, Value>,
+) -> (crate::support::Out, Value) {
+    let id = meta["claudecode/toolUseId"].as_str().unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+        "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": meta}});
+    let cp = sb.tmp.path().join(format!("call-{i}.json"));
+    std::fs::write(&cp, call.to_string()).unwrap();
+    let blocks = sent
+        .entry(path.to_string())
+        .or_insert_with(|| match shown.get(id) {
+            Some(Value::Array(b)) => json!(b),
+            Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
+            _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
+        })
+        .clone();
+    let rp = sb.tmp.path().join(format!("result-{i}.json"));
+    std::fs::write(&rp, json!({"content": blocks}).to_string()).unwrap();
+    let o = sb
+        .cmd(["stub", "--call", cp.to_str().unwrap(), "--key", path, "--version", version, "--json"])
+        .arg("--result")
+        .arg(&rp)
+        .env("LEAN_CTX_NOW_MS", t.to_string())
+        .run();
+    assert!(o.code == 0 || o.code == 1, "{scenario}: {o:?}");
+    let j = o.json();
+    (o, j)
+}
+
 /// The process `leanctx stub` takes for the host: its caller's parent.
 pub(crate) fn host_pid() -> u32 {
     #[cfg(unix)]
@@ -186,33 +228,18 @@ fn replay(scenario: &str, lag_ms: u64, named: bool, queued: bool) -> Tally {
                 assert_eq!(o.code, 0, "{scenario}: {o:?}");
             }
             Ev::Question(q) => {
-                let id = q["meta"]["claudecode/toolUseId"].as_str().unwrap();
                 let path = q["path"].as_str().unwrap();
-                let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                    "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": q["meta"]}});
-                let cp = sb.tmp.path().join(format!("call-{i}.json"));
-                std::fs::write(&cp, call.to_string()).unwrap();
-                // The file's content, as its first read's hook showed it: the
-                // server sends the same result for every read of the file.
-                let blocks = sent
-                    .entry(path.to_string())
-                    .or_insert_with(|| match shown.get(id) {
-                        Some(Value::Array(b)) => json!(b),
-                        Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
-                        _ => json!([{"type": "text", "text": format!("no result seen for {id}")}]),
-                    })
-                    .clone();
-                let rp = sb.tmp.path().join(format!("result-{i}.json"));
-                std::fs::write(&rp, json!({"content": blocks}).to_string()).unwrap();
-                let version = q["version"].as_str().unwrap();
-                let o = sb
-                    .cmd(["stub", "--call", cp.to_str().unwrap(), "--key", path, "--version", version, "--json"])
-                    .arg("--result")
-                    .arg(&rp)
-                    .env("LEAN_CTX_NOW_MS", t.to_string())
-                    .run();
-                assert!(o.code == 0 || o.code == 1, "{scenario}: {o:?}");
-                let j = o.json();
+                let (o, j) = ask_question(
+                    &sb,
+                    scenario,
+                    i,
+                    *t,
+                    path,
+                    &q["meta"],
+                    q["version"].as_str().unwrap(),
+                    &shown,
+                    &mut sent,
+                );
                 let allowed = j["decision"]["allow"] == true;
                 tally.questions += 1;
                 tally.reasons.push(j["decision"]["reason"].as_str().unwrap().to_string());
@@ -563,159 +590,134 @@ fn a_compaction_no_hook_proves_ends_every_processs_deliveries() {
     }
 }
 
+/// One Claude Code session (`S`) reading one file, `a.rs` at `v1`, with
+/// whole results: every hook and question through the real binary, the
+/// transcript a real file. For the rewind tests below.
+struct OneFileSession<'a> {
+    sb: &'a Sandbox,
+    transcript: PathBuf,
+    text: String,
+    result: PathBuf,
+}
+
+impl<'a> OneFileSession<'a> {
+    fn new(sb: &'a Sandbox) -> Self {
+        let transcript = sb.tmp.path().join("S.jsonl");
+        std::fs::write(&transcript, "").unwrap();
+        let text = "fn main() {}\n".repeat(50);
+        let result = sb.tmp.path().join("r.json");
+        std::fs::write(&result, json!({"content": [{"type": "text", "text": text}]}).to_string()).unwrap();
+        OneFileSession { sb, transcript, text, result }
+    }
+
+    fn line(&self, v: Value) {
+        let mut t = std::fs::OpenOptions::new().append(true).open(&self.transcript).unwrap();
+        writeln!(t, "{v}").unwrap();
+    }
+
+    fn hook(&self, v: Value) {
+        let o = self.sb.hook("claude-code", v.to_string()).run();
+        assert_eq!(o.code, 0, "{o:?}");
+    }
+
+    /// A prompt: its hook, then its line.
+    fn prompt(&self, uuid: &str) {
+        self.hook(json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "prompt": "read it",
+            "transcript_path": self.transcript}));
+        self.line(json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}));
+    }
+
+    /// The call's `PreToolUse`, its tool use on the transcript, then the
+    /// server: `stub` (a question: its reason) or `deliver` (sent whole, no
+    /// question: recorded or not).
+    fn read(&self, id: &str, verb: &str) -> String {
+        self.hook(json!({"session_id": "S", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
+            "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": self.transcript}));
+        self.line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
+        let call = self.sb.tmp.path().join(format!("call-{id}.json"));
+        let req = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}});
+        std::fs::write(&call, req.to_string()).unwrap();
+        let o = self
+            .sb
+            .cmd([verb, "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--json", "--result"])
+            .arg(&self.result)
+            .run();
+        assert!(o.code == 0 || o.code == 1, "{o:?}");
+        let j = o.json();
+        j["decision"]["reason"]
+            .as_str()
+            .or(j["recorded"].as_bool().map(|r| if r { "recorded" } else { "not recorded" }))
+            .unwrap()
+            .to_string()
+    }
+
+    /// The call's `PostToolBatch`: the model got the text whole.
+    fn batch(&self, id: &str) {
+        self.hook(json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
+            {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id, "tool_input": {"path": "a.rs"},
+             "tool_response": [{"type": "text", "text": self.text}]}]}));
+    }
+
+    /// A rewind to the prompt `uuid`, as the host records it (no hook).
+    fn rewind_to(&self, uuid: &str) {
+        self.line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": uuid}));
+    }
+}
+
 /// A rewind withdraws the results after its cut prompt, not the copies the
 /// context held before it (docs/DELIVERY.md §8, "A rewind that leaves an
 /// earlier copy"). A file delivered whole twice, the second time sent again
 /// without a question (`leanctx deliver`), then rewound past the second
 /// delivery only: the model still holds the first, and the re-read is a
-/// stub on it. Rewound past both: withheld (`withdrawn`). Every hook and
-/// question through the real binary; the transcript a real file. Before,
-/// the ledger looked at the newest delivery only: the first re-read was
+/// stub on it. Rewound past both: withheld (`withdrawn`). Before, the
+/// ledger looked at the newest delivery only: the first re-read was
 /// withheld (`withdrawn`).
 #[test]
 fn a_rewind_past_the_second_delivery_of_a_file_leaves_the_first_copy() {
     let sb = Sandbox::new();
-    let transcript = sb.tmp.path().join("S.jsonl");
-    std::fs::write(&transcript, "").unwrap();
-    let line = |v: Value| {
-        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
-        writeln!(t, "{v}").unwrap();
-    };
-    let hook = |v: Value| {
-        let o = sb.hook("claude-code", v.to_string()).run();
-        assert_eq!(o.code, 0, "{o:?}");
-    };
-    let file = |name: &str, v: &Value| {
-        let p = sb.tmp.path().join(name);
-        std::fs::write(&p, v.to_string()).unwrap();
-        p
-    };
-    let text = "fn main() {}\n".repeat(50);
-    let result = file("r.json", &json!({"content": [{"type": "text", "text": text}]}));
-    let prompt = |uuid: &str| {
-        hook(json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "prompt": "read it",
-            "transcript_path": transcript}));
-        line(json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}));
-    };
-    // The call's `PreToolUse`, its tool use on the transcript, then the
-    // server: `stub` (a question) or `deliver` (sent whole, no question).
-    let read = |id: &str, verb: &str| -> String {
-        hook(json!({"session_id": "S", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
-            "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}));
-        line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
-            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
-        let call = file(
-            &format!("call-{id}.json"),
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
-        );
-        let o = sb
-            .cmd([verb, "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--json", "--result"])
-            .arg(&result)
-            .run();
-        assert!(o.code == 0 || o.code == 1, "{o:?}");
-        let j = o.json();
-        j["decision"]["reason"]
-            .as_str()
-            .or(j["recorded"].as_bool().map(|r| if r { "recorded" } else { "not recorded" }))
-            .unwrap()
-            .to_string()
-    };
-    let batch = |id: &str| {
-        hook(json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
-            {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id, "tool_input": {"path": "a.rs"},
-             "tool_response": [{"type": "text", "text": text}]}]}));
-    };
-    prompt("u1");
-    assert_eq!(read("toolu_1", "stub"), "not-delivered");
-    batch("toolu_1");
-    prompt("u2");
-    assert_eq!(read("toolu_2", "deliver"), "recorded");
-    batch("toolu_2");
-    prompt("u3");
-    assert_eq!(read("toolu_3", "stub"), "confirmed-delivery", "the control: no rewind yet");
+    let s = OneFileSession::new(&sb);
+    s.prompt("u1");
+    assert_eq!(s.read("toolu_1", "stub"), "not-delivered");
+    s.batch("toolu_1");
+    s.prompt("u2");
+    assert_eq!(s.read("toolu_2", "deliver"), "recorded");
+    s.batch("toolu_2");
+    s.prompt("u3");
+    assert_eq!(s.read("toolu_3", "stub"), "confirmed-delivery", "the control: no rewind yet");
     // Back to u2: its turn's reads are gone, the first copy stays.
-    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u2"}));
-    prompt("u4");
-    assert_eq!(read("toolu_4", "stub"), "confirmed-delivery", "the first copy is still held");
+    s.rewind_to("u2");
+    s.prompt("u4");
+    assert_eq!(s.read("toolu_4", "stub"), "confirmed-delivery", "the first copy is still held");
     // Back to u1: both copies are gone.
-    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u1"}));
-    prompt("u5");
-    assert_eq!(read("toolu_5", "stub"), "withdrawn", "no copy is held");
+    s.rewind_to("u1");
+    s.prompt("u5");
+    assert_eq!(s.read("toolu_5", "stub"), "withdrawn", "no copy is held");
 }
 
 /// The step back over withdrawn deliveries is bounded
 /// (`state::ledger::MAX_STEP_BACK`, 4): a copy four deliveries back backs
 /// the stub, one five back does not (withheld `withdrawn`, as if none were
-/// held: the safe side). The same setup as the test above.
+/// held: the safe side).
 #[test]
 fn a_rewind_steps_back_over_at_most_four_withdrawn_deliveries() {
     let sb = Sandbox::new();
-    let transcript = sb.tmp.path().join("S.jsonl");
-    std::fs::write(&transcript, "").unwrap();
-    let line = |v: Value| {
-        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
-        writeln!(t, "{v}").unwrap();
-    };
-    let hook = |v: Value| {
-        let o = sb.hook("claude-code", v.to_string()).run();
-        assert_eq!(o.code, 0, "{o:?}");
-    };
-    let file = |name: &str, v: &Value| {
-        let p = sb.tmp.path().join(name);
-        std::fs::write(&p, v.to_string()).unwrap();
-        p
-    };
-    let text = "fn main() {}\n".repeat(50);
-    let result = file("r.json", &json!({"content": [{"type": "text", "text": text}]}));
-    let prompt = |uuid: &str| {
-        hook(json!({"session_id": "S", "hook_event_name": "UserPromptSubmit", "prompt": "read it",
-            "transcript_path": transcript}));
-        line(json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}));
-    };
-    // The call's `PreToolUse`, its tool use on the transcript, then the
-    // server: `stub` (a question) or `deliver` (sent whole, no question).
-    let read = |id: &str, verb: &str| -> String {
-        hook(json!({"session_id": "S", "hook_event_name": "PreToolUse", "tool_name": "mcp__ctx__ctx_read",
-            "tool_input": {"path": "a.rs"}, "tool_use_id": id, "transcript_path": transcript}));
-        line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
-            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
-        let call = file(
-            &format!("call-{id}.json"),
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "ctx_read", "arguments": {"path": "a.rs"}, "_meta": {"claudecode/toolUseId": id}}}),
-        );
-        let o = sb
-            .cmd([verb, "--call", call.to_str().unwrap(), "--key", "a.rs", "--version", "v1", "--json", "--result"])
-            .arg(&result)
-            .run();
-        assert!(o.code == 0 || o.code == 1, "{o:?}");
-        let j = o.json();
-        j["decision"]["reason"]
-            .as_str()
-            .or(j["recorded"].as_bool().map(|r| if r { "recorded" } else { "not recorded" }))
-            .unwrap()
-            .to_string()
-    };
-    let batch = |id: &str| {
-        hook(json!({"session_id": "S", "hook_event_name": "PostToolBatch", "tool_calls": [
-            {"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id, "tool_input": {"path": "a.rs"},
-             "tool_response": [{"type": "text", "text": text}]}]}));
-    };
-    prompt("u1");
-    assert_eq!(read("toolu_1", "stub"), "not-delivered");
-    batch("toolu_1");
+    let s = OneFileSession::new(&sb);
+    s.prompt("u1");
+    assert_eq!(s.read("toolu_1", "stub"), "not-delivered");
+    s.batch("toolu_1");
     for n in 2..=6 {
-        prompt(&format!("u{n}"));
-        assert_eq!(read(&format!("toolu_{n}"), "deliver"), "recorded");
-        batch(&format!("toolu_{n}"));
+        s.prompt(&format!("u{n}"));
+        assert_eq!(s.read(&format!("toolu_{n}"), "deliver"), "recorded");
+        s.batch(&format!("toolu_{n}"));
     }
     // Back to u3: toolu_3..6 are gone; toolu_2, four back, is held.
-    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u3"}));
-    prompt("u7");
-    assert_eq!(read("toolu_7", "stub"), "confirmed-delivery", "four back: within the bound");
+    s.rewind_to("u3");
+    s.prompt("u7");
+    assert_eq!(s.read("toolu_7", "stub"), "confirmed-delivery", "four back: within the bound");
     // Back to u2: toolu_2 is gone too; toolu_1, five back, is past the bound.
-    line(json!({"type": "last-prompt", "leafUuid": null, "rewound": true, "cutUuid": "u2"}));
-    prompt("u8");
-    assert_eq!(read("toolu_8", "stub"), "withdrawn", "five back: past the bound");
+    s.rewind_to("u2");
+    s.prompt("u8");
+    assert_eq!(s.read("toolu_8", "stub"), "withdrawn", "five back: past the bound");
 }
