@@ -62,18 +62,11 @@ impl W {
     /// A question from host process `proc`.
     fn ask_by(&self, id: &str, delivered: u64, now: u64, proc: Option<u32>) -> Check {
         let q = Question {
-            host: Host::ClaudeCode,
-            conv: "S",
             call_id: Some(id),
             delivered_ms: delivered,
-            now,
             idle_ms: Some(IDLE),
             proc,
-            asking: None,
-            subagent: false,
-            agent: None,
-            own: None,
-            relied: Vec::new(),
+            ..Question::catch_up(Host::ClaudeCode, "S", now)
         };
         check(&self.data, &q, far(), |_| {
             self.ends.set(self.ends.get() + 1);
@@ -144,20 +137,8 @@ fn clearing_and_compaction_end_every_delivery_and_the_journal_records_it_first()
         w.append(&[line]);
         // The journal could not record the end: no answer, and the offset
         // stays, so the next question sees it again.
-        let q = Question {
-            host: Host::ClaudeCode,
-            conv: "S",
-            call_id: Some("t1"),
-            delivered_ms: T0 + 1,
-            now: T0 + 2,
-            idle_ms: None,
-            proc: None,
-            asking: None,
-            subagent: false,
-            agent: None,
-            own: None,
-            relied: Vec::new(),
-        };
+        let q =
+            Question { call_id: Some("t1"), delivered_ms: T0 + 1, ..Question::catch_up(Host::ClaudeCode, "S", T0 + 2) };
         let c = check(&w.data, &q, far(), |_| Err(std::io::Error::other("disk full")));
         assert!(unavailable(&c), "{c:?}");
         assert!(matches!(w.ask("t1"), Check::EndedAll(_)), "{line}");
@@ -460,18 +441,10 @@ fn a_kept_state_gives_way_to_another_processs_save() {
     };
     let ask = |delivered: u64, now: u64| {
         let q = Question {
-            host: Host::ClaudeCode,
-            conv: &conv,
             call_id: Some("t1"),
             delivered_ms: delivered,
-            now,
             idle_ms: Some(IDLE),
-            proc: None,
-            asking: None,
-            subagent: false,
-            agent: None,
-            own: None,
-            relied: Vec::new(),
+            ..Question::catch_up(Host::ClaudeCode, &conv, now)
         };
         check(&sb.data, &q, far(), |_| Ok(()))
     };
@@ -583,18 +556,12 @@ fn a_pending_return_waits_for_the_asking_calls_line() {
     let back = T0 + 10 + IDLE + 1;
     let ask = |w: &W| {
         let q = Question {
-            host: Host::ClaudeCode,
-            conv: "S",
             call_id: Some("t1"),
             delivered_ms: T0 + 1,
-            now: back + 5,
             idle_ms: Some(IDLE),
             proc: Some(7),
             asking: Some("t3"),
-            subagent: false,
-            agent: None,
-            own: None,
-            relied: Vec::new(),
+            ..Question::catch_up(Host::ClaudeCode, "S", back + 5)
         };
         check(&w.data, &q, far(), |_| Ok(()))
     };
