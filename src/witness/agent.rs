@@ -376,6 +376,29 @@ mod tests {
         }
     }
 
+    /// A track keeps its subagent's newest [`MAX_TOOL_USES`] tool-use ids:
+    /// a question about an older call finds it not caught up (it waits,
+    /// then withholds: the safe side), one about a recent call does.
+    #[test]
+    fn a_tracks_tool_uses_are_bounded_to_the_newest() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = Secret::load_or_create(d.path()).unwrap();
+        let p = d.path().join("agent-a.jsonl");
+        let mut lines = String::new();
+        for i in 0..MAX_TOOL_USES + 6 {
+            lines.push_str(&format!(
+                r#"{{"type":"assistant","isSidechain":true,"message":{{"content":[{{"type":"tool_use","id":"t{i}","name":"mcp__ctx__ctx_read"}}]}}}}"#
+            ));
+            lines.push('\n');
+        }
+        std::fs::write(&p, lines).unwrap();
+        let mut t = AgentTrack { scope: "agent:a".into(), ..AgentTrack::default() };
+        assert_eq!(read_on(&mut t, &p, &secret, &mut Vec::new()).unwrap(), AgentRead::Clear);
+        assert_eq!(t.tools.len(), MAX_TOOL_USES);
+        assert!(!t.caught_up(Some("t5")), "past the bound: forgotten");
+        assert!(t.caught_up(Some("t6")) && t.caught_up(Some(&format!("t{}", MAX_TOOL_USES + 5))));
+    }
+
     #[test]
     fn tracks_are_bounded_and_the_dropped_one_is_named() {
         let mut v = Vec::new();
