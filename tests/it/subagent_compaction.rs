@@ -16,7 +16,9 @@
 //!   still held M.
 
 use crate::support::Sandbox;
-use crate::withdrawal::{ask_question, dir, fixture_hooks, host_pid, jsonl, line_time, prompt_hook_times};
+use crate::withdrawal::{
+    ask_question, batch_results, dir, fixture_hooks, host_pid, jsonl, line_time, prompt_hook_times,
+};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
@@ -104,16 +106,10 @@ fn replay_with(
                 .map(move |id| (id, whole.clone()))
         })
         .collect();
-    let mut shown: HashMap<String, Value> = HashMap::new();
-    for (_, _, e) in &evs {
-        if let Ev::Hook(h) = e
-            && h["hook_event_name"] == "PostToolBatch"
-        {
-            for c in h["tool_calls"].as_array().into_iter().flatten() {
-                shown.insert(c["tool_use_id"].as_str().unwrap().to_string(), c["tool_response"].clone());
-            }
-        }
-    }
+    let shown = batch_results(evs.iter().filter_map(|(_, _, e)| match e {
+        Ev::Hook(h) => Some(h),
+        _ => None,
+    }));
     let (mut out, mut delivered, mut sent) = (Vec::new(), Vec::<String>::new(), HashMap::<String, Value>::new());
     let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
     for (i, (t, _, e)) in evs.iter().enumerate() {

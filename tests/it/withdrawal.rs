@@ -115,6 +115,18 @@ pub(crate) fn line_time(v: &Value, last: u64, prompt_hooks: &[u64]) -> u64 {
     }
 }
 
+/// What each call's `PostToolBatch` among `hooks` showed the model, by
+/// tool-use id: the server's result as the hook saw it.
+pub(crate) fn batch_results<'a>(hooks: impl IntoIterator<Item = &'a Value>) -> HashMap<String, Value> {
+    let mut shown = HashMap::new();
+    for h in hooks.into_iter().filter(|h| h["hook_event_name"] == "PostToolBatch") {
+        for c in h["tool_calls"].as_array().into_iter().flatten() {
+            shown.insert(c["tool_use_id"].as_str().unwrap().to_string(), c["tool_response"].clone());
+        }
+    }
+    shown
+}
+
 /// A fixture's stub question asked through the real binary at `t`: call
 /// `i` for `path` with the host's `_meta`, and as its result the file's
 /// content as its first read's hook showed it (`shown`, by tool-use id):
@@ -202,16 +214,10 @@ fn replay(scenario: &str, lag_ms: u64, named: bool, queued: bool) -> Tally {
     // What each call's PostToolBatch showed the model: the server's result
     // as the hook saw it (the fixtures' long strings are shortened the same
     // way in both).
-    let mut shown: HashMap<String, Value> = HashMap::new();
-    for (_, _, e) in &evs {
-        if let Ev::Hook(h) = e
-            && h["hook_event_name"] == "PostToolBatch"
-        {
-            for c in h["tool_calls"].as_array().into_iter().flatten() {
-                shown.insert(c["tool_use_id"].as_str().unwrap().to_string(), c["tool_response"].clone());
-            }
-        }
-    }
+    let shown = batch_results(evs.iter().filter_map(|(_, _, e)| match e {
+        Ev::Hook(h) => Some(h),
+        _ => None,
+    }));
     let mut tally = Tally::default();
     let mut delivered: Vec<String> = Vec::new();
     let mut sent: HashMap<String, Value> = HashMap::new();
