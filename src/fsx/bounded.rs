@@ -63,6 +63,29 @@ pub fn is_absent(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
 }
 
+/// The names in the directory `dir`, at most `max`: `Ok(None)` when nothing
+/// is there. Never cut: a directory with more entries is an error (the
+/// caller cannot know what it missed), and so is anything there that is not
+/// a directory, refused at the open without blocking (`opendir` opens with
+/// `O_DIRECTORY`, so a FIFO is not opened for reading); a symlink loop fails
+/// with `ELOOP`. A symlink to a directory is followed, as [`open_file`]
+/// follows one to a file.
+pub fn list_dir(dir: &Path, max: usize) -> io::Result<Option<Vec<std::ffi::OsString>>> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut names = Vec::new();
+    for e in rd {
+        if names.len() == max {
+            return Err(untrusted(dir, &format!("holds more than {max} entries")));
+        }
+        names.push(e?.file_name());
+    }
+    Ok(Some(names))
+}
+
 /// Open `path` under `rule` and check what was opened: `Ok(None)` when
 /// nothing is there; an error naming the path when something is there that
 /// is not a file `rule` reads.
@@ -181,6 +204,41 @@ mod tests {
         let e = read_text(&p, &ReadRule::any(10)).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         assert!(e.to_string().contains("not UTF-8"), "{e}");
+    }
+
+    /// A listing is whole or an error, and never blocks: a FIFO, a file and
+    /// a symlink loop where the directory should be are errors at once.
+    #[test]
+    fn a_directory_lists_whole_within_its_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("d");
+        assert!(list_dir(&d, 3).unwrap().is_none());
+        fs::create_dir(&d).unwrap();
+        assert_eq!(list_dir(&d, 3).unwrap().unwrap(), Vec::<std::ffi::OsString>::new());
+        for n in ["a", "b", "c"] {
+            fs::write(d.join(n), "").unwrap();
+        }
+        let mut names = list_dir(&d, 3).unwrap().unwrap();
+        names.sort();
+        assert_eq!(names, ["a", "b", "c"]);
+        let e = list_dir(&d, 2).unwrap_err().to_string();
+        assert!(e.contains("more than 2 entries"), "{e}");
+        assert!(list_dir(&d.join("a"), 3).is_err(), "a file");
+        #[cfg(unix)]
+        {
+            let fifo = t.path().join("fifo");
+            assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+            let lp = t.path().join("loop");
+            std::os::unix::fs::symlink(&lp, &lp).unwrap();
+            for p in [&fifo, &lp] {
+                let started = Instant::now();
+                assert!(list_dir(p, 3).is_err(), "{p:?}");
+                assert!(started.elapsed() < Duration::from_millis(500), "{p:?}");
+            }
+            let link = t.path().join("link");
+            std::os::unix::fs::symlink(&d, &link).unwrap();
+            assert_eq!(list_dir(&link, 3).unwrap().unwrap().len(), 3, "a symlink to a directory is followed");
+        }
     }
 
     #[test]

@@ -11,8 +11,14 @@
 //! anything ends that subagent's deliveries ([`Reach::Agent`](crate::state::journal::Reach::Agent)),
 //! never the main thread's.
 //!
-//! Pure parts ([`subagent_path`], [`verdict`], [`AgentTrack::keep`]) are
-//! table-tested; [`read_on`] is the bounded read.
+//!
+//! A subagent a workflow runs keeps its transcript one level down, in
+//! `subagents/workflows/<run id>/` ([`locate`]; docs/HOST-FACTS.md §9): a
+//! track not seen yet looks in both places, and keeps the one it found.
+//!
+//! Pure parts ([`subagent_path`], [`run_dir`], [`path_in`], [`verdict`],
+//! [`AgentTrack::keep`]) are table-tested; [`locate`] and [`read_on`] are
+//! the bounded look and read.
 
 use super::file::{MAX_READ_BYTES, TRANSCRIPT};
 use super::scan::{Fact, classify};
@@ -52,6 +58,11 @@ pub struct AgentTrack {
     /// most [`MAX_TOOL_USES`]): a question waits for its own call's.
     #[serde(default)]
     pub tools: VecDeque<String>,
+    /// Where under the session's `subagents/` its transcript was found:
+    /// empty for `subagents/` itself, `workflows/<run id>` for a workflow's
+    /// agent ([`locate`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dir: String,
 }
 
 /// Tool-use ids a track keeps: a subagent asks about its latest call.
@@ -111,6 +122,72 @@ pub fn subagent_path(session: &str, scope: &str) -> Option<PathBuf> {
         return None;
     }
     Some(session.parent()?.join(stem).join("subagents").join(format!("agent-{id}.jsonl")))
+}
+
+/// The directory under a session's `subagents/` that holds one directory
+/// per workflow run, each with the transcripts of the agents that run
+/// spawned (Claude Code 2.1.328: `transcriptSubdir: workflows/<run id>`,
+/// docs/HOST-FACTS.md §9).
+pub const RUNS: &str = "workflows";
+
+/// Workflow runs one question looks through for a subagent's transcript
+/// (one directory per run the session started); past it the listing is not
+/// cut but refused, and that subagent's stubs are withheld.
+pub const MAX_RUNS: usize = 256;
+
+/// Whether `name` is a workflow run's directory as the host names it, pure:
+/// `wf_` and at least six of `a-z`, `0-9`, `-` (the host's own check of a
+/// run id to resume, `/^wf_[a-z0-9-]{6,}$/`; a new run's id is `wf_` and
+/// the first 12 characters of a random UUID), at most 64 bytes. So the name
+/// is one path component that cannot lead anywhere else.
+pub fn run_dir(name: &str) -> bool {
+    name.len() <= 64
+        && name.strip_prefix("wf_").is_some_and(|id| {
+            id.len() >= 6 && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+}
+
+/// The transcript at `dir` (a track's [`AgentTrack::dir`]) of the subagent
+/// whose transcript directly under `subagents/` would be `flat`, pure.
+/// `None` for a `dir` the host never makes (a state written by hand).
+pub fn path_in(flat: &Path, dir: &str) -> Option<PathBuf> {
+    if dir.is_empty() {
+        return Some(flat.to_path_buf());
+    }
+    let run = dir.strip_prefix(RUNS)?.strip_prefix('/')?;
+    if !run_dir(run) {
+        return None;
+    }
+    Some(flat.parent()?.join(RUNS).join(run).join(flat.file_name()?))
+}
+
+/// Where the transcript of the subagent whose flat path is `flat` is: its
+/// [`AgentTrack::dir`] (`Some("")`: `flat` itself), `None` when in no place
+/// the host puts one. Bounded: one `lstat` of `flat`, one listing of
+/// `subagents/workflows/` of at most [`MAX_RUNS`] entries, one `lstat` in
+/// each run's directory. An error, so that subagent's stubs are withheld:
+/// the transcript in two places (which one the host writes cannot be
+/// told), more runs than the bound, or anything that cannot be listed or
+/// looked at (a FIFO, a loop, no permission).
+pub fn locate(flat: &Path) -> io::Result<Option<String>> {
+    let there = |p: &Path| match std::fs::symlink_metadata(p) {
+        Ok(_) => Ok(true),
+        Err(e) if fsx::is_absent(&e) => Ok(false),
+        Err(e) => Err(e),
+    };
+    let mut found = there(flat)?.then(String::new);
+    let (Some(subagents), Some(file)) = (flat.parent(), flat.file_name()) else { return Ok(found) };
+    let runs = subagents.join(RUNS);
+    for name in fsx::list_dir(&runs, MAX_RUNS)?.unwrap_or_default() {
+        let Some(name) = name.to_str().filter(|n| run_dir(n)) else { continue };
+        if there(&runs.join(name).join(file))? {
+            if found.is_some() {
+                return Err(io::Error::other("the subagent's transcript is in two places"));
+            }
+            found = Some(format!("{RUNS}/{name}"));
+        }
+    }
+    Ok(found)
 }
 
 /// What a line of a subagent's own transcript means for its deliveries,
@@ -274,6 +351,115 @@ mod tests {
         let scope = format!("agent:{}", h["agent_id"].as_str().unwrap());
         let got = subagent_path(h["transcript_path"].as_str().unwrap(), &scope).unwrap();
         assert_eq!(got, PathBuf::from(h["agent_transcript_path"].as_str().unwrap()));
+    }
+
+    #[test]
+    fn a_workflow_runs_directory_is_named_as_the_host_names_it() {
+        #[rustfmt::skip]
+        let rows: [(&str, bool); 12] = [
+            ("wf_1a2b3c4d-5e6", true),  // a new run: `wf_` and 12 characters of a UUID
+            ("wf_abcdef", true),        // the host's own check: six or more
+            ("wf_abcde", false),
+            ("wf_", false),
+            ("wf_ABCDEF", false),
+            ("wf_abc_def", false),
+            ("wf_../abc", false),
+            ("wf_abc/def", false),
+            ("wf_abc.def", false),
+            ("xf_abcdef", false),
+            ("", false),
+            (&"wf_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"[..65], false),
+        ];
+        for (name, ok) in rows {
+            assert_eq!(run_dir(name), ok, "{name}");
+        }
+        assert!(run_dir(&format!("wf_{}", "a".repeat(61))));
+    }
+
+    #[test]
+    fn a_tracks_directory_names_only_places_the_host_uses() {
+        let flat = Path::new("/h/p/s/subagents/agent-a.jsonl");
+        #[rustfmt::skip]
+        let rows: [(&str, Option<&str>); 7] = [
+            ("",                         Some("/h/p/s/subagents/agent-a.jsonl")),
+            ("workflows/wf_1a2b3c4d-5e6", Some("/h/p/s/subagents/workflows/wf_1a2b3c4d-5e6/agent-a.jsonl")),
+            ("workflows/wf_1a2b3c4d-5e6/x", None),
+            ("workflows/..",             None),
+            ("workflows/",               None),
+            ("workflowswf_1a2b3c4d",     None),
+            ("other/wf_1a2b3c4d-5e6",    None),
+        ];
+        for (dir, want) in rows {
+            assert_eq!(path_in(flat, dir), want.map(PathBuf::from), "{dir}");
+        }
+    }
+
+    /// Where a transcript not seen yet is looked for: beside the others, or
+    /// in one workflow run's directory; two places, more runs than the
+    /// bound, or a runs directory that cannot be listed, is an error (that
+    /// subagent's stubs withheld), in bounded time.
+    #[test]
+    fn a_transcript_is_found_in_one_place_or_withheld() {
+        let d = tempfile::tempdir().unwrap();
+        let subs = d.path().join("s").join("subagents");
+        let flat = subs.join("agent-a.jsonl");
+        let runs = subs.join(RUNS);
+        let found = || {
+            let start = std::time::Instant::now();
+            let r = locate(&flat).map_err(|e| e.to_string());
+            assert!(start.elapsed() < std::time::Duration::from_secs(5));
+            r
+        };
+        assert_eq!(found(), Ok(None), "no subagents directory yet");
+        std::fs::create_dir_all(&subs).unwrap();
+        std::fs::write(subs.join("agent-b.jsonl"), "").unwrap();
+        assert_eq!(found(), Ok(None), "another subagent's");
+        std::fs::write(&flat, "").unwrap();
+        assert_eq!(found(), Ok(Some(String::new())));
+        // A workflow's agent: its run's directory; other runs, and names the
+        // host never makes, are passed over.
+        std::fs::remove_file(&flat).unwrap();
+        for run in ["wf_00000000-000", "wf_11111111-111", "notes", "wf_x"] {
+            std::fs::create_dir_all(runs.join(run)).unwrap();
+        }
+        std::fs::write(runs.join("wf_00000000-000").join("agent-b.jsonl"), "").unwrap();
+        std::fs::write(runs.join("wf_x").join("agent-a.jsonl"), "").unwrap();
+        std::fs::write(runs.join("notes").join("agent-a.jsonl"), "").unwrap();
+        std::fs::write(runs.join("journal.jsonl"), "").unwrap();
+        assert_eq!(found(), Ok(None));
+        std::fs::write(runs.join("wf_11111111-111").join("agent-a.jsonl"), "").unwrap();
+        assert_eq!(found(), Ok(Some("workflows/wf_11111111-111".into())));
+        assert_eq!(
+            path_in(&flat, "workflows/wf_11111111-111"),
+            Some(runs.join("wf_11111111-111").join("agent-a.jsonl"))
+        );
+        // In two places: which one the host writes cannot be told.
+        std::fs::write(&flat, "").unwrap();
+        assert!(found().unwrap_err().contains("two places"));
+        std::fs::remove_file(&flat).unwrap();
+        std::fs::create_dir_all(runs.join("wf_22222222-222")).unwrap();
+        std::fs::write(runs.join("wf_22222222-222").join("agent-a.jsonl"), "").unwrap();
+        assert!(found().unwrap_err().contains("two places"));
+        std::fs::remove_dir_all(runs.join("wf_22222222-222")).unwrap();
+        // More runs than the bound: not cut, refused.
+        let n = std::fs::read_dir(&runs).unwrap().count();
+        for i in n..MAX_RUNS {
+            std::fs::create_dir(runs.join(format!("wf_{i:08}-000"))).unwrap();
+        }
+        assert_eq!(found(), Ok(Some("workflows/wf_11111111-111".into())), "at the bound");
+        std::fs::create_dir(runs.join("wf_99999999-999")).unwrap();
+        assert!(found().unwrap_err().contains("more than 256 entries"));
+        // Something there that is not a directory: a FIFO, a symlink loop.
+        #[cfg(unix)]
+        {
+            std::fs::remove_dir_all(&runs).unwrap();
+            let c = std::ffi::CString::new(runs.to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            assert!(found().is_err(), "a FIFO");
+            std::fs::remove_file(&runs).unwrap();
+            std::os::unix::fs::symlink(&runs, &runs).unwrap();
+            assert!(found().is_err(), "a symlink loop");
+        }
     }
 
     #[test]

@@ -636,7 +636,7 @@ fn read_agent(
     secret: &Secret,
     end: &mut impl FnMut(Reach<'_>) -> io::Result<()>,
 ) -> Result<AgentRead, String> {
-    let Some(path) = agent::subagent_path(&h.state.transcript, scope) else {
+    let Some(flat) = agent::subagent_path(&h.state.transcript, scope) else {
         return Err(format!("no transcript of its own can be named for the subagent {scope}"));
     };
     // Changed on a copy, kept only when everything it ended was journaled.
@@ -647,6 +647,14 @@ fn read_agent(
         end(Reach::Agent(d))
             .map_err(|e| format!("the journal could not record the end of a subagent no longer followed: {e}"))?;
     }
+    // Not seen yet: it may be in either place the host puts one (a
+    // workflow's agent one level down); once seen, it stays where it was.
+    if t.file == (0, 0) {
+        t.dir = agent::locate(&flat).map_err(|e| format!("the subagent's transcript: {e}"))?.unwrap_or_default();
+    }
+    let Some(path) = agent::path_in(&flat, &t.dir) else {
+        return Err(format!("the subagent's transcript was kept in a place the host does not use: {}", t.dir));
+    };
     // A buffer of its own: the held one stays the session's read size.
     let r = agent::read_on(t, &path, secret, &mut Vec::new()).map_err(|e| format!("the subagent's transcript: {e}"))?;
     if let AgentRead::Ended(why) = &r {

@@ -52,6 +52,19 @@ fn replay_with(
     line: &dyn Fn(&mut Value),
     events: &dyn Fn(&mut Events),
 ) -> Answers {
+    replay_in(scenario, "", hook, line, events)
+}
+
+/// [`replay_with`], each subagent's transcript written in `sub_dir` under
+/// the session's `subagents/` (`""`: directly in it, as the fixtures were
+/// captured; `workflows/<run id>`: where the host keeps a workflow's agent).
+fn replay_in(
+    scenario: &str,
+    sub_dir: &str,
+    hook: &dyn Fn(&mut Value),
+    line: &dyn Fn(&mut Value),
+    events: &dyn Fn(&mut Events),
+) -> Answers {
     let d = dir(scenario);
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join("transcript.jsonl");
@@ -72,8 +85,8 @@ fn replay_with(
         evs.push((t, 0, Ev::Line(v.to_string())));
     }
     // Each subagent's own transcript, beside the session's as the host lays
-    // it out (`<session>/subagents/agent-<id>.jsonl`), growing as it was written.
-    let subs = transcript.with_extension("").join("subagents");
+    // it out (`<session>/subagents/[<sub_dir>/]agent-<id>.jsonl`), growing as it was written.
+    let subs = transcript.with_extension("").join("subagents").join(sub_dir);
     std::fs::create_dir_all(&subs).unwrap();
     let mut names: Vec<PathBuf> =
         std::fs::read_dir(d.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()).collect();
@@ -243,6 +256,23 @@ fn a_compaction_that_cannot_be_placed_ends_everything() {
 /// stub (`confirmed-delivery`): a wrong one.
 #[test]
 fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
+    lost_hooks_compaction("");
+}
+
+/// The same for an agent a workflow ran: Claude Code 2.1.328 keeps its
+/// transcript in `subagents/workflows/<run id>/` (docs/HOST-FACTS.md §9),
+/// and its hooks carry its `agent_id` alone. Before the witness looked
+/// there, the file read as not written yet: the re-read after its
+/// compaction was a stub (`confirmed-delivery`, a wrong one; and a file
+/// never seen was not waited for).
+#[test]
+fn a_workflow_agents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
+    lost_hooks_compaction("workflows/wf_1a2b3c4d-5e6");
+}
+
+/// The subagent of `subagent-own-compact`, its transcript in `sub_dir`,
+/// its compaction hooks all lost: see the two tests above.
+fn lost_hooks_compaction(sub_dir: &str) {
     const S: &str = "big-10240-s1";
     const FIRST: &str = "toolu_mock_6a396a1c44b941f9";
     const AGAIN: &str = "toolu_variant_subagent_reread";
@@ -319,7 +349,7 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
         evs.push((again_at, 1, Ev::Hook(again)));
         evs.push((again_at + 10, 2, Ev::Question(question(AGAIN, again_at + 10))));
     };
-    let a = replay_with("subagent-own-compact", &lose, &mcp_line, &add);
+    let a = replay_in("subagent-own-compact", sub_dir, &lose, &mcp_line, &add);
     no_wrong("a subagent's own compaction, its hooks lost", &a);
     // M read, S read by the subagent, S re-read after its compaction, M re-read.
     assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "withdrawn", "confirmed-delivery"], "{a:?}");
@@ -334,7 +364,7 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
             *v = json!({"type": "system", "subtype": "informational", "isSidechain": true});
         }
     };
-    let a = replay_with("subagent-own-compact", &lose, &no_boundary, &add);
+    let a = replay_in("subagent-own-compact", sub_dir, &lose, &no_boundary, &add);
     assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "confirmed-delivery", "confirmed-delivery"], "{a:?}");
 
     // The re-read's own line not on disk yet (seen live: 2 of 6 subagent
@@ -345,7 +375,7 @@ fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
         add(evs);
         evs.retain(|(_, _, e)| !matches!(e, Ev::SubLine(_, l) if l.contains(AGAIN)));
     };
-    let a = replay_with("subagent-own-compact", &lose, &no_boundary, &late);
+    let a = replay_in("subagent-own-compact", sub_dir, &lose, &no_boundary, &late);
     assert_eq!(
         reasons(&a),
         ["not-delivered", "not-delivered", "transcript-unavailable", "confirmed-delivery"],
