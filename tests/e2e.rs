@@ -46,6 +46,9 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("ledger-rewind", &["claude"]),
     ("ledger-idle-cut", &["claude"]),
     ("ledger-idle-server-edit", &["claude"]),
+    ("ledger-subagent-main-compact", &["claude"]),
+    ("ledger-subagent-own-compact", &["claude"]),
+    ("ledger-workflow-own-compact", &["claude"]),
     ("serve", BOTH),
     ("workload", BOTH),
 ];

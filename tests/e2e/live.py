@@ -84,9 +84,9 @@ class ClaudeStream(_Live):
     """Claude Code as one stream-json process (see the module doc). `session_id` is the host's
     session id once it said it."""
 
-    def __init__(self, sb, timeout=120, env=None):
+    def __init__(self, sb, timeout=120, env=None, allowed_tools=None):
         argv = [H.claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-                "--replay-user-messages"] + H.claude_mcp_args(sb)
+                "--replay-user-messages"] + H.claude_mcp_args(sb, allowed_tools)
         self.session_id, self.last_user, self.n = None, None, 0
         super().__init__(sb, "claude", argv, sb.env("claude", env), timeout)
 

@@ -36,6 +36,9 @@ not a tool result). Markers (may be combined):
                              request).
   [subusage=N]               with [subagent]: becomes [usage-all=N] in the subagent's prompt only.
   [bg]                       with [subagent]: the Agent call asks run_in_background (Claude).
+  [workflow]                 main agent runs the prompt (marker removed) in one agent of a
+                             workflow (Claude: tool `Workflow` {script} whose body is one
+                             `agent(prompt)` call; the run goes on in the background).
   anything else              plain text "MOCK_DONE: ok".
 
 Claude defers MCP tools behind `ToolSearch`: when `mcp__ctx__ctx_read` is not (yet) in `tools`,
@@ -206,7 +209,7 @@ def prompt_delay(prompt):
 
 
 def strip_markers(prompt):
-    return re.sub(r"\s+", " ", re.sub(r"\[(subagent|bg|slow=[^\]]*|error)\]", "", prompt)).strip()
+    return re.sub(r"\s+", " ", re.sub(r"\[(subagent|bg|workflow|slow=[^\]]*|error)\]", "", prompt)).strip()
 
 
 def final_text(results, prefix="MOCK_DONE"):
@@ -387,6 +390,14 @@ def claude_decide(a):
     last = a["last_results"]
     if last and last[-1]["tool"] == "Agent":
         return "main", ("text", final_text(last, "MOCK_DONE (via subagent)"))
+    if last and last[-1]["tool"] == "Workflow":
+        return "main", ("text", final_text(last, "MOCK_DONE (workflow launched)"))
+    if "[workflow]" in prompt and "Workflow" in tools:
+        if not any(r["tool"] == "Workflow" for r in a["results_since"]):
+            sub_prompt = strip_markers(prompt).replace("[subusage=", "[usage-all=")
+            script = ("export const meta = { name: 'e2e-read', description: 'Read via ctx_read in a workflow "
+                      "agent' }\nawait agent(%s, { label: 'read' })\n" % json.dumps(sub_prompt))
+            return "main", ("tool", "Workflow", {"script": script})
     if "[subagent]" in prompt and "Agent" in tools:
         if not any(r["tool"] == "Agent" for r in a["results_since"]):
             sub_prompt = strip_markers(prompt).replace("[subusage=", "[usage-all=")

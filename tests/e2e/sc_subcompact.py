@@ -13,6 +13,9 @@ hook also logged with its time and the transcript's size (`log_hook_indexed.py`)
 - `ledger-subagent-own-compact`: the main agent reads M; a subagent auto-compacts (the mock reports
   995,000 input tokens on its answers); the main agent then re-reads M: its context was not touched
   (the request still holds M), so the re-read is a stub.
+- `ledger-workflow-own-compact`: the same with the subagent an agent of a `Workflow` run (the tool
+  allowed): the host keeps its transcript in `subagents/workflows/<run id>/`, where its boundary
+  goes (docs/HOST-FACTS.md §9).
 
 With `E2E_FIXTURE_DIR=<dir>` each run is also exported as a fixture (`<dir>/<scenario>/`: hooks,
 their index, the MCP server's log with leanctx's answers, the mock's request log, the transcripts;
@@ -163,6 +166,54 @@ def sc_own_compact(host):
         w.close()
 
 
+def sc_workflow_own_compact(host):
+    tag = "%s/ledger-workflow-own-compact" % host
+    w = world("%s-workflow-own-compact" % host)
+    c = None
+    try:
+        c = E.live.ClaudeStream(w.sb, timeout=180, allowed_tools=("mcp__ctx__ctx_read", "Workflow"))
+        c.user(str(uuid.uuid4()), "read %s via ctx_read" % M)
+        # The run goes on in the background: the turn ends once it is launched.
+        c.user(str(uuid.uuid4()), "[workflow] [subusage=995000] [reads=%s,%s]" % (S, SLOW.split("/")[-1]))
+        # Its own SubagentStop (the compaction's summarising fork has one too, with another id).
+        started = lambda: {h["payload"].get("agent_id") for h in hooks(w) if h["event"] == "SubagentStart"}
+        stopped = wait_for(lambda: any(h["event"] == "SubagentStop" and h["payload"].get("agent_id") in started()
+                                       for h in hooks(w)), timeout=150)
+        # Claude Code tells the main thread when the run is done (a turn of its own).
+        c.until(lambda m: m.get("type") == "result")
+        c.user(str(uuid.uuid4()), "read %s via ctx_read again" % M)
+        sid = c.session_id
+        hk = hooks(w)
+        agent = [h["payload"].get("agent_id") for h in hk if h["event"] == "SubagentStart"]
+        comp = [h for h in hk if h["event"] in ("PreCompact", "PostCompact")
+                or (h["event"] == "SessionStart" and h["payload"].get("source") == "compact")]
+        E.check("%s: the workflow's agent ran and compacted itself: PreCompact, SessionStart(compact), "
+                "PostCompact, each with its agent_id" % tag, stopped and len(agent) == 1 and len(comp) == 3
+                and all(h["payload"].get("agent_id") == agent[0] for h in comp), [h["payload"] for h in comp])
+        base = glob.glob(os.path.join(w.sb.claude_dir, "projects", "*", sid or "-"))
+        flat = glob.glob(os.path.join(base[0] if base else "-", "subagents", "agent-*.jsonl"))
+        nested = glob.glob(os.path.join(base[0] if base else "-", "subagents", "workflows", "wf_*",
+                                        "agent-%s.jsonl" % (agent[0] if agent else "-")))
+        stop = [h["payload"] for h in hk if h["event"] == "SubagentStop" and h["payload"].get("agent_id") in agent]
+        E.check("%s: its transcript is in subagents/workflows/<run id>/, none directly in subagents/, and "
+                "SubagentStop names it" % tag, not flat and len(nested) == 1 and stop
+                and stop[0].get("agent_transcript_path") == nested[0], (flat, nested, stop[:1]))
+        n = 0
+        for p in nested:
+            with open(p) as f:
+                n += sum(1 for l in f if '"compact_boundary"' in l)
+        E.check("%s: its compact_boundary is in that transcript" % tag, n == 1, nested)
+        E.check("%s: leanctx: M content, then a stub after the workflow agent's compaction" % tag,
+                [(x, r) for x, r, _ in answers(w)][:1] == [(1, "not-delivered")]
+                and answers(w)[-1][:2] == (0, "confirmed-delivery") and answers(w)[-1][2] == M, answers(w))
+        E.check_stubs_truthful(tag, w)
+        export(w, "workflow-own-compact", sid)
+    finally:
+        if c is not None:
+            c.close()
+        w.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # Fixture export (E2E_FIXTURE_DIR)
 
@@ -209,8 +260,11 @@ def export(w, name, sid):
     write_jsonl(os.path.join(out, "model-requests.jsonl"), reqs)
     for p in glob.glob(os.path.join(w.sb.claude_dir, "projects", "*", "%s.jsonl" % sid)):
         copy_transcript(p, os.path.join(out, "transcript.jsonl"))
-    for p in glob.glob(os.path.join(w.sb.claude_dir, "projects", "*", sid, "subagents", "agent-*.jsonl")):
-        copy_transcript(p, os.path.join(out, "subagents", os.path.basename(p)))
+    # Where the host put each subagent's transcript under `subagents/` (a workflow's agent's one level
+    # down, in `workflows/<run id>/`), kept as it was.
+    for subs in glob.glob(os.path.join(w.sb.claude_dir, "projects", "*", sid, "subagents")):
+        for p in glob.glob(os.path.join(subs, "**", "agent-*.jsonl"), recursive=True):
+            copy_transcript(p, os.path.join(out, "subagents", os.path.relpath(p, subs)))
 
 
 def copy_transcript(src, dst):
@@ -231,4 +285,5 @@ def scenarios(e2e):
     global E
     E = e2e
     return [("ledger-subagent-main-compact", sc_main_compact, ("claude",)),
-            ("ledger-subagent-own-compact", sc_own_compact, ("claude",))]
+            ("ledger-subagent-own-compact", sc_own_compact, ("claude",)),
+            ("ledger-workflow-own-compact", sc_workflow_own_compact, ("claude",))]

@@ -22,7 +22,7 @@ use crate::withdrawal::{
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 enum Ev {
     Hook(Value),
@@ -52,19 +52,6 @@ fn replay_with(
     line: &dyn Fn(&mut Value),
     events: &dyn Fn(&mut Events),
 ) -> Answers {
-    replay_in(scenario, "", hook, line, events)
-}
-
-/// [`replay_with`], each subagent's transcript written in `sub_dir` under
-/// the session's `subagents/` (`""`: directly in it, as the fixtures were
-/// captured; `workflows/<run id>`: where the host keeps a workflow's agent).
-fn replay_in(
-    scenario: &str,
-    sub_dir: &str,
-    hook: &dyn Fn(&mut Value),
-    line: &dyn Fn(&mut Value),
-    events: &dyn Fn(&mut Events),
-) -> Answers {
     let d = dir(scenario);
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join("transcript.jsonl");
@@ -84,15 +71,12 @@ fn replay_in(
         line(&mut v);
         evs.push((t, 0, Ev::Line(v.to_string())));
     }
-    // Each subagent's own transcript, beside the session's as the host lays
-    // it out (`<session>/subagents/[<sub_dir>/]agent-<id>.jsonl`), growing as it was written.
-    let subs = transcript.with_extension("").join("subagents").join(sub_dir);
-    std::fs::create_dir_all(&subs).unwrap();
-    let mut names: Vec<PathBuf> =
-        std::fs::read_dir(d.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()).collect();
-    names.sort();
-    for f in names {
-        let name = f.file_name().unwrap().to_str().unwrap().to_string();
+    // Each subagent's own transcript, beside the session's as the host laid
+    // it out (`<session>/subagents/agent-<id>.jsonl`, a workflow's agent's in
+    // `subagents/workflows/<run id>/`), growing as it was written.
+    let subs = transcript.with_extension("").join("subagents");
+    for (f, name) in transcripts_under(&d.join("subagents")) {
+        std::fs::create_dir_all(subs.join(&name).parent().unwrap()).unwrap();
         let mut last = 0;
         for l in std::fs::read_to_string(&f).unwrap().lines() {
             let mut v: Value = serde_json::from_str(l).unwrap();
@@ -162,6 +146,25 @@ fn replay_in(
             }
         }
     }
+    out
+}
+
+/// The `agent-*.jsonl` files under `dir`, at any depth, each with its path
+/// relative to `dir`, sorted.
+fn transcripts_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.file_name().unwrap().to_str().unwrap().starts_with("agent-") {
+                out.push((p.clone(), p.strip_prefix(dir).unwrap().to_str().unwrap().to_string()));
+            }
+        }
+    }
+    out.sort();
     out
 }
 
@@ -256,28 +259,40 @@ fn a_compaction_that_cannot_be_placed_ends_everything() {
 /// stub (`confirmed-delivery`): a wrong one.
 #[test]
 fn a_subagents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
-    lost_hooks_compaction("");
+    lost_hooks_compaction("subagent-own-compact", &["confirmed-delivery"]);
 }
 
-/// The same for an agent a workflow ran: Claude Code 2.1.328 keeps its
-/// transcript in `subagents/workflows/<run id>/` (docs/HOST-FACTS.md §9),
-/// and its hooks carry its `agent_id` alone. Before the witness looked
-/// there, the file read as not written yet: the re-read after its
-/// compaction was a stub (`confirmed-delivery`, a wrong one; and a file
-/// never seen was not waited for).
+/// The same for an agent a workflow ran (`workflow-own-compact`, captured
+/// as `subagent-own-compact` was, the subagent an agent of a `Workflow`
+/// run: its ToolSearch is hooks 15–18, its boundary in its own transcript,
+/// which Claude Code 2.1.328 keeps in `subagents/workflows/<run id>/`,
+/// docs/HOST-FACTS.md §9). Before the witness looked there, the file read
+/// as not written yet: the re-read after its compaction was a stub
+/// (`confirmed-delivery`), a wrong one, and a file never seen was not
+/// waited for. After the run the main thread read S and another file, then
+/// re-read M (hooks 24–41).
 #[test]
 fn a_workflow_agents_compaction_whose_hooks_were_all_lost_ends_its_deliveries() {
-    lost_hooks_compaction("workflows/wf_1a2b3c4d-5e6");
+    lost_hooks_compaction("workflow-own-compact", &["not-delivered", "not-delivered", "confirmed-delivery"]);
 }
 
-/// The subagent of `subagent-own-compact`, its transcript in `sub_dir`,
-/// its compaction hooks all lost: see the two tests above.
-fn lost_hooks_compaction(sub_dir: &str) {
+/// The subagent of `scenario`, its compaction hooks all lost, its one tool
+/// call before the compaction made a read of S and a re-read added after
+/// it: see the two tests above. `main_after`: the main thread's answers
+/// after the subagent's two, the last a stub of M the oracle backs.
+fn lost_hooks_compaction(scenario: &str, main_after: &[&str]) {
     const S: &str = "big-10240-s1";
-    const FIRST: &str = "toolu_mock_6a396a1c44b941f9";
     const AGAIN: &str = "toolu_variant_subagent_reread";
+    // The subagent's first call (its ToolSearch in both captures).
+    let first_id = fixture_hooks(&dir(scenario), Path::new("t"))
+        .into_iter()
+        .find_map(|(_, h)| {
+            (h["hook_event_name"] == "PreToolUse" && h["agent_id"].is_string()).then(|| h["tool_use_id"].clone())
+        })
+        .unwrap();
+    let first_id = first_id.as_str().unwrap();
     let read_s = |h: &mut Value| {
-        if h["tool_use_id"] == FIRST || h["tool_calls"][0]["tool_use_id"] == FIRST {
+        if h["tool_use_id"] == first_id || h["tool_calls"][0]["tool_use_id"] == first_id {
             let text = json!([{"type": "text", "text": format!("MARK-START {S} size=10240\nvariant")}]);
             let call = if h["hook_event_name"] == "PostToolBatch" { &mut h["tool_calls"][0] } else { &mut *h };
             call["tool_name"] = json!("mcp__ctx__ctx_read");
@@ -297,7 +312,7 @@ fn lost_hooks_compaction(sub_dir: &str) {
     };
     let mcp_line = |v: &mut Value| {
         for b in v["message"]["content"].as_array_mut().into_iter().flatten() {
-            if b["id"] == FIRST {
+            if b["id"] == first_id {
                 b["name"] = json!("mcp__ctx__ctx_read");
                 b["input"] = json!({"path": S});
             }
@@ -315,7 +330,7 @@ fn lost_hooks_compaction(sub_dir: &str) {
                 })
                 .unwrap()
         };
-        let (pre, first) = hook("PreToolUse", FIRST);
+        let (pre, first) = hook("PreToolUse", first_id);
         let (post, _) = hook("SubagentStop", first["agent_id"].as_str().unwrap());
         // After the subagent's boundary (or the line in its place) is on disk, before it stops.
         let boundary = evs
@@ -334,8 +349,8 @@ fn lost_hooks_compaction(sub_dir: &str) {
         let line = evs
             .iter()
             .find_map(|(_, _, e)| match e {
-                Ev::SubLine(name, l) if l.contains(FIRST) && l.contains("\"tool_use\"") => {
-                    Some(Ev::SubLine(name.clone(), l.replace(FIRST, AGAIN)))
+                Ev::SubLine(name, l) if l.contains(first_id) && l.contains("\"tool_use\"") => {
+                    Some(Ev::SubLine(name.clone(), l.replace(first_id, AGAIN)))
                 }
                 _ => None,
             })
@@ -345,15 +360,16 @@ fn lost_hooks_compaction(sub_dir: &str) {
             json!({"ts": ms as f64 / 1000.0, "_meta": {"claudecode/toolUseId": id}, "arguments": {"path": S},
                    "leanctx": {"version": version}})
         };
-        evs.push((pre + 20, 2, Ev::Question(question(FIRST, pre + 20))));
+        evs.push((pre + 20, 2, Ev::Question(question(first_id, pre + 20))));
         evs.push((again_at, 1, Ev::Hook(again)));
         evs.push((again_at + 10, 2, Ev::Question(question(AGAIN, again_at + 10))));
     };
-    let a = replay_in("subagent-own-compact", sub_dir, &lose, &mcp_line, &add);
+    let want = |reread: &'static str| [&["not-delivered", "not-delivered", reread][..], main_after].concat();
+    let a = replay_with(scenario, &lose, &mcp_line, &add);
     no_wrong("a subagent's own compaction, its hooks lost", &a);
-    // M read, S read by the subagent, S re-read after its compaction, M re-read.
-    assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "withdrawn", "confirmed-delivery"], "{a:?}");
-    assert!(a[3].2, "the oracle backs the main thread's stub: {a:?}");
+    // M read, S read by the subagent, S re-read after its compaction, then the main thread's.
+    assert_eq!(reasons(&a), want("withdrawn"), "{a:?}");
+    assert!(a.last().unwrap().2, "the oracle backs the main thread's stub: {a:?}");
 
     // The same with the subagent's transcript as written but no boundary in
     // it: its re-read is a stub (nothing withdrew S, as far as the host's
@@ -364,8 +380,8 @@ fn lost_hooks_compaction(sub_dir: &str) {
             *v = json!({"type": "system", "subtype": "informational", "isSidechain": true});
         }
     };
-    let a = replay_in("subagent-own-compact", sub_dir, &lose, &no_boundary, &add);
-    assert_eq!(reasons(&a), ["not-delivered", "not-delivered", "confirmed-delivery", "confirmed-delivery"], "{a:?}");
+    let a = replay_with(scenario, &lose, &no_boundary, &add);
+    assert_eq!(reasons(&a), want("confirmed-delivery"), "{a:?}");
 
     // The re-read's own line not on disk yet (seen live: 2 of 6 subagent
     // calls arrived before it, docs/DELIVERY.md §8): a boundary queued
@@ -375,10 +391,6 @@ fn lost_hooks_compaction(sub_dir: &str) {
         add(evs);
         evs.retain(|(_, _, e)| !matches!(e, Ev::SubLine(_, l) if l.contains(AGAIN)));
     };
-    let a = replay_in("subagent-own-compact", sub_dir, &lose, &no_boundary, &late);
-    assert_eq!(
-        reasons(&a),
-        ["not-delivered", "not-delivered", "transcript-unavailable", "confirmed-delivery"],
-        "{a:?}"
-    );
+    let a = replay_with(scenario, &lose, &no_boundary, &late);
+    assert_eq!(reasons(&a), want("transcript-unavailable"), "{a:?}");
 }
