@@ -5,7 +5,7 @@
 //! ([`state_problem`]), reads that never block or run unbounded: every
 //! file leanctx reads goes through [`read_file`] / [`open_file`] (state
 //! files through [`read_state`], which uses them), stdin through
-//! [`read_stdin`].
+//! [`read_stdin`], a directory another program writes through [`list_dir`].
 //!
 //! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`;
 //! Win32) is in one file per platform, `unix.rs` and `windows.rs`, with the
