@@ -119,7 +119,9 @@
 //! `LEANCTX_SIM_SEEDS=N` sets the number of fresh seeds; with
 //! `LEANCTX_SEED=S` it replays seeds S..S+N (default 1) instead;
 //! `LEANCTX_SIM_STEPS=N` sets the steps per seed; `LEANCTX_SIM_TRACE=1`
-//! prints every hook and call.
+//! prints every hook and call. Each seed's line ends with every host's
+//! allowed/safe stubs, wrong ones and safe ones lost to the size rule, so
+//! a run's per-seed spread can be read off (RELIABILITY.md, "Seed bases").
 
 use crate::rng::{self, Rng};
 use crate::sim::{Fault, apply, restore};
@@ -170,11 +172,15 @@ const CURSOR_WHOLE_UP_TO: usize = 50_000;
 /// Codex's true cut: characters per 1,000 tokens of budget it keeps.
 const CODEX_TRUE_CHARS_PER_1000_TOKENS: usize = 4_790;
 
-/// Fixed seeds every CI run replays (plus one fresh seed).
+/// A safe stub withheld because the host acknowledged the result but its
+/// size rule counts it as cut (the label in a host's `lost` counts).
+const SIZE_RULE_LOSS: &str = "unconfirmed: acknowledged, over the size rule";
+
 /// Projects the chats work in (paths, and so fingerprints, differ between
 /// projects; chats in one project read the same files).
 const PROJECTS: u32 = 3;
 
+/// Fixed seeds every CI run replays (plus one fresh seed).
 const FIXED_SEEDS: [u64; 16] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -1179,7 +1185,7 @@ impl World {
                 let detail = match (&ans.delivery, reason) {
                     (Some(d), "unconfirmed") => Some(match d.confirmation {
                         ledger::Confirmation::None => "unconfirmed: no acknowledgement",
-                        ledger::Confirmation::Cut => "unconfirmed: acknowledged, over the size rule",
+                        ledger::Confirmation::Cut => SIZE_RULE_LOSS,
                         ledger::Confirmation::DifferentContent => "unconfirmed: other content acknowledged",
                         ledger::Confirmation::Whole => "unconfirmed: whole?",
                     }),
@@ -1924,6 +1930,20 @@ fn report(name: &str, s: &Stats) -> String {
     out
 }
 
+/// One seed's figures per host (allowed/safe, wrong, and the safe stubs
+/// withheld by the size rule), so a seed that moves a host's share shows
+/// which, and why.
+fn per_host(s: &Stats) -> String {
+    s.hosts
+        .iter()
+        .map(|(h, hs)| {
+            let size = hs.lost.get(SIZE_RULE_LOSS).copied().unwrap_or(0);
+            format!(" {} {}/{} wrong {} size {size}", h.cli(), hs.safe_allowed, hs.safe, hs.wrong)
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The seeds of this run: fixed ones and one fresh seed (or 200 under
 /// `LEANCTX_STRESS=1`), or `LEANCTX_SEED`..+`LEANCTX_SIM_SEEDS` to replay.
 fn seeds(name: &str) -> Vec<u64> {
@@ -1967,12 +1987,13 @@ fn run_many(name: &str, knobs: Knobs, each_seed_clean: bool) -> (Stats, Option<S
     let mut fixed = Stats::default();
     for (seed, s) in runs {
         println!(
-            "sim-ledger[{name}] seed {seed}: {} hooks, {} questions, {} safe, {} allowed, trace {:016x}",
+            "sim-ledger[{name}] seed {seed}: {} hooks, {} questions, {} safe, {} allowed, trace {:016x};{}",
             s.hooks,
             s.hosts.values().map(|h| h.questions).sum::<u64>(),
             s.hosts.values().map(|h| h.safe).sum::<u64>(),
             s.hosts.values().map(|h| h.safe_allowed).sum::<u64>(),
-            s.trace
+            s.trace,
+            per_host(&s)
         );
         assert!(
             !each_seed_clean || s.wrong() == 0,
