@@ -2056,8 +2056,13 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         // Not the issue's 90 % on Claude Code: with its withdrawals modeled
         // the 200-seed run allows 89.0 % (RELIABILITY.md, "With
         // withdrawals": compactions and idle returns of the other process
-        // of a two-process session, per-process windows). Held here so it cannot fall further unseen; the other
-        // hosts meet the issue.
+        // of a two-process session, per-process windows). Held here so it
+        // cannot fall further unseen. The other hosts meet the issue on
+        // seeds 1-200, but Cursor's 75 % is the draw's on fresh seeds: a
+        // hundred's figure has a spread of about 3 points around 77.8 %,
+        // and a stress run (184 fresh seeds) falls under 75 % about one
+        // time in ten (RELIABILITY.md, "Seed bases"). The floor is the
+        // issue's: kept.
         assert_floors("all seeds", &s, 85.0);
     }
     // The large run RELIABILITY.md cites (seeds 1–200 × 700 steps: it
