@@ -471,7 +471,10 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
     let result = serde_json::json!({ "content": post["tool_response"] }).to_string();
     let result_file = sb.root.join("ledger-result.json");
     std::fs::write(&result_file, &result).unwrap_or_else(|e| fail(&format!("{}: {e}", result_file.display())));
-    witness_rows(sb, pl, &leanctx, "", data, &result_file, spec, out);
+    // The witness rows' still dir is its own: the hook rows compact the
+    // fixtures' conversation and name their transcript, which turned the
+    // row, once it shared `data`, into a "not delivered" answer.
+    witness_rows(sb, pl, &leanctx, "", &sb.data_dir("data-still"), &result_file, spec, out);
     let rf = result_file.to_str().unwrap_or_else(|| fail("non-UTF-8 temp path"));
     let codex_call = read_payload(pl, "codex/baseline/mcp-tools-call-1.json");
     out.push(cand(
@@ -514,10 +517,70 @@ fn ledger_candidates(sb: &Sandbox, pl: &Path, data: &Path, floor: &Path, spec: &
     out.push(hook);
 }
 
+/// The session and tool-use id of the two `stub` rows' conversation: not
+/// the fixtures' own, which the hook rows (and the filler below) use, so
+/// that neither their compactions nor their transcript paths reach it.
+const WITNESS_SESSION: &str = "5e55a0b1-57b5-4d2e-9c1a-0b3e7c9d2f41";
+const WITNESS_TOOL_USE: &str = "toolu_bench_witness_0000000001";
+
+/// A Claude fixture's bytes with its session and tool-use id made the
+/// witness rows' own.
+fn witness_payload(pl: &Path, rel: &str) -> Vec<u8> {
+    let text = String::from_utf8(read_payload(pl, rel)).unwrap_or_else(|e| fail(&format!("{rel}: {e}")));
+    text.replace(CLAUDE_SESSION, WITNESS_SESSION).replace("toolu_mock_3ea9fac1ab1948ea", WITNESS_TOOL_USE).into_bytes()
+}
+
+/// Fill `data`'s journal with the hook rows' own traffic (every host's
+/// gated MCP call, session start and compaction, in turn) until it stands
+/// just under its trim point (`max(TRIM_MIN_BYTES, 2 × kept)`, after at
+/// least one trim): the largest the journal of a data dir in such use gets,
+/// which every question in it reads whole.
+fn fill_journal(pl: &Path, leanctx: &Path, data: &Path, spec: &SpecFn<'_>) {
+    use leanctx::state::journal::TRIM_MIN_BYTES;
+    let payloads: Vec<(&str, Vec<u8>)> = HOSTS
+        .iter()
+        .flat_map(|&(host, call, start, compact)| [call, start, compact].map(|p| (host, read_payload(pl, p))))
+        .collect();
+    let journal = data.join(leanctx::base::paths::JOURNAL_FILE);
+    let state = || {
+        let head = std::fs::read(&journal).unwrap_or_default();
+        let kept = head
+            .strip_prefix(b"#leanctx-journal v1 kept=")
+            .and_then(|r| std::str::from_utf8(r.get(..10)?).ok()?.parse::<u64>().ok());
+        (head.len() as u64, kept)
+    };
+    for _ in 0..4_000 {
+        for (host, payload) in &payloads {
+            let s = spec(leanctx, &["hook", host], data, payload.clone());
+            let ok = s
+                .command()
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .and_then(|mut c| {
+                    use std::io::Write as _;
+                    c.stdin.take().map(|mut i| i.write_all(payload));
+                    c.wait()
+                })
+                .is_ok_and(|st| st.success());
+            if !ok {
+                fail("filling the witness rows' journal: a hook failed");
+            }
+        }
+        if let (len, Some(kept)) = state()
+            && len * 10 >= TRIM_MIN_BYTES.max(2 * kept) * 9
+        {
+            return;
+        }
+    }
+    fail("filling the witness rows' journal: it never reached its trim point");
+}
+
 /// The two `stub` rows that ask Claude Code's transcript (src/witness/): a
 /// 50 MB transcript, still or growing, seeded by `leanctx` itself in data
 /// dirs of its own (`tag` non-empty: the `--compare` binary's, whose state
-/// files may be of another format), named `tag` + the row.
+/// files may be of another format), named `tag` + the row. The still row's
+/// dir holds a journal at its bound ([`fill_journal`]).
 #[allow(clippy::too_many_arguments)]
 fn witness_rows(
     sb: &Sandbox,
@@ -529,7 +592,7 @@ fn witness_rows(
     spec: &SpecFn<'_>,
     out: &mut Vec<Candidate>,
 ) {
-    let claude_call = read_payload(pl, "claude/baseline/mcp-tools-call-1.json");
+    let claude_call = witness_payload(pl, "claude/baseline/mcp-tools-call-1.json");
     let leanctx = leanctx.to_path_buf();
     // Claude Code stubs also need the transcript's word (src/witness/): a
     // 50 MB transcript, named by the turn's prompt hook (the witness starts
@@ -538,7 +601,9 @@ fn witness_rows(
     let seed = |data: &Path, name: &str| -> (PathBuf, u64) {
         let transcript = sb.root.join(format!("{}{name}", if tag.is_empty() { "" } else { "b-" }));
         write_transcript(&transcript, TRANSCRIPT_BYTES);
-        let mut prompt = read_json_payload(pl, "claude/baseline/03-UserPromptSubmit.json");
+        let mut prompt: serde_json::Value =
+            serde_json::from_slice(&witness_payload(pl, "claude/baseline/03-UserPromptSubmit.json"))
+                .unwrap_or_else(|e| fail(&format!("prompt payload: {e}")));
         prompt["transcript_path"] = serde_json::json!(transcript);
         let r = |args: &[&str], stdin: &[u8]| {
             let s = spec(&leanctx, args, data, stdin.to_vec());
@@ -553,7 +618,7 @@ fn witness_rows(
             o.unwrap_or_else(|e| fail(&format!("seeding the ledger: {e}")))
         };
         r(&["hook", "claude-code"], prompt.to_string().as_bytes());
-        r(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/07-PreToolUse.json"));
+        r(&["hook", "claude-code"], &witness_payload(pl, "claude/baseline/07-PreToolUse.json"));
         // Claude Code writes the call's tool use to the transcript before it
         // makes the call; a stub question waits until it shows (docs/DELIVERY.md §8).
         host_writes_call(&transcript, &claude_call);
@@ -563,14 +628,19 @@ fn witness_rows(
         if !status.success() {
             fail("seeding the ledger: deliver did not record");
         }
-        r(&["hook", "claude-code"], &read_payload(pl, "claude/baseline/09-PostToolBatch.json"));
+        r(&["hook", "claude-code"], &witness_payload(pl, "claude/baseline/09-PostToolBatch.json"));
         let st = r(&["stub", "--call", "-", "--key", "README.md", "--version", "v1"], &claude_call);
         if st.code() != Some(0) {
             fail("seeding the ledger: the seeded delivery does not back a stub");
         }
         (transcript, now_ms())
     };
+    fill_journal(pl, &leanctx, data, spec);
     let (_, seeded_at) = seed(data, "transcript-still.jsonl");
+    // Each question of the build under test must be answered with the
+    // stub (exit 0): a withheld answer is another path than the row names.
+    // 1 too for a `--compare` build, which may predate the ledger.
+    let served: &'static [i32] = if tag.is_empty() { &[0] } else { &[0, 1] };
     // "Now" pinned a second after seeding: a run longer than the host's idle
     // threshold would otherwise withhold (the idle rule), measuring another path.
     let pinned = |mut s: Spec, at: u64| {
@@ -590,8 +660,7 @@ fn witness_rows(
             seeded_at,
         ),
         Target::Cli,
-        // 1 too: a `--compare` build that predates the ledger trims its lines away.
-        &[0, 1],
+        served,
     ));
     let grow_data = sb.data_dir(&format!("data-witness{}", if tag.is_empty() { "" } else { "-b" }));
     let (grown, seeded_at) = seed(&grow_data, "transcript-growing.jsonl");
@@ -603,7 +672,7 @@ fn witness_rows(
             seeded_at,
         ),
         Target::Cli,
-        &[0, 1],
+        served,
     );
     c.grow = Some((grown, GROWTH_BYTES));
     out.push(c);
