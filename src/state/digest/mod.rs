@@ -202,7 +202,7 @@ impl Digest {
             ..
         } = self;
         let text = text.as_str();
-        for line in text[from..].lines() {
+        for line in crate::base::bytes::lines(&text[from..]) {
             let at = *lines;
             *lines += 1;
             // A compaction's reach line qualifies the `P` line right after it.

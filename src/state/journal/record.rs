@@ -382,7 +382,7 @@ pub fn parse(text: &str) -> Vec<Record<'_>> {
     };
     let mut out = Vec::new();
     let mut pending = None;
-    for l in complete.lines() {
+    for l in crate::base::bytes::lines(complete) {
         if l.starts_with('#') {
             pending = None;
             continue;
