@@ -228,19 +228,31 @@ fn save(path: &Path, st: &mut State) -> io::Result<Option<(File, (u64, u64))>> {
     Ok(Some((f, id)))
 }
 
-/// Append a progress record to the lock file `f` (under its lock): the
-/// records of an older save are dropped first.
-fn append_record(f: &File, log: &mut Log, rec: &[u8]) -> io::Result<()> {
+/// Append a progress record to the lock file `f` (under its lock), whose
+/// bytes were `held`: the records of an older save are dropped first, by
+/// cutting the file back to its [`progress::HEADER`] (to 0 and writing the
+/// header when it has none). What the file holds after is `held` too.
+fn append_record(f: &File, log: &mut Log, held: &mut Vec<u8>, rec: &[u8]) -> io::Result<()> {
+    let mut line = rec;
+    let with_header;
     if log.stale {
-        f.set_len(0)?;
-        *log = Log::default();
+        // Never cut to 0 when it can be helped: see progress::HEADER.
+        let keep = if held.starts_with(progress::HEADER) { progress::HEADER.len() } else { 0 };
+        f.set_len(keep as u64)?;
+        *log = Log { len: keep as u64, ..Log::default() };
+        held.truncate(keep);
+        if keep == 0 {
+            with_header = [progress::HEADER, rec].concat();
+            line = &with_header;
+        }
     }
     // One write of the whole line (O_APPEND); a short one leaves a torn
     // record, which loading reads as the end of the good ones.
     log.dirty = true;
-    (&*f).write_all(rec)?;
+    (&*f).write_all(line)?;
     log.dirty = false;
-    log.len += rec.len() as u64;
+    log.len += line.len() as u64;
+    held.extend_from_slice(line);
     Ok(())
 }
 
@@ -565,16 +577,8 @@ pub fn check(
         let rec = seen.filter(|_| can_append(&h)).and_then(|seen| progress::record(&h.state, before.1, seen));
         let room = |rec: &[u8]| h.log.stale || h.log.len + rec.len() as u64 <= progress::MAX_LOG_BYTES;
         let saved = match rec {
-            Some(rec) if room(&rec) => {
-                let dropped = h.log.stale;
-                append_record(&lf, &mut h.log, &rec).map(|()| {
-                    // What the lock file now holds, for the next question's check.
-                    if dropped {
-                        h.log_bytes.clear();
-                    }
-                    h.log_bytes.extend_from_slice(&rec);
-                })
-            }
+            // `log_bytes`: what the lock file now holds, for the next question's check.
+            Some(rec) if room(&rec) => append_record(&lf, &mut h.log, &mut h.log_bytes, &rec),
             _ => save(&path, &mut h.state).map(|f| {
                 h.file = f;
                 // The records there now extend an older save.

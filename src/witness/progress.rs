@@ -20,6 +20,12 @@
 //! by the read budget), and the next write saves the state file whole.
 //! The state file is always written first, so a crash between the two
 //! leaves records of an older save, which are ignored.
+//!
+//! The lock file begins with [`HEADER`], so that dropping an older save's
+//! records cuts it to the header's length, never to 0: ext4 flushes a file
+//! cut to 0 when it is closed (its `auto_da_alloc`, for programs that
+//! replace a file's content that way), and the next such cut then waits for
+//! that write to reach the disk (benches/README.md, "Seventh pass").
 
 use super::file::State;
 use super::scan::{Effect, Fact};
@@ -38,6 +44,9 @@ mod parse;
 /// instructions); at 4 KiB it replays 2 KiB and saves four times as often
 /// (~60k a question, saves included).
 pub const MAX_LOG_BYTES: u64 = 4 << 10;
+/// The lock file's first line, before any record (a file without it, as
+/// older binaries wrote, is read the same; it gains it at its next cut).
+pub const HEADER: &[u8] = b"# progress\n";
 /// A record longer than this is not written (the state file is saved
 /// whole instead): one question's many ids.
 pub const MAX_RECORD_BYTES: usize = 4 << 10;
@@ -78,7 +87,9 @@ pub struct Log {
 /// Apply the records of `log` (the lock file's bytes) that extend `st`'s
 /// save, in order.
 pub fn replay(st: &mut State, log: &[u8]) -> Log {
-    let mut out = Log { len: log.len() as u64, stale: log.is_empty(), dirty: false };
+    let len = log.len() as u64;
+    let log = log.strip_prefix(HEADER).unwrap_or(log);
+    let mut out = Log { len, stale: log.is_empty(), dirty: false };
     let mut first = true;
     // Lines found by a vector search (base::bytes): a byte loop over a full log was 4 % of a
     // one-shot question's instructions.
@@ -274,6 +285,28 @@ mod tests {
             let spliced = [&a[..i], &b[b.len().min(i)..]].concat();
             assert!(spliced == b || decode(&spliced).is_none(), "spliced at {i}");
         }
+    }
+
+    /// The header before the records is skipped; a log of the header
+    /// alone holds no records (the next one drops nothing but may follow it).
+    #[test]
+    fn the_header_is_read_past() {
+        let st = state(7, 100);
+        let a = rec(&st, 100, 200, vec![Seen::Prompt(120, "u1".into())]);
+        let b = rec(&st, 200, 300, vec![Seen::Tools(250, vec!["t2".into()])]);
+        let bare = [a.clone(), b.clone()].concat();
+        let headed = [HEADER, &a, &b].concat();
+        let (mut x, mut y) = (st.clone(), st.clone());
+        let (lx, ly) = (replay(&mut x, &bare), replay(&mut y, &headed));
+        assert_eq!((lx.stale, lx.dirty, ly.stale, ly.dirty), (false, false, false, false));
+        assert_eq!(ly.len, headed.len() as u64);
+        assert_eq!(x, y);
+        assert_eq!(y.offset, 300);
+        let mut z = st.clone();
+        assert_eq!(replay(&mut z, HEADER), Log { len: HEADER.len() as u64, stale: true, dirty: false });
+        // Only at the start: a header between records is not a record.
+        let mut w = st.clone();
+        assert!(replay(&mut w, &[&a, HEADER, &b].concat()).dirty);
     }
 
     #[test]

@@ -421,6 +421,38 @@ fn a_saved_state_reads_back_whole_with_its_track() {
     assert_eq!(leanctx::witness::file::State::from_json(&json).unwrap(), st);
 }
 
+/// Dropping an older save's progress records cuts the lock file back to
+/// its header, never to 0: ext4 flushes a file cut to 0 at its close, and
+/// the next cut waited for that write (benches/README.md, "Seventh pass").
+/// The records after the header still apply: every answer stands.
+#[test]
+fn an_older_saves_records_are_dropped_down_to_the_header() {
+    let w = W::new();
+    w.turn(Turn::Start { idle_s: None }, T0);
+    let lock = std::fs::read_dir(w.data.join("witness"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "lock"))
+        .expect("the conversation's lock file");
+    let (mut cuts, mut last) = (0, 0);
+    for i in 0..60 {
+        let (u, t) = (format!("u{i}"), format!("t{i}"));
+        w.append(&[&prompt(&u), &tool_use(&t)]);
+        assert_eq!(w.ask(&t), Check::Present, "question {i}");
+        let bytes = std::fs::read(&lock).unwrap();
+        assert!(
+            bytes.starts_with(leanctx::witness::progress::HEADER),
+            "question {i}: {:?}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+        );
+        cuts += usize::from(bytes.len() < last);
+        last = bytes.len();
+    }
+    assert!(cuts >= 2, "the records were dropped at saves: {cuts}");
+    let st = load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap();
+    assert_eq!(st.track.tools.len(), 60, "every record applied");
+}
+
 /// A server keeps a conversation's witness state between its questions
 /// (src/witness/held.rs). A save by another process (here a real hook, at
 /// the prompt that ends a long silence) replaces the state file, and the
