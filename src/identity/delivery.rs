@@ -110,6 +110,22 @@ pub fn decide(q: &Question<'_>, f: &Facts<'_>) -> Decision {
     Decision { allow: true, reason: Reason::ConfirmedDelivery }
 }
 
+/// Claude Code: whether a process's own newest delivery of a key, at
+/// position `own_at`, is what its context holds of it, though other
+/// processes of the session received the key after it. `start`: the
+/// process's latest start or resume (its last lineage record: position,
+/// and whether it is of the delivery's conversation). The process loaded
+/// the session's history when it started, before it made the call it
+/// received that delivery on; a later delivery to another process was
+/// journaled after that one, before its result reached any transcript, so
+/// it is not in this process's context, and the process's own context
+/// since holds only its own results. A start after its delivery (a
+/// resume: it loaded a history that may hold the others' and not its
+/// own), a start into another conversation, or none known: no.
+pub fn own_copy_stands(own_at: usize, start: Option<(usize, bool)>) -> bool {
+    matches!(start, Some((at, same_conv)) if same_conv && at < own_at)
+}
+
 /// A diff backs a stub only while the model still holds what it applies
 /// to: each base, in turn, the delivery of exactly that version, in the
 /// diff's window, confirmed whole, with no compaction after it; the chain
@@ -229,6 +245,29 @@ mod tests {
         ];
         for (i, (f, allow, reason)) in rows.into_iter().enumerate() {
             assert_eq!(decide(&q, &f), Decision { allow, reason }, "row {i}");
+        }
+    }
+
+    /// Which of a Claude Code process's deliveries it is asked on when
+    /// other processes received the key after it.
+    #[test]
+    fn a_process_reads_its_own_copy_only_since_its_latest_start() {
+        // The delivery's position; the latest start (position, of its conversation); stands.
+        type Row = (usize, Option<(usize, bool)>, bool);
+        #[rustfmt::skip]
+        let rows: [Row; 6] = [
+            (10, Some((3, true)),   true),
+            // Started (or resumed) after its own delivery: what it loaded decides.
+            (10, Some((11, true)),  false),
+            (10, Some((10, true)),  false),
+            // Its latest start is into another conversation (`/clear`).
+            (10, Some((3, false)),  false),
+            (10, Some((11, false)), false),
+            // No start known (its SessionStart hook lost, or trimmed away).
+            (10, None,              false),
+        ];
+        for (own_at, start, stands) in rows {
+            assert_eq!(own_copy_stands(own_at, start), stands, "{own_at} {start:?}");
         }
     }
 

@@ -437,7 +437,7 @@ impl ReadPath {
             return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
         }
         let q = Question { scope, key: keyh, version: verh, window: window.as_deref(), sent };
-        let facts = match view.latest_delivery(scope, keyh) {
+        let facts = match delivery_read(view, scope, keyh, window.as_deref()) {
             Some((at, d)) => facts_of(view, keyh, at, d, window.as_deref()),
             None => delivery::Facts::default(),
         };
@@ -472,7 +472,7 @@ impl ReadPath {
         // was withdrawn (the witness is asked in that order), in one read.
         let candidates = self.with_journal(now, deadline, |view, unavailable| {
             let mut out = Vec::new();
-            let Some((mut at, latest)) = view.latest_delivery(scope, keyh).filter(|_| !unavailable) else {
+            let Some((mut at, latest)) = delivery_read(view, scope, keyh, window).filter(|_| !unavailable) else {
                 return out;
             };
             // A newer delivery since: the next journal read decides on it.
@@ -718,9 +718,31 @@ fn own_process(view: &dyn Ask, d: &ledger::Delivery<'_>, asking: Option<&str>) -
     view.is_process_of(d.host, pid, d.conv).then_some(pid)
 }
 
-/// The host process a Claude Code window names (`proc:<pid>`).
-fn pid_of_window(w: &str) -> Option<u32> {
-    w.strip_prefix("proc:").and_then(|p| p.parse::<u32>().ok())
+use crate::state::ledger::pid_of_window;
+
+/// The delivery of `key` to `scope` a question from `window` is decided
+/// on, with its position: the newest; but for a Claude Code process asking
+/// from its own window (`proc:<pid>`), the newest it received itself when
+/// only other processes received the key since and it has not started or
+/// resumed since it received it ([`delivery::own_copy_stands`]): theirs
+/// are not in its context (docs/DELIVERY.md §8, "One session, two
+/// processes").
+fn delivery_read<'v>(
+    view: &'v dyn Ask,
+    scope: &str,
+    key: &str,
+    window: Option<&str>,
+) -> Option<(usize, ledger::Delivery<'v>)> {
+    let newest = view.latest_delivery(scope, key)?;
+    let Some((w, pid)) = window.and_then(|w| Some((w, pid_of_window(w)?))) else { return Some(newest) };
+    if newest.1.window == Some(w) {
+        return Some(newest);
+    }
+    let own = view.newest_in_window(scope, key, w).filter(|(at, d)| {
+        let start = view.latest_start(d.host, pid).map(|(s, conv)| (s, conv == d.conv));
+        delivery::own_copy_stands(*at, start)
+    });
+    own.or(Some(newest))
 }
 
 /// The delivery the facts rest on, as the answer shows it.

@@ -54,8 +54,19 @@ pub const UNVERIFIED_HOST_CAP_BYTES: u64 = 10_000;
 /// Deliveries are kept this long (a conversation's context outlives the
 /// 2 h of the slot); older ones are forgotten, which only means "deliver".
 pub const DELIVERY_KEEP_MS: u64 = 24 * 60 * 60 * 1000;
-/// At most this many deliveries survive a trim (the newest).
+/// At most this many keys (scope and key) keep deliveries through a trim:
+/// those with the newest live ones (src/state/journal/trim.rs).
 pub const MAX_DELIVERIES: usize = 512;
+/// At most this many deliveries of one key (scope and key) survive a trim:
+/// the newest of each window, the copies before it a rewind steps back to,
+/// a diff's bases, and everything between (a trim keeps no gap).
+pub const MAX_KEY_DELIVERIES: usize = 24;
+/// At most this many deliveries survive a trim in all.
+pub const MAX_KEPT_DELIVERIES: usize = 2048;
+/// At most this many compaction records a trim keeps for the deliveries it
+/// keeps (each after a kept delivery of its conversation); a
+/// conversation's deliveries before one that does not fit are dropped.
+pub const MAX_KEPT_COMPACTIONS: usize = 512;
 /// The longest chain of diffs a stub may rest on (a diff against a diff
 /// against …); a longer one withholds, and a trim keeps no more of it.
 pub const MAX_BASE_CHAIN: usize = 8;
@@ -266,6 +277,11 @@ pub fn fp_ref(tool: &str, fp: &str) -> String {
     let mut h = sha256_hex(format!("{tool}\0{fp}").as_bytes());
     h.truncate(32);
     format!("fp:{h}")
+}
+
+/// The Claude Code host process a delivery's window names (`proc:<pid>`).
+pub fn pid_of_window(w: &str) -> Option<u32> {
+    w.strip_prefix("proc:").and_then(|p| p.parse::<u32>().ok())
 }
 
 /// A fingerprint ref names a call only within its scope.

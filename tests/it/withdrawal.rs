@@ -437,9 +437,17 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
     hook(&mut c, &end);
     std::thread::sleep(std::time::Duration::from_millis(1100));
     hook(&mut a, &prompt);
-    // The newest delivery is `c`'s (sent whole), not `a`'s: sent whole too.
-    assert_eq!(v2(&mut a, "toolu_8", true), "window-changed", "a's fresh copy");
-    confirm(&mut a, "toolu_8");
+    // The newest delivery is `c`'s, made after `a`'s own, which `a` has held
+    // since (it has not started or resumed since): `a`'s copy backs its
+    // stub. Before (b7a61a1) the newest delivery of the scope decided:
+    // `window-changed`.
+    assert_eq!(v2(&mut a, "toolu_8", true), "confirmed-delivery", "a's own copy stands");
+    // `a` resumes the session itself: it loaded the last written line's
+    // chain, which need not hold its own copy. The newest delivery (`c`'s,
+    // never confirmed) decides again, and `a` gets a fresh copy.
+    hook(&mut a, &resume);
+    assert_eq!(v2(&mut a, "toolu_8b", true), "window-changed", "a's fresh copy");
+    confirm(&mut a, "toolu_8b");
     std::thread::sleep(std::time::Duration::from_millis(5));
     hook(&mut d, &resume);
     assert_eq!(v2(&mut d, "toolu_9", false), "confirmed-delivery", "every other process ended before the confirmation");
@@ -463,6 +471,17 @@ fn a_delivery_confirmed_in_one_claude_process_backs_no_stub_in_another() {
 /// re-read is withheld too.
 #[cfg(unix)]
 fn one_process_compacts(conv: &str, lost: bool, adopted: bool, shared: bool) -> (String, String) {
+    one_process_compacts_then(conv, (lost, adopted, shared), |_| {})
+}
+
+/// [`one_process_compacts`], running `between` on the data dir after the
+/// compaction, before the two re-reads.
+#[cfg(unix)]
+fn one_process_compacts_then(
+    conv: &str,
+    (lost, adopted, shared): (bool, bool, bool),
+    between: impl Fn(&Path),
+) -> (String, String) {
     use crate::support::FakeHost;
     let sb = Sandbox::new();
     let transcript = sb.tmp.path().join(format!("{conv}.jsonl"));
@@ -566,6 +585,7 @@ fn one_process_compacts(conv: &str, lost: bool, adopted: bool, shared: bool) -> 
     line(json!({"parentUuid": "boundary-b", "isSidechain": false, "promptId": pb, "type": "user",
         "message": {"role": "user", "content": "This session is being continued"}, "isVisibleInTranscriptOnly": true,
         "isCompactSummary": true, "uuid": "summary-b"}));
+    between(&sb.data);
     prompt(&mut a, "pa2");
     let ra = read(&mut a, "pa2", "a.rs", "toolu_4");
     let rb = read(&mut b, pb, "b.rs", "toolu_5");
@@ -581,6 +601,38 @@ fn a_compaction_of_one_claude_process_leaves_the_others_deliveries() {
     let (a, b) = one_process_compacts("S", false, false, false);
     assert_eq!(a, "confirmed-delivery", "the other process's context is whole");
     assert_ne!(b, "confirmed-delivery", "the compacting process's context lost it");
+}
+
+/// [`one_process_compacts`] with a journal trim after `b`'s compaction:
+/// `a`'s delivery, which that compaction left standing, is kept, and so is
+/// the compaction that ended `b`'s. Before (b7a61a1) the trim dropped every
+/// delivery any compaction of its conversation followed, and `a`'s re-read
+/// was `not-delivered`.
+#[cfg(unix)]
+#[test]
+fn a_trim_keeps_what_another_processs_compaction_left() {
+    use leanctx::state::journal::{Journal, Record, View};
+    let trim = |data: &Path| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+        let j = Journal::new(data);
+        j.trim_now(now).unwrap();
+        let text = j.read().unwrap();
+        let v = View::parse(&text);
+        // `a`'s delivery stays; `b`'s, which its own compaction ended, goes.
+        let kept: Vec<&str> = v
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Delivery(d) => Some(d.call_ref),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kept, ["id:toolu_1"], "{text}");
+        assert!(v.records.iter().any(|r| matches!(r, Record::Compaction { .. })), "{text}");
+    };
+    let (a, b) = one_process_compacts_then("S", (false, false, false), trim);
+    assert_eq!(a, "confirmed-delivery", "the other process's context is whole, trimmed or not");
+    assert_ne!(b, "confirmed-delivery", "the compacting process's context lost it, trimmed or not");
 }
 
 /// [`one_process_compacts`] with nothing that proves whose the boundary is:

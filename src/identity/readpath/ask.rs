@@ -24,6 +24,10 @@ pub(crate) trait Ask {
     fn call_by_id(&self, call_id: &str) -> Option<Call<'_>>;
     /// The ledger: the newest delivery of `key` to `scope`, with its position.
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)>;
+    /// [`View::newest_in_window`].
+    fn newest_in_window(&self, scope: &str, key: &str, window: &str) -> Option<(usize, Delivery<'_>)>;
+    /// [`View::latest_start`].
+    fn latest_start(&self, host: Host, pid: u32) -> Option<(usize, &str)>;
     /// The newest delivery of `version` of `key` to `scope` before position
     /// `before` (a diff's base; `None`: of any version, the one before).
     fn delivery_before(
@@ -88,6 +92,12 @@ impl Ask for Reader {
     }
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         self.digest().latest_delivery(scope, key)
+    }
+    fn newest_in_window(&self, scope: &str, key: &str, window: &str) -> Option<(usize, Delivery<'_>)> {
+        self.digest().newest_in_window(scope, key, window)
+    }
+    fn latest_start(&self, host: Host, pid: u32) -> Option<(usize, &str)> {
+        self.digest().latest_start(host, pid)
     }
     fn delivery_before(
         &self,
@@ -155,6 +165,12 @@ impl Ask for View<'_> {
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         View::latest_delivery(self, scope, key).map(|(i, d)| (i, d.clone()))
     }
+    fn newest_in_window(&self, scope: &str, key: &str, window: &str) -> Option<(usize, Delivery<'_>)> {
+        View::newest_in_window(self, scope, key, window).map(|(i, d)| (i, d.clone()))
+    }
+    fn latest_start(&self, host: Host, pid: u32) -> Option<(usize, &str)> {
+        View::latest_start(self, host, pid)
+    }
     fn delivery_before(
         &self,
         scope: &str,
@@ -217,6 +233,12 @@ impl Ask for Digest {
     }
     fn latest_delivery(&self, scope: &str, key: &str) -> Option<(usize, Delivery<'_>)> {
         Digest::latest_delivery(self, scope, key)
+    }
+    fn newest_in_window(&self, scope: &str, key: &str, window: &str) -> Option<(usize, Delivery<'_>)> {
+        Digest::newest_in_window(self, scope, key, window)
+    }
+    fn latest_start(&self, host: Host, pid: u32) -> Option<(usize, &str)> {
+        Digest::latest_start(self, host, pid)
     }
     fn delivery_before(
         &self,

@@ -23,7 +23,7 @@
 
 use crate::base::host::Host;
 use crate::base::scope::ScopeKind;
-use crate::state::journal::{self, Call, Record, View};
+use crate::state::journal::{self, Call, CompactedAt, Record, View};
 use fields::{call_fields, call_time, fields_of, last_field_is, next_to_last, span_in};
 #[cfg(test)]
 use hash::COLLIDE;
@@ -104,50 +104,6 @@ pub struct Digest {
     acks: ByHash<Vec<(usize, Span)>>,
     /// [`hash_of`] (conversation, agent) of call records made by a `task:` scope.
     task_calls: std::cell::RefCell<std::collections::HashSet<u64>>,
-}
-
-/// One conversation's latest compactions (positions), by what they reached
-/// ([`journal::Reach`]).
-#[derive(Clone, Debug, Default)]
-struct CompactedAt {
-    all: Option<usize>,
-    main: Option<usize>,
-    /// Of any one subagent.
-    any_agent: Option<usize>,
-    /// Per subagent scope (`agent:<id>`).
-    agents: HashMap<String, usize>,
-    /// Per host process, its main thread's ([`journal::Reach::MainOf`]).
-    procs: HashMap<u32, usize>,
-}
-
-impl CompactedAt {
-    fn note(&mut self, reach: journal::Reach<'_>, at: usize) {
-        match reach {
-            journal::Reach::All => self.all = Some(at),
-            journal::Reach::Main => self.main = Some(at),
-            journal::Reach::Agent(a) => {
-                self.any_agent = Some(at);
-                *get_or_insert(&mut self.agents, a) = at;
-            }
-            journal::Reach::MainOf(p) => {
-                self.procs.insert(p, at);
-            }
-        }
-    }
-
-    /// [`View::compacted_after`] for this conversation: what
-    /// [`journal::Reach::ends_for`] says, by position.
-    fn after(&self, scope: &str, own: Option<u32>, after: usize) -> bool {
-        let later = |p: Option<usize>| p.is_some_and(|p| p > after);
-        // A process's main thread: unless another process asks its own.
-        let procs = || self.procs.iter().any(|(&p, &at)| at > after && own.is_none_or(|o| o == p));
-        later(self.all)
-            || match ScopeKind::of(scope) {
-                ScopeKind::Agent => later(self.agents.get(scope).copied()),
-                ScopeKind::Conversation => later(self.main) || procs(),
-                ScopeKind::Task | ScopeKind::Custom => later(self.main) || later(self.any_agent) || procs(),
-            }
-    }
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -438,6 +394,34 @@ impl Digest {
                 Record::Delivery(d) if d.is_of(scope, key, None) => Some((*at, d)),
                 _ => None,
             }
+        })
+    }
+
+    /// [`View::newest_in_window`].
+    pub fn newest_in_window(
+        &self,
+        scope: &str,
+        key: &str,
+        window: &str,
+    ) -> Option<(usize, crate::state::ledger::Delivery<'_>)> {
+        for (at, span) in self.deliveries.get(&hash_of(&[scope, key]))?.iter().rev() {
+            if let Some(Record::Delivery(d)) = journal::parse_line(self.at(*span))
+                && d.is_of(scope, key, None)
+            {
+                if d.window == Some(window) {
+                    return Some((*at, d));
+                }
+                d.window.and_then(crate::state::ledger::pid_of_window)?;
+            }
+        }
+        None
+    }
+
+    /// [`View::latest_start`].
+    pub fn latest_start(&self, host: Host, pid: u32) -> Option<(usize, &str)> {
+        self.lineage.iter().rev().find_map(|(at, s)| match journal::parse_line(self.at(*s)) {
+            Some(Record::Lineage { host: h, pid: p, conv, .. }) if h == host && p == pid => Some((*at, conv)),
+            _ => None,
         })
     }
 

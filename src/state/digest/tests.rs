@@ -40,7 +40,7 @@ fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
                     2 => "custom:x".to_string(),
                     _ => c.to_string(),
                 };
-                let window = ["-", "w:0", "w:1"][rng.below(3) as usize];
+                let window = ["-", "w:0", "w:1", "proc:100", "proc:101"][rng.below(5) as usize];
                 let r = ["id:1", "id:2", "fp:x"][rng.below(3) as usize];
                 // Now and then a diff, on one of the versions.
                 let base = ["", "", "\tver0", "\tver1"][rng.below(4) as usize];
@@ -136,6 +136,7 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
     for h in HOSTS {
         for pid in [100, 101, 102] {
             assert_eq!(d.lineage_for(h, pid, now), v.lineage_for(h, pid, now), "lineage {ctx}");
+            assert_eq!(d.latest_start(h, pid).map(|x| x.1), v.latest_start(h, pid).map(|x| x.1), "latest start {ctx}");
             for conv in ["a", "b", "c", "d"] {
                 assert_eq!(d.is_process_of(h, pid, conv), v.is_process_of(h, pid, conv), "process of {conv} {ctx}");
             }
@@ -149,6 +150,19 @@ fn assert_same(d: &Digest, v: &View<'_>, now: u64, ctx: &str) {
     // side's own; only their order matters).
     for scope in ["a", "b", "c", "d", "agent:0", "agent:1", "custom:x"] {
         for key in ["key0", "key1", "nokey"] {
+            for w in ["-", "w:0", "proc:100", "proc:101"] {
+                let dw = d.newest_in_window(scope, key, w);
+                let vw = v.newest_in_window(scope, key, w);
+                assert_eq!(dw.as_ref().map(|x| &x.1), vw.map(|x| x.1), "in window {w} {scope} {key} {ctx}");
+                // Positions are each side's own; the start's order against the delivery is the same.
+                if let (Some((da, dd)), Some((va, _))) = (dw, vw) {
+                    for pid in [100, 101] {
+                        let ds = d.latest_start(dd.host, pid).map(|(s, _)| s < da);
+                        let vs = v.latest_start(dd.host, pid).map(|(s, _)| s < va);
+                        assert_eq!(ds, vs, "start before {w} {ctx}");
+                    }
+                }
+            }
             let dv = d.latest_delivery(scope, key);
             let vv = v.latest_delivery(scope, key);
             assert_eq!(dv.as_ref().map(|x| &x.1), vv.map(|x| x.1), "delivery {scope} {key} {ctx}");

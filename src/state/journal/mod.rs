@@ -77,6 +77,7 @@ pub const LOCK_WAIT: Duration = Duration::from_millis(800);
 /// nothing; a trim: its last bytes).
 pub const MAX_READ_BYTES: u64 = crate::base::paths::JOURNAL_MAX_BYTES;
 
+mod ended;
 mod file;
 mod reach;
 mod record;
@@ -85,6 +86,7 @@ mod tests;
 mod trim;
 mod view;
 
+pub use ended::CompactedAt;
 pub use file::*;
 pub use record::*;
 pub use trim::*;

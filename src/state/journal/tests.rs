@@ -554,6 +554,136 @@ mod ledger_trim_tests {
         assert_eq!(kept.iter().filter(|r| matches!(r, Record::Delivery(_))).count(), 1);
     }
 
+    fn dp<'a>(conv: &'a str, window: &'a str, r: &'a str) -> Record<'a> {
+        let Record::Delivery(d) = d(10 * crate::state::ledger::DELIVERY_KEEP_MS - 1, conv, "k", r) else {
+            unreachable!()
+        };
+        Record::Delivery(Delivery { host: Host::ClaudeCode, window: Some(window), ..d })
+    }
+
+    fn refs<'a>(recs: &[Record<'a>]) -> Vec<&'a str> {
+        recs.iter()
+            .filter_map(|r| match r {
+                Record::Delivery(d) => Some(d.call_ref),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A compaction ends a delivery for the trim only if it ends it for the
+    /// process that received it; one that ended it only for others (a
+    /// process relying on having loaded it) is kept with it, even when a
+    /// later compaction of the conversation (the only one a trim kept
+    /// before) would not end it for them. Before (b7a61a1) every delivery
+    /// a compaction of its conversation followed was dropped.
+    #[test]
+    fn trim_keeps_a_delivery_only_another_processs_compaction_follows() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let c = |reach| Record::Compaction { t: 2, host: Host::ClaudeCode, conv: "x", reach };
+        let recs = vec![
+            dp("x", "proc:1", "id:1"),
+            c(Reach::MainOf(2)),
+            dp("x", "proc:2", "id:2"),
+            c(Reach::MainOf(2)),
+            c(Reach::Agent("agent:a")),
+        ];
+        let full = View { records: recs.clone() };
+        let kept = trim(&recs, now);
+        // Process 2's own compaction ended its delivery, kept only as the
+        // rest of the key after process 1's (no gap), its ending with it.
+        assert_eq!(refs(&kept), ["id:1", "id:2"]);
+        let v = View { records: kept.clone() };
+        let (at2, _) = v.newest_in_window("x", "k", "proc:2").unwrap();
+        assert!(v.compacted_after("x", "x", Some(2), at2));
+        assert_eq!(refs(&trim(&recs[2..], now)), Vec::<&str>::new(), "alone, it goes");
+        let (at, got) = v.newest_in_window("x", "k", "proc:1").unwrap();
+        assert_eq!(got.call_ref, "id:1");
+        for own in [None, Some(1), Some(2)] {
+            assert_eq!(v.compacted_after("x", "x", own, at), full.compacted_after("x", "x", own, 0), "{own:?}");
+        }
+        assert!(!v.compacted_after("x", "x", Some(1), at), "its own process holds it");
+        assert!(v.compacted_after("x", "x", None, at), "a loader does not");
+        assert_eq!(trim(&kept, now), kept);
+        // Its own process's compaction (or one of everything) ends it.
+        for reach in [Reach::MainOf(1), Reach::All, Reach::Main] {
+            let recs = vec![dp("x", "proc:1", "id:1"), c(reach)];
+            assert!(refs(&trim(&recs, now)).is_empty(), "{reach:?}");
+        }
+        // A window that names no process: any compaction of its thread ends it.
+        let Record::Delivery(plain) = dp("x", "proc:1", "id:1") else { unreachable!() };
+        let recs = vec![Record::Delivery(Delivery { window: None, ..plain }), c(Reach::MainOf(2))];
+        assert!(refs(&trim(&recs, now)).is_empty());
+    }
+
+    /// A process's own newest delivery of a key is kept though the other
+    /// process delivered the key more often since than a rewind steps back
+    /// over, and with everything after it (no gap: the newest of each
+    /// window reads as on the whole file); a process's latest start (in
+    /// file order) is kept with it. Before (b7a61a1) only the newest
+    /// delivery of the key and the four before it were kept.
+    #[test]
+    fn trim_keeps_each_windows_newest_delivery_and_everything_after_it() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let ids: Vec<String> = (0..40).map(|i| format!("id:{i}")).collect();
+        let mut recs = vec![
+            Record::Lineage { t: now - 5, host: Host::ClaudeCode, pid: 1, conv: "y" },
+            // A later start stamped earlier (a clock that went back).
+            Record::Lineage { t: now - 6, host: Host::ClaudeCode, pid: 1, conv: "x" },
+            dp("x", "proc:1", "id:own"),
+        ];
+        recs.extend(ids[..8].iter().map(|r| dp("x", "proc:2", r)));
+        let full = View { records: recs.clone() };
+        let kept = trim(&recs, now);
+        assert_eq!(refs(&kept).len(), 9, "{:?}", refs(&kept));
+        let v = View { records: kept.clone() };
+        assert_eq!(v.newest_in_window("x", "k", "proc:1").unwrap().1.call_ref, "id:own");
+        assert_eq!(v.latest_delivery("x", "k").unwrap().1.call_ref, "id:7");
+        let start = |v: &View<'_>| {
+            let (at, conv) = v.latest_start(Host::ClaudeCode, 1).unwrap();
+            (conv.to_string(), v.records[..at].iter().filter(|r| matches!(r, Record::Delivery(_))).count())
+        };
+        assert_eq!(start(&v), start(&full), "the latest start, by file order, before the delivery");
+        assert_eq!(trim(&kept, now), kept);
+        // Bounded: a key keeps at most MAX_KEY_DELIVERIES; an older own copy
+        // beyond them goes (the newest then decides, as before).
+        let mut many = recs[..3].to_vec();
+        many.extend(ids.iter().map(|r| dp("x", "proc:2", r)));
+        let kept = trim(&many, now);
+        assert_eq!(refs(&kept).len(), crate::state::ledger::MAX_KEY_DELIVERIES);
+        assert!(View { records: kept }.newest_in_window("x", "k", "proc:1").is_none());
+        // An older window's copy behind another window's delivery of the
+        // key stays unread: the newest in a window is read only across
+        // other processes' deliveries.
+        let mixed = vec![dp("x", "proc:1", "id:own"), dp("x", "w:0", "id:w")];
+        assert!(View { records: trim(&mixed, now) }.newest_in_window("x", "k", "proc:1").is_none());
+    }
+
+    /// The compaction records kept for the deliveries are bounded; a
+    /// conversation's deliveries before one that does not fit go.
+    #[test]
+    fn trim_bounds_the_compactions_kept_for_deliveries() {
+        let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;
+        let n = crate::state::ledger::MAX_KEPT_COMPACTIONS;
+        let mut recs = vec![dp("x", "proc:1", "id:old")];
+        recs.extend((0..n).map(|_| Record::Compaction {
+            t: 2,
+            host: Host::ClaudeCode,
+            conv: "x",
+            reach: Reach::MainOf(2),
+        }));
+        recs.push(dp("x", "proc:1", "id:mid"));
+        recs.push(Record::Compaction { t: 3, host: Host::ClaudeCode, conv: "x", reach: Reach::MainOf(2) });
+        let Record::Delivery(d) = dp("x", "proc:1", "id:new") else { unreachable!() };
+        recs.push(Record::Delivery(Delivery { key: "k2", ..d }));
+        let kept = trim(&recs, now);
+        assert_eq!(refs(&kept), ["id:mid", "id:new"], "id:old's compactions did not all fit");
+        let compactions = kept.iter().filter(|r| matches!(r, Record::Compaction { .. })).count();
+        assert_eq!(compactions, n);
+        let v = View { records: kept };
+        let (at, _) = v.latest_delivery("x", "k").unwrap();
+        assert!(v.compacted_after("x", "x", None, at));
+    }
+
     #[test]
     fn trim_bounds_the_ledger() {
         let now = 10 * crate::state::ledger::DELIVERY_KEEP_MS;

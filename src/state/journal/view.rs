@@ -310,6 +310,33 @@ impl<'a> View<'a> {
         })
     }
 
+    /// The newest delivery of `key` to `scope` in context window `window`,
+    /// with its index, provided every newer one is in another Claude Code
+    /// process's window (`proc:<pid>`): what the asking process itself
+    /// last received, when only other processes received the key since.
+    pub fn newest_in_window(&self, scope: &str, key: &str, window: &str) -> Option<(usize, &Delivery<'a>)> {
+        for (i, r) in self.records.iter().enumerate().rev() {
+            if let Record::Delivery(d) = r
+                && d.is_of(scope, key, None)
+            {
+                if d.window == Some(window) {
+                    return Some((i, d));
+                }
+                d.window.and_then(crate::state::ledger::pid_of_window)?;
+            }
+        }
+        None
+    }
+
+    /// The host process `pid`'s latest start: its last lineage record in
+    /// file order (of any conversation), its index and conversation.
+    pub fn latest_start(&self, host: Host, pid: u32) -> Option<(usize, &'a str)> {
+        self.records.iter().enumerate().rev().find_map(|(i, r)| match *r {
+            Record::Lineage { host: h, pid: p, conv, .. } if h == host && p == pid => Some((i, conv)),
+            _ => None,
+        })
+    }
+
     /// The newest delivery of `version` of `key` to `scope` before index
     /// `before` (`None`: of any version).
     pub fn delivery_before(
