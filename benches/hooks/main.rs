@@ -531,12 +531,17 @@ fn witness_payload(pl: &Path, rel: &str) -> Vec<u8> {
 }
 
 /// Fill `data`'s journal with the hook rows' own traffic (every host's
-/// gated MCP call, session start and compaction, in turn) until it stands
-/// just under its trim point (`max(TRIM_MIN_BYTES, 2 × kept)`, after at
-/// least one trim): the largest the journal of a data dir in such use gets,
-/// which every question in it reads whole.
+/// gated MCP call, session start and compaction, in turn) until what a
+/// trim keeps has stopped growing (its call records at their bound) and
+/// the journal stands just under its next trim point (`max(TRIM_MIN_BYTES,
+/// 2 × kept)`, less `SEED_ROOM` for the records the seeding then adds):
+/// the largest the journal of a data dir in such use gets, which every
+/// question in it reads whole.
 fn fill_journal(pl: &Path, leanctx: &Path, data: &Path, spec: &SpecFn<'_>) {
     use leanctx::state::journal::TRIM_MIN_BYTES;
+    /// Room left under the trim point for the seeding's own records (a
+    /// prompt, a call, a delivery, its acknowledgement: under 1 KiB).
+    const SEED_ROOM: u64 = 4 << 10;
     let payloads: Vec<(&str, Vec<u8>)> = HOSTS
         .iter()
         .flat_map(|&(host, call, start, compact)| [call, start, compact].map(|p| (host, read_payload(pl, p))))
@@ -549,6 +554,8 @@ fn fill_journal(pl: &Path, leanctx: &Path, data: &Path, spec: &SpecFn<'_>) {
             .and_then(|r| std::str::from_utf8(r.get(..10)?).ok()?.parse::<u64>().ok());
         (head.len() as u64, kept)
     };
+    // What the trims kept, in order: steady once the last two agree.
+    let (mut trims, mut last): (Vec<u64>, u64) = (Vec::new(), 0);
     for _ in 0..4_000 {
         for (host, payload) in &payloads {
             let s = spec(leanctx, &["hook", host], data, payload.clone());
@@ -566,11 +573,18 @@ fn fill_journal(pl: &Path, leanctx: &Path, data: &Path, spec: &SpecFn<'_>) {
             if !ok {
                 fail("filling the witness rows' journal: a hook failed");
             }
-        }
-        if let (len, Some(kept)) = state()
-            && len * 10 >= TRIM_MIN_BYTES.max(2 * kept) * 9
-        {
-            return;
+            let (len, kept) = state();
+            // A trim just happened: the file shrank to what it kept.
+            let shrank = len < last;
+            last = len;
+            let Some(kept) = kept else { continue };
+            if shrank {
+                trims.push(kept);
+            }
+            let steady = matches!(trims.as_slice(), [.., a, b] if b * 20 <= a * 21);
+            if steady && len + SEED_ROOM >= TRIM_MIN_BYTES.max(2 * kept) {
+                return;
+            }
         }
     }
     fail("filling the witness rows' journal: it never reached its trim point");
