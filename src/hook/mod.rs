@@ -338,10 +338,8 @@ pub fn record(dir: &Path, ev: &Event, env: &HookEnv, now: u64) -> std::io::Resul
                 idle_ms: profile.idle_clear_ms,
                 prompt,
             };
-            crate::witness::on_turn(dir, &b, deadline, |end| {
-                if end {
-                    recs.push(Record::Compaction { t: now, host, conv, reach: Reach::All });
-                }
+            crate::witness::on_turn(dir, &b, deadline, |ends| {
+                recs.extend(ends.iter().map(|&reach| Record::Compaction { t: now, host, conv, reach }));
                 journal.append(&recs, now)
             })
         }

@@ -284,19 +284,62 @@ pub enum TurnEnd {
     All,
     /// An idle return: earlier deliveries wait for the transcript ([`Pending`]).
     Provisional,
+    /// An idle return of this host process while others are known: every
+    /// earlier delivery of its contexts ends now ([`Reach::Proc`]); another
+    /// process's own deliveries stand (the host cuts and clears only the
+    /// returning process's requests: docs/DELIVERY.md §8).
+    Proc(u32),
+}
+
+/// What a turn ends: by its own kind ([`TurnEnd`]), and the idle return of
+/// another host process left pending, which this turn makes moot (that
+/// process's earlier deliveries end: [`Reach::Proc`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnEnds {
+    pub turn: TurnEnd,
+    pub moot: Option<u32>,
+}
+
+impl TurnEnds {
+    fn only(turn: TurnEnd) -> TurnEnds {
+        TurnEnds { turn, moot: None }
+    }
+
+    /// The compaction records to journal, widest first (none: nothing ends).
+    pub fn reaches(self) -> Vec<Reach<'static>> {
+        let mut r = match self.turn {
+            TurnEnd::All => return vec![Reach::All],
+            TurnEnd::Proc(p) => vec![Reach::Proc(p)],
+            TurnEnd::None | TurnEnd::Provisional => Vec::new(),
+        };
+        if let Some(m) = self.moot
+            && !r.contains(&Reach::Proc(m))
+        {
+            r.push(Reach::Proc(m));
+        }
+        r
+    }
 }
 
 /// What a turn does to the earlier deliveries of its conversation, pure.
 /// After the host's idle threshold (`idle_ms`) of silence the host may
 /// clear old results without a hook and record it late (docs/DELIVERY.md
-/// §8, "the race"): a resume that long after the last response ends them
-/// all; a prompt that long after the last prompt or stop is provisional
-/// when one host process is all the witness knows of the conversation
-/// (with two on one transcript, the other's answer proves nothing), else
-/// ends them all; so does another process's turn while a return is
-/// pending. A hook naming another transcript: the history was replaced
-/// (Codex's rewind, [`crate::hosts::profile::HostProfile::history_file`]).
-/// A first witness ends nothing: [`State::since_ms`] judges the older.
+/// §8, "the race"). A prompt that long after this process's last prompt or
+/// stop is provisional when one host process is all the witness knows of
+/// the conversation (with two on one transcript, the other's answer proves
+/// nothing); with others known it ends this process's earlier deliveries
+/// now ([`TurnEnd::Proc`]: each process's context is its own, and the cut
+/// and the clearing act on the returning process's requests only). A
+/// resume that long after the last response is decided at its first
+/// prompt, the same way. Narrowing to one process needs the hook to name
+/// it (`CLAUDE_PID`) and every turn hook seen to have named its process
+/// ([`Lives`]: a hook with none, or more processes than kept, leaves an
+/// unknown writer): else every earlier delivery ends, as before. Another
+/// process's turn while a return is pending makes it moot (its settling
+/// lines may interleave with this one's). A hook naming another
+/// transcript: the history was replaced (Codex's rewind,
+/// [`crate::hosts::profile::HostProfile::history_file`]). A first witness
+/// ends nothing: [`State::since_ms`] judges the older.
 pub fn turn_end(
     old: Option<&State>,
     transcript: &str,
@@ -304,37 +347,53 @@ pub fn turn_end(
     now: u64,
     pid: Option<u32>,
     idle_ms: Option<u64>,
-) -> TurnEnd {
-    let Some(old) = old else { return TurnEnd::None };
+) -> TurnEnds {
+    let Some(old) = old else { return TurnEnds::only(TurnEnd::None) };
     if old.transcript != transcript {
-        return TurnEnd::All;
+        return TurnEnds::only(TurnEnd::All);
     }
+    // Whose context an idle return touched can be said: the hook names its
+    // process and no unnamed or uncounted process wrote this transcript.
+    let named = pid.filter(|_| old.lives.as_ref().is_some_and(|l| !l.anonymous && !l.crowded));
+    let mut moot = None;
     if let Some(p) = &old.track.pending
         && pid != Some(p.pid)
     {
-        return TurnEnd::All;
+        if named.is_none() {
+            return TurnEnds::only(TurnEnd::All);
+        }
+        moot = Some(p.pid);
     }
-    let Some(idle) = idle_ms else { return TurnEnd::None };
+    let Some(idle) = idle_ms else { return TurnEnds { turn: TurnEnd::None, moot } };
     let alone = pid.is_some_and(|p| old.procs.iter().all(|(q, _)| *q == p));
+    // Its own idle clock: with others known, the conversation's clock
+    // (their turns) says nothing of this process's silence.
+    let own_clock = pid.is_some_and(|p| old.procs.iter().any(|(q, _)| *q == p));
     let idle_return = match turn {
         // A resume that long after the last response: the host cuts at its
         // first prompt, not at the start (the `idle-cut` fixture, resumed),
-        // so when this process is the only one known (the others said
-        // `SessionEnd`), that prompt decides, provisionally; until it the
-        // read path's silence rule withholds (this process's clock is the
-        // last response it loaded). Else every earlier delivery ends now.
+        // so that prompt decides (this process's clock is the last response
+        // it loaded); until it the read path's silence rule withholds this
+        // process's questions. Unless the process is not named: every
+        // earlier delivery ends now.
         Turn::Start { idle_s } => {
             let past = idle_s.is_some_and(|s| s.saturating_mul(1000) >= idle);
-            return if past && !alone { TurnEnd::All } else { TurnEnd::None };
+            let turn = if past && !alone && named.is_none() { TurnEnd::All } else { TurnEnd::None };
+            return TurnEnds { turn, moot };
         }
-        Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle,
+        Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle || (named.is_some() && !alone && !own_clock),
         Turn::Stop | Turn::End | Turn::Compact => false,
     };
-    match (idle_return, alone) {
-        (false, _) => TurnEnd::None,
-        (true, true) => TurnEnd::Provisional,
-        (true, false) => TurnEnd::All,
-    }
+    let turn = match (idle_return, alone, named) {
+        (false, _, _) => TurnEnd::None,
+        // A return alone, but another's left pending: its lines may
+        // interleave with this one's, so this one ends now too.
+        (true, true, Some(p)) if moot.is_some() => TurnEnd::Proc(p),
+        (true, true, _) => TurnEnd::Provisional,
+        (true, false, Some(p)) => TurnEnd::Proc(p),
+        (true, false, None) => TurnEnd::All,
+    };
+    TurnEnds { turn, moot }
 }
 
 /// One turn boundary a hook reports: the conversation, the transcript its
@@ -364,19 +423,19 @@ pub fn on_turn(
     dir: &Path,
     b: &Boundary<'_>,
     deadline: Instant,
-    append: impl FnOnce(bool) -> io::Result<()>,
+    append: impl FnOnce(&[Reach<'static>]) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut append = Some(append);
     let r = turn_locked(dir, b, deadline, &mut append);
     match append.take() {
         // The witness failed before the hook's records were written: write
         // them, ending every earlier delivery (nothing watches them now).
-        Some(a) => a(true).and(r),
+        Some(a) => a(&[Reach::All]).and(r),
         None => r,
     }
 }
 
-fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
+fn turn_locked<F: FnOnce(&[Reach<'static>]) -> io::Result<()>>(
     dir: &Path,
     b: &Boundary<'_>,
     deadline: Instant,
@@ -395,18 +454,18 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
     let old = load_at(&path).ok().flatten().map(|st| with_log(st, &log).0);
     if turn == Turn::End && old.is_none() {
         // Nothing watched: nothing to forget.
-        return (append.take().expect("appended once"))(false);
+        return (append.take().expect("appended once"))(&[]);
     }
     if turn == Turn::Compact {
         // No turn: the hook's records, and the prompt id it names noted
         // where this transcript is watched.
-        (append.take().expect("appended once"))(false)?;
+        (append.take().expect("appended once"))(&[])?;
         let Some(mut st) = old.filter(|o| o.transcript == transcript) else { return Ok(()) };
         let (Some(p), Some((id, minted))) = (pid, prompt) else { return Ok(()) };
         owner::note(&mut st.owners, id, p, minted);
         return save(&path, &mut st).map(drop);
     }
-    let mut end = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms);
+    let TurnEnds { turn: mut end, moot } = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms);
     // The return's own lines begin at the transcript's length now (unknown: all end).
     let from = match end {
         TurnEnd::Provisional => std::fs::metadata(transcript).ok().filter(|m| m.is_file()).map(|m| m.len()),
@@ -442,10 +501,15 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
             st
         }
     };
+    // A return made moot, or of the process whose contexts end now: over
+    // (its end is journaled below, before the state is saved).
+    if moot.is_some() || st.track.pending.as_ref().is_some_and(|p| end == TurnEnd::Proc(p.pid)) {
+        st.track.pending = None;
+    }
     // A pending return keeps its start and counts its process's prompts;
     // a new one is saved before the hook's records (unsaved: all end).
     if turn == Turn::Prompt
-        && end != TurnEnd::All
+        && matches!(end, TurnEnd::None | TurnEnd::Provisional)
         && let Some(p) = st.track.pending.as_mut()
     {
         p.due = p.due.saturating_add(1);
@@ -457,7 +521,7 @@ fn turn_locked<F: FnOnce(bool) -> io::Result<()>>(
         }
     }
     let end_all = end == TurnEnd::All;
-    (append.take().expect("appended once"))(end_all)?;
+    (append.take().expect("appended once"))(&TurnEnds { turn: end, moot }.reaches())?;
     if end_all {
         st.track.pending = None;
     }
@@ -600,6 +664,7 @@ pub fn check(
     let ends = match r.reach {
         Reach::Main => !q.subagent,
         Reach::MainOf(p) => !q.subagent && own.is_none_or(|o| o == p),
+        Reach::Proc(p) => own.is_none_or(|o| o == p),
         Reach::All | Reach::Agent(_) => true,
     };
     let ended = r.ended.filter(|_| ends);

@@ -648,6 +648,140 @@ fn a_compaction_no_hook_proves_ends_every_processs_deliveries() {
     }
 }
 
+/// One Claude Code session in two processes, `a` returning after more than
+/// the host's idle threshold of its own silence while `b` works on: the
+/// host cuts and clears only the requests of the process that returned
+/// (its own in-memory context; docs/DELIVERY.md §8, "The idle return of
+/// one process"), so `b`'s context keeps its results. `a`'s prompt ends
+/// `a`'s earlier deliveries; `b`'s re-read of its own delivery is a stub.
+/// Every hook and question through the real binary from two real host
+/// processes, on a clock moved by `LEAN_CTX_NOW_MS`. Returns the two
+/// reasons. `anonymous`: one of `b`'s turn hooks named no process (an
+/// unknown writer cannot be ruled out): every delivery ends, as before.
+/// `shared`: the hooks name host processes that are not the server's
+/// parent: whose context a call is in cannot be told.
+#[cfg(unix)]
+fn one_process_returns_idle(anonymous: bool, shared: bool) -> (String, String) {
+    use crate::support::FakeHost;
+    let sb = Sandbox::new();
+    let conv = "S";
+    let transcript = sb.tmp.path().join(format!("{conv}.jsonl"));
+    std::fs::write(&transcript, "").unwrap();
+    let n = std::cell::Cell::new(0);
+    let file = |v: &Value| {
+        n.set(n.get() + 1);
+        let p = sb.tmp.path().join(format!("f{}.json", n.get()));
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let line = |v: Value| {
+        let mut t = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        writeln!(t, "{v}").unwrap();
+    };
+    let text = "fn main() {}\n".repeat(50);
+    let result = file(&json!({"content": [{"type": "text", "text": text}]}));
+    let t0 = leanctx::base::clock::now_ms();
+    let clock = std::cell::Cell::new(t0);
+    // The virtual clock, moved on a little at every command.
+    let now = || {
+        clock.set(clock.get() + 10);
+        clock.get().to_string()
+    };
+    let hook = |host: &mut FakeHost, event: &str, named: bool, extra: Value| {
+        let mut v = json!({"session_id": conv, "hook_event_name": event, "transcript_path": transcript});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let pid = (host.pid() + if shared { 1_000_000 } else { 0 }).to_string();
+        let t = now();
+        let env: Vec<(&str, &str)> =
+            if named { vec![("CLAUDE_PID", &pid), ("LEAN_CTX_NOW_MS", &t)] } else { vec![("LEAN_CTX_NOW_MS", &t)] };
+        assert_eq!(host.run_env(&env, &["hook", "claude-code"], Some(&file(&v))).0, 0);
+    };
+    let prompt = |host: &mut FakeHost, uuid: &str| {
+        hook(host, "UserPromptSubmit", true, json!({"prompt": "read it"}));
+        line(
+            json!({"parentUuid": null, "type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}),
+        );
+    };
+    let read = |host: &mut FakeHost, path: &str, id: &str| -> String {
+        hook(
+            host,
+            "PreToolUse",
+            true,
+            json!({"tool_name": "mcp__ctx__ctx_read", "tool_input": {"path": path}, "tool_use_id": id}),
+        );
+        line(json!({"type": "assistant", "uuid": format!("a-{id}"), "message": {"content": [
+            {"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read", "input": {}}]}}));
+        let call = file(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ctx_read", "arguments": {"path": path}, "_meta": {"claudecode/toolUseId": id}}}));
+        let args = ["stub", "--call", call.to_str().unwrap(), "--key", path, "--version", "v1", "--json", "--result"];
+        let args: Vec<&str> = args.into_iter().chain([result.to_str().unwrap()]).collect();
+        let (code, out) = host.run_env(&[("LEAN_CTX_NOW_MS", &now())], &args, None);
+        assert!(code == 0 || code == 1, "{out}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        j["decision"]["reason"].as_str().unwrap().to_string()
+    };
+    let confirm = |host: &mut FakeHost, id: &str| {
+        hook(
+            host,
+            "PostToolBatch",
+            true,
+            json!({"tool_calls": [{"tool_name": "mcp__ctx__ctx_read", "tool_use_id": id,
+            "tool_input": {}, "tool_response": [{"type": "text", "text": text}]}]}),
+        );
+    };
+    let (mut a, mut b) = (FakeHost::start(&sb), FakeHost::start(&sb));
+    hook(&mut a, "SessionStart", true, json!({"source": "startup"}));
+    prompt(&mut a, "ua1");
+    assert_eq!(read(&mut a, "a.rs", "toolu_1"), "not-delivered");
+    confirm(&mut a, "toolu_1");
+    assert_eq!(read(&mut a, "a.rs", "toolu_2"), "confirmed-delivery", "a's own delivery");
+    hook(&mut a, "Stop", true, json!({}));
+    hook(&mut b, "SessionStart", true, json!({"source": "resume", "seconds_since_last_response": 1}));
+    prompt(&mut b, "ub1");
+    assert_eq!(read(&mut b, "b.rs", "toolu_3"), "not-delivered");
+    confirm(&mut b, "toolu_3");
+    hook(&mut b, "Stop", !anonymous, json!({}));
+    // `b` works on for an hour; `a` stays silent.
+    clock.set(t0 + 3_600_000);
+    prompt(&mut b, "ub2");
+    assert_eq!(read(&mut b, "b.rs", "toolu_4"), "confirmed-delivery", "b's own delivery, before a's return");
+    hook(&mut b, "Stop", true, json!({}));
+    // `a` returns past the threshold (3,900 s of its own silence): the host
+    // cuts `a`'s old results, as its record says (queued after the prompt).
+    clock.set(t0 + 3_910_000);
+    prompt(&mut a, "ua2");
+    line(json!({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ["toolu_1"]}}));
+    let rb = read(&mut b, "b.rs", "toolu_5");
+    let ra = read(&mut a, "a.rs", "toolu_6");
+    (ra, rb)
+}
+
+/// [`one_process_returns_idle`]: `b` keeps its stub, `a` is withheld.
+/// Before, `a`'s return ended every process's deliveries: `b`'s re-read
+/// was withheld (`compacted`).
+#[cfg(unix)]
+#[test]
+fn an_idle_return_of_one_claude_process_leaves_the_others_deliveries() {
+    let (a, b) = one_process_returns_idle(false, false);
+    assert_eq!(b, "confirmed-delivery", "the other process's context is whole");
+    assert_ne!(a, "confirmed-delivery", "the returning process's context was cut");
+}
+
+/// [`one_process_returns_idle`] where whose context the return touched
+/// cannot be told: every process's deliveries end, as before.
+#[cfg(unix)]
+#[test]
+fn an_idle_return_not_attributable_ends_every_processs_deliveries() {
+    for (anonymous, shared) in [(true, false), (false, true)] {
+        let (a, b) = one_process_returns_idle(anonymous, shared);
+        let what = format!("anonymous {anonymous} shared {shared}");
+        assert_ne!(a, "confirmed-delivery", "{what}");
+        assert_ne!(b, "confirmed-delivery", "{what}: whose return, not proven");
+    }
+}
+
 /// One Claude Code session (`S`) reading one file, `a.rs` at `v1`, with
 /// whole results: every hook and question through the real binary, the
 /// transcript a real file. For the rewind tests below.

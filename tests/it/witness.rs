@@ -2,6 +2,7 @@
 //! makes the answer, within bounds (src/witness/, docs/DELIVERY.md §8).
 
 use leanctx::Host;
+use leanctx::state::journal::Reach;
 use leanctx::witness::file::{MAX_READ_BYTES, load};
 use leanctx::witness::{Boundary, Check, Question, Turn, check, on_turn};
 use std::io::Write;
@@ -33,9 +34,15 @@ impl W {
         self.turn_by(turn, now, None)
     }
 
-    /// A turn hook of host process `pid` (`CLAUDE_PID`).
+    /// A turn hook of host process `pid` (`CLAUDE_PID`): whether it ended
+    /// earlier deliveries (what: [`W::ends_by`]).
     fn turn_by(&self, turn: Turn, now: u64, pid: Option<u32>) -> bool {
-        let mut ended = false;
+        !self.ends_by(turn, now, pid).is_empty()
+    }
+
+    /// The compaction records a turn hook of host process `pid` journals.
+    fn ends_by(&self, turn: Turn, now: u64, pid: Option<u32>) -> Vec<Reach<'static>> {
+        let mut ended = Vec::new();
         let t = self.transcript.to_str().unwrap();
         let b = Boundary {
             host: Host::ClaudeCode,
@@ -48,7 +55,7 @@ impl W {
             prompt: None,
         };
         on_turn(&self.data, &b, far(), |e| {
-            ended = e;
+            ended = e.to_vec();
             Ok(())
         })
         .unwrap();
@@ -332,11 +339,18 @@ fn silence_past_the_idle_threshold_ends_earlier_deliveries() {
         w
     };
     let w = two();
-    assert!(w.turn_by(Turn::Prompt, T0 + IDLE + 1_000, Some(2)), "P2's prompt after its own silence ends all");
+    assert_eq!(
+        w.ends_by(Turn::Prompt, T0 + IDLE + 1_000, Some(2)),
+        [Reach::Proc(2)],
+        "P2's prompt after its own silence ends P2's contexts"
+    );
     let w = two();
     assert!(!w.turn_by(Turn::Prompt, T0 + IDLE + 1_000, Some(1)), "P1 was not silent");
-    // A process not known to the witness goes by the conversation's clock.
-    assert!(!two().turn_by(Turn::Prompt, T0 + IDLE + 1_000, Some(3)));
+    // A process with no clock of its own while others are known: the
+    // conversation's clock is theirs, its own silence is not known.
+    assert_eq!(two().ends_by(Turn::Prompt, T0 + IDLE + 1_000, Some(3)), [Reach::Proc(3)]);
+    // With no process named, by the conversation's clock, as before.
+    assert!(!two().turn_by(Turn::Prompt, T0 + IDLE + 1_000, None));
     let w = two();
     assert!(unavailable(&w.ask_by("t1", T0 + 1, T0 + IDLE + 5, Some(2))), "P2 asks after its silence");
     assert_eq!(w.ask_by("t1", T0 + 1, T0 + IDLE + 5, Some(1)), Check::Present);
@@ -345,7 +359,7 @@ fn silence_past_the_idle_threshold_ends_earlier_deliveries() {
     w.turn_by(Turn::Prompt, T0, Some(1));
     w.turn_by(Turn::Start { idle_s: Some(IDLE / 1000 - 10) }, T0 + 5_000, Some(2));
     w.turn_by(Turn::Prompt, T0 + 6_000, Some(1));
-    assert!(w.turn_by(Turn::Prompt, T0 + 20_000, Some(2)), "P2 resumed 10 s before the threshold");
+    assert_eq!(w.ends_by(Turn::Prompt, T0 + 20_000, Some(2)), [Reach::Proc(2)], "P2 resumed 10 s before the threshold");
     // No prompt or stop hook yet: silent since the witness started.
     let w = W::new();
     w.turn(Turn::Start { idle_s: None }, T0);
@@ -376,7 +390,7 @@ fn a_turn_naming_another_transcript_ends_every_earlier_delivery() {
             prompt: None,
         };
         on_turn(&w.data, &b, far(), |e| {
-            ended = e;
+            ended = !e.is_empty();
             Ok(())
         })
         .unwrap();
@@ -562,19 +576,21 @@ fn an_idle_return_of_one_process_is_settled_by_the_hosts_first_answer() {
         assert_eq!(w.ask_by("t9", back + 1, back + 7, Some(7)), Check::Present, "{what}");
     }
     // Not provisional: a second process of the session known to the
-    // witness (its answers could be the ones on disk), a process not named,
-    // or a turn of another process while a return is pending.
+    // witness (its answers could be the ones on disk): the returning
+    // process's contexts end; a process not named: everything ends; a turn
+    // of another process while a return is pending: the returning
+    // process's contexts end.
     let w = W::new();
     w.turn_by(Turn::Prompt, T0, Some(7));
     w.turn_by(Turn::Start { idle_s: Some(0) }, T0, Some(8));
-    assert!(w.turn_by(Turn::Prompt, back, Some(7)), "two processes");
+    assert_eq!(w.ends_by(Turn::Prompt, back, Some(7)), [Reach::Proc(7)], "two processes");
     let w = W::new();
     w.turn(Turn::Prompt, T0);
-    assert!(w.turn(Turn::Prompt, back), "no CLAUDE_PID");
+    assert_eq!(w.ends_by(Turn::Prompt, back, None), [Reach::All], "no CLAUDE_PID");
     let w = W::new();
     w.turn_by(Turn::Prompt, T0, Some(7));
     assert!(!w.turn_by(Turn::Prompt, back, Some(7)));
-    assert!(w.turn_by(Turn::Stop, back + 1, Some(8)), "another process while pending");
+    assert_eq!(w.ends_by(Turn::Stop, back + 1, Some(8)), [Reach::Proc(7)], "another process while pending");
 }
 
 /// The asking call's own line (an MCP call of the main agent) is the
@@ -658,24 +674,30 @@ fn a_resume_after_the_old_process_ended_is_settled_by_the_hosts_first_answer() {
     w.turn_by(Turn::Prompt, start + 2_000, Some(8));
     w.append(&[&prompt("u2"), &answer(r#"{"applied_edits":[],"client_sent_keep_tool_uses":12}"#)]);
     assert!(matches!(w.ask_by("t2", T0 + 2, start + 2_005, Some(8)), Check::EndedAll(_)));
-    // The old process never said it ended: the start ends everything.
+    // The old process never said it ended: the start ends nothing, the
+    // resumed process's first prompt ends its contexts (not provisional:
+    // the other's lines may interleave).
     let w = setup(false);
-    assert!(w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8)), "another process known");
+    assert!(!w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8)), "another process known");
+    assert!(unavailable(&w.ask_by("t1", T0 + 1, start + 1, Some(8))), "silent past the threshold");
+    assert_eq!(w.ends_by(Turn::Prompt, start + 2_000, Some(8)), [Reach::Proc(8)]);
     // No CLAUDE_PID on the start: as before.
     let w = setup(true);
     assert!(w.turn(Turn::Start { idle_s: Some(gap_s) }, start), "no CLAUDE_PID");
     // Under the threshold: nothing ends, the prompt is no return.
     let w = setup(true);
     assert!(!w.turn_by(Turn::Start { idle_s: Some(60) }, T0 + 70_000, Some(8)));
-    // An end of another process while a return is pending ends everything.
+    // Another process known, or its end while a return is pending: the
+    // returning process's contexts end.
     let w = setup(true);
     w.turn_by(Turn::Start { idle_s: Some(0) }, T0 + 30, Some(9));
     w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8));
-    assert!(w.turn_by(Turn::Prompt, start + 2_000, Some(8)), "process 9 is known: not alone");
+    assert_eq!(w.ends_by(Turn::Prompt, start + 2_000, Some(8)), [Reach::Proc(8)], "process 9 is known: not alone");
     let w = setup(true);
     w.turn_by(Turn::Start { idle_s: Some(gap_s) }, start, Some(8));
     assert!(!w.turn_by(Turn::Prompt, start + 2_000, Some(8)));
-    assert!(w.turn_by(Turn::End, start + 2_001, Some(5)), "another process's end while pending");
+    assert_eq!(w.ends_by(Turn::End, start + 2_001, Some(5)), [Reach::Proc(8)], "another process's end while pending");
+    assert!(load(&w.data, Host::ClaudeCode, "S").unwrap().unwrap().track.pending.is_none(), "the moot return is over");
     // An end with no witness yet writes nothing of its own.
     let w = W::new();
     assert!(!w.turn_by(Turn::End, T0, Some(7)));
@@ -684,42 +706,108 @@ fn a_resume_after_the_old_process_ended_is_settled_by_the_hosts_first_answer() {
 
 /// What a turn does to earlier deliveries, pure ([`turn_end`]): the rows
 /// of docs/DELIVERY.md §8 for starts, prompts and ends, by which host
-/// processes the witness knows and whether a return is pending.
+/// processes the witness knows, whether every turn hook named its process
+/// ([`Lives`]), and whether a return is pending. The rows marked "was All"
+/// ended every delivery of the conversation before an idle return was
+/// narrowed to the returning process (`TurnEnd::Proc`).
 #[test]
 fn turn_end_table() {
-    use leanctx::witness::file::{State, TurnEnd, turn_end};
+    use leanctx::witness::file::{State, TurnEnd, TurnEnds, turn_end};
+    use leanctx::witness::lives::{Lives, Seen};
     use leanctx::witness::scan::Pending;
     const T: &str = "/t.jsonl";
-    let st = |procs: &[u32], pending: Option<u32>| State {
-        transcript: T.into(),
-        procs: procs.iter().map(|&p| (p, T0)).collect(),
-        last_turn_ms: T0,
-        since_ms: T0,
-        track: leanctx::witness::scan::Track {
-            pending: pending.map(|pid| Pending { from: 1, at_ms: T0, pid, due: 1, seen: 0, cut_seen: false }),
-            ..Default::default()
-        },
-        ..State::default()
-    };
-    let past = Turn::Start { idle_s: Some(IDLE / 1000) };
+    // How the turn hooks named their processes: each (`Named`), one did
+    // not (`Anonymous`), more than kept (`Crowded`), or a state from before
+    // they were kept (`Unkept`).
+    #[derive(Clone, Copy)]
+    enum L {
+        Named,
+        Anonymous,
+        Crowded,
+        Unkept,
+    }
     let back = T0 + IDLE;
-    let (nothing, all, prov) = (TurnEnd::None, TurnEnd::All, TurnEnd::Provisional);
+    let st = |procs: &[(u32, u64)], pending: Option<u32>, l: L| {
+        let lives = match l {
+            L::Unkept => None,
+            l => {
+                let mut v = Lives::default();
+                for &(p, _) in procs {
+                    v.saw(Some(p), Seen::Turn, T0);
+                }
+                match l {
+                    L::Anonymous => v.saw(None, Seen::Turn, T0),
+                    L::Crowded => v.crowded = true,
+                    _ => {}
+                }
+                Some(v)
+            }
+        };
+        State {
+            transcript: T.into(),
+            procs: procs.to_vec(),
+            last_turn_ms: procs.iter().map(|&(_, t)| t).max().unwrap_or(T0),
+            since_ms: T0,
+            lives,
+            track: leanctx::witness::scan::Track {
+                pending: pending.map(|pid| Pending { from: 1, at_ms: T0, pid, due: 1, seen: 0, cut_seen: false }),
+                ..Default::default()
+            },
+            ..State::default()
+        }
+    };
+    let quiet = |ps: &[u32]| ps.iter().map(|&p| (p, T0)).collect::<Vec<_>>();
+    let past = Turn::Start { idle_s: Some(IDLE / 1000) };
+    let ends = |turn, moot| TurnEnds { turn, moot };
+    let (nothing, all, prov) = (ends(TurnEnd::None, None), ends(TurnEnd::All, None), ends(TurnEnd::Provisional, None));
+    let proc = |p| ends(TurnEnd::Proc(p), None);
+    use L::*;
     #[rustfmt::skip]
-    let rows: Vec<(&str, State, Turn, Option<u32>, TurnEnd)> = vec![
-        ("resume past the threshold, the only process", st(&[], None), past, Some(8), nothing),
-        ("resume past, itself known already", st(&[8], None), past, Some(8), nothing),
-        ("resume past, another process known", st(&[7], None), past, Some(8), all),
-        ("resume past, no CLAUDE_PID", st(&[], None), past, None, all),
-        ("resume past, another's return pending", st(&[], Some(7)), past, Some(8), all),
-        ("resume under the threshold, another known", st(&[7], None), Turn::Start { idle_s: Some(60) }, Some(8), nothing),
-        ("prompt after the silence, alone", st(&[8], None), Turn::Prompt, Some(8), prov),
-        ("prompt after the silence, two known", st(&[7, 8], None), Turn::Prompt, Some(8), all),
-        ("end of the only process", st(&[7], None), Turn::End, Some(7), nothing),
-        ("end of another while a return is pending", st(&[7, 8], Some(8)), Turn::End, Some(7), all),
-        ("end of the returning process itself", st(&[8], Some(8)), Turn::End, Some(8), nothing),
+    let rows: Vec<(&str, State, Turn, Option<u32>, TurnEnds)> = vec![
+        ("resume past the threshold, the only process", st(&[], None, Named), past, Some(8), nothing),
+        ("resume past, itself known already", st(&quiet(&[8]), None, Named), past, Some(8), nothing),
+        // Its first prompt decides (its clock: the last response it loaded).
+        ("resume past, another process known (was All)", st(&quiet(&[7]), None, Named), past, Some(8), nothing),
+        ("resume past, another known, a hook named none", st(&quiet(&[7]), None, Anonymous), past, Some(8), all),
+        ("resume past, another known, more than kept", st(&quiet(&[7]), None, Crowded), past, Some(8), all),
+        ("resume past, another known, a state from before", st(&quiet(&[7]), None, Unkept), past, Some(8), all),
+        ("resume past, no CLAUDE_PID", st(&[], None, Named), past, None, all),
+        ("resume past, another's return pending (was All)", st(&[], Some(7), Named), past, Some(8), ends(TurnEnd::None, Some(7))),
+        ("resume past, another's return pending, unkept", st(&[], Some(7), Unkept), past, Some(8), all),
+        ("resume under the threshold, another known", st(&quiet(&[7]), None, Named), Turn::Start { idle_s: Some(60) }, Some(8), nothing),
+        ("prompt after the silence, alone", st(&quiet(&[8]), None, Named), Turn::Prompt, Some(8), prov),
+        ("prompt after the silence, alone, unkept", st(&quiet(&[8]), None, Unkept), Turn::Prompt, Some(8), prov),
+        ("prompt after the silence, two known (was All)", st(&quiet(&[7, 8]), None, Named), Turn::Prompt, Some(8), proc(8)),
+        ("prompt after the silence, two known, a hook named none", st(&quiet(&[7, 8]), None, Anonymous), Turn::Prompt, Some(8), all),
+        ("prompt after the silence, two known, more than kept", st(&quiet(&[7, 8]), None, Crowded), Turn::Prompt, Some(8), all),
+        ("prompt after the silence, two known, unkept", st(&quiet(&[7, 8]), None, Unkept), Turn::Prompt, Some(8), all),
+        ("prompt after the silence, no CLAUDE_PID", st(&quiet(&[7, 8]), None, Named), Turn::Prompt, None, all),
+        ("prompt of a process not silent, the other silent", st(&[(7, T0), (8, back - 1)], None, Named), Turn::Prompt, Some(8), nothing),
+        ("prompt of the silent one, the other not", st(&[(7, back - 1), (8, T0)], None, Named), Turn::Prompt, Some(8), proc(8)),
+        // The conversation's clock is the other's: this one's silence is unknown.
+        ("prompt of a process with no clock, another active", st(&[(7, back - 1)], None, Named), Turn::Prompt, Some(9), proc(9)),
+        ("end of the only process", st(&quiet(&[7]), None, Named), Turn::End, Some(7), nothing),
+        ("end of another while a return is pending (was All)", st(&quiet(&[7, 8]), Some(8), Named), Turn::End, Some(7), ends(TurnEnd::None, Some(8))),
+        ("end of another while a return is pending, unkept", st(&quiet(&[7, 8]), Some(8), Unkept), Turn::End, Some(7), all),
+        ("end of the returning process itself", st(&quiet(&[8]), Some(8), Named), Turn::End, Some(8), nothing),
+        ("stop of another while a return is pending", st(&[(7, back - 1), (8, T0)], Some(8), Named), Turn::Stop, Some(7), ends(TurnEnd::None, Some(8))),
+        // Its return cannot be settled while another's lines may interleave.
+        ("a return alone while another's is pending", st(&quiet(&[8]), Some(7), Named), Turn::Prompt, Some(8), ends(TurnEnd::Proc(8), Some(7))),
     ];
     for (what, old, turn, pid, want) in rows {
         assert_eq!(turn_end(Some(&old), T, turn, back, pid, Some(IDLE)), want, "{what}");
     }
     assert_eq!(turn_end(None, T, Turn::End, back, Some(7), Some(IDLE)), nothing, "no witness yet");
+    // What is journaled: the widest end first, each process once.
+    #[rustfmt::skip]
+    let journaled: [(TurnEnds, Vec<Reach<'static>>); 5] = [
+        (nothing, vec![]),
+        (ends(TurnEnd::All, Some(7)), vec![Reach::All]),
+        (ends(TurnEnd::Proc(8), Some(7)), vec![Reach::Proc(8), Reach::Proc(7)]),
+        (ends(TurnEnd::Proc(8), Some(8)), vec![Reach::Proc(8)]),
+        (ends(TurnEnd::Provisional, Some(7)), vec![Reach::Proc(7)]),
+    ];
+    for (e, want) in journaled {
+        assert_eq!(e.reaches(), want, "{e:?}");
+    }
 }

@@ -65,7 +65,8 @@ fn random_lines(rng: &mut Rng, n: usize, base: u64) -> Vec<String> {
                 0 => format!("P\t{tt}\t{h}\t{c}"),
                 _ => {
                     let reach =
-                        ["main", "agent:0", "agent:1", "bogus", "proc:1", "proc:2", "proc:0"][rng.below(7) as usize];
+                        ["main", "agent:0", "agent:1", "bogus", "proc:1", "proc:2", "proc:0", "process:1", "process:3"]
+                            [rng.below(9) as usize];
                     let (rt, rc) = if rng.below(5) == 0 { (tt + 1, c) } else { (tt, c) };
                     let rc = if rng.below(5) == 0 { "zz" } else { rc };
                     out.push(format!("p\t{rt}\t{h}\t{rc}\t{reach}"));

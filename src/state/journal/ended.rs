@@ -18,6 +18,8 @@ pub struct CompactedAt {
     agents: HashMap<String, usize>,
     /// Per host process, its main thread's ([`Reach::MainOf`]).
     procs: HashMap<u32, usize>,
+    /// Per host process, all its contexts' ([`Reach::Proc`]).
+    whole_procs: HashMap<u32, usize>,
 }
 
 impl CompactedAt {
@@ -38,6 +40,9 @@ impl CompactedAt {
             Reach::MainOf(p) => {
                 self.procs.insert(p, at);
             }
+            Reach::Proc(p) => {
+                self.whole_procs.insert(p, at);
+            }
         }
     }
 
@@ -47,7 +52,10 @@ impl CompactedAt {
         let later = |p: Option<usize>| p.is_some_and(|p| p > after);
         // A process's main thread: unless another process asks its own.
         let procs = || self.procs.iter().any(|(&p, &at)| at > after && own.is_none_or(|o| o == p));
+        // A process's every context, likewise.
+        let whole = self.whole_procs.iter().any(|(&p, &at)| at > after && own.is_none_or(|o| o == p));
         later(self.all)
+            || whole
             || match ScopeKind::of(scope) {
                 ScopeKind::Agent => later(self.agents.get(scope).copied()),
                 ScopeKind::Conversation => later(self.main) || procs(),

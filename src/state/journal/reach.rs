@@ -33,6 +33,12 @@ pub enum Reach<'a> {
     /// and asks about itself (its context is its own: docs/DELIVERY.md §8,
     /// "One session, two processes"). Written `proc:<pid>`.
     MainOf(u32),
+    /// Every context of one Claude Code host process, its main thread and
+    /// its subagents (its idle return: the host cuts and clears only the
+    /// requests of the process that returned, docs/DELIVERY.md §8): what
+    /// [`Reach::All`] ends, but not a delivery another process received
+    /// and asks about itself. Written `process:<pid>`.
+    Proc(u32),
 }
 
 impl<'a> Reach<'a> {
@@ -50,6 +56,7 @@ impl<'a> Reach<'a> {
         match self {
             Reach::All => true,
             Reach::MainOf(p) => Reach::Main.ends(scope) && own.is_none_or(|o| o == p),
+            Reach::Proc(p) => own.is_none_or(|o| o == p),
             Reach::Main => ScopeKind::of(scope) != ScopeKind::Agent,
             Reach::Agent(a) => {
                 scope == a || !matches!(ScopeKind::of(scope), ScopeKind::Conversation | ScopeKind::Agent)
@@ -64,6 +71,7 @@ impl<'a> Reach<'a> {
             Reach::Main => Some("main".into()),
             Reach::Agent(a) => Some(a.into()),
             Reach::MainOf(p) => Some(format!("{PROC_PREFIX}{p}").into()),
+            Reach::Proc(p) => Some(format!("{PROCESS_PREFIX}{p}").into()),
         }
     }
 
@@ -74,10 +82,12 @@ impl<'a> Reach<'a> {
             Some("main") => Reach::Main,
             // A reader before this reach reads `proc:<pid>` as unknown:
             // everything ends, the stronger reading.
-            Some(p) if p.starts_with(PROC_PREFIX) => match p[PROC_PREFIX.len()..].parse::<u32>() {
-                Ok(pid) if pid > 0 && p[PROC_PREFIX.len()..].bytes().all(|b| b.is_ascii_digit()) => Reach::MainOf(pid),
-                _ => Reach::All,
-            },
+            Some(p) if p.starts_with(PROC_PREFIX) => {
+                pid_field(&p[PROC_PREFIX.len()..]).map_or(Reach::All, Reach::MainOf)
+            }
+            Some(p) if p.starts_with(PROCESS_PREFIX) => {
+                pid_field(&p[PROCESS_PREFIX.len()..]).map_or(Reach::All, Reach::Proc)
+            }
             Some(a) if ScopeKind::of(a) == ScopeKind::Agent && a.len() > "agent:".len() => Reach::Agent(a),
             _ => Reach::All,
         }
@@ -86,6 +96,13 @@ impl<'a> Reach<'a> {
 
 /// The field prefix of [`Reach::MainOf`].
 const PROC_PREFIX: &str = "proc:";
+/// The field prefix of [`Reach::Proc`].
+const PROCESS_PREFIX: &str = "process:";
+
+/// A reach field's process id: digits only, not 0.
+fn pid_field(digits: &str) -> Option<u32> {
+    digits.parse::<u32>().ok().filter(|&p| p > 0 && digits.bytes().all(|b| b.is_ascii_digit()))
+}
 
 #[cfg(test)]
 mod tests {
@@ -142,9 +159,32 @@ mod tests {
         }
     }
 
+    /// One process's idle return: every context of that process (its
+    /// subagents too) and every delivery not known to be another's; only
+    /// another process asking about its own delivery keeps it.
+    #[test]
+    fn a_process_idle_return_spares_only_another_process_asking_its_own() {
+        #[rustfmt::skip]
+        let rows: [(&str, Option<u32>, bool); 10] = [
+            ("S",        Some(1), false),
+            ("agent:A",  Some(1), false),
+            ("custom:c", Some(1), false),
+            ("task:t",   Some(1), false),
+            ("S",        Some(2), true),
+            ("agent:A",  Some(2), true),
+            ("custom:c", Some(2), true),
+            ("S",        None,    true),
+            ("agent:A",  None,    true),
+            ("task:t",   None,    true),
+        ];
+        for (scope, own, ends) in rows {
+            assert_eq!(Reach::Proc(2).ends_for(scope, own), ends, "{scope} {own:?}");
+        }
+    }
+
     #[test]
     fn fields_round_trip_and_unknown_ones_end_everything() {
-        for r in [Reach::All, Reach::Main, Reach::Agent("agent:A"), Reach::MainOf(7)] {
+        for r in [Reach::All, Reach::Main, Reach::Agent("agent:A"), Reach::MainOf(7), Reach::Proc(7)] {
             assert_eq!(Reach::parse(r.field().as_deref()), r);
         }
         for f in [
@@ -160,6 +200,11 @@ mod tests {
             "proc:+1",
             "proc:x",
             "proc:99999999999",
+            "process:",
+            "process:0",
+            "process:-1",
+            "process:7x",
+            "processes:7",
         ] {
             assert_eq!(Reach::parse(Some(f)), Reach::All, "{f}");
         }
