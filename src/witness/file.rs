@@ -8,6 +8,7 @@
 use super::agent::{self, AgentRead, AgentTrack};
 pub use super::ask::{Check, Question};
 use super::held::{self, Held};
+use super::idle::{self, Return, Settled};
 use super::lives::{self, Lives};
 use super::owner::{self, Owner};
 use super::progress::{self, Log};
@@ -91,6 +92,10 @@ pub struct State {
     /// proves which process wrote a compaction boundary ([`owner`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owners: Vec<Owner>,
+    /// Idle returns of processes of a session open in several, each
+    /// settled by its own process's next call ([`idle`]; omitted when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub returns: Vec<Return>,
     /// Written beside the fields above; read by [`State::from_json`] only,
     /// on its own: serde's `flatten` buffered every id of it before
     /// building it, two fifths of a one-shot `leanctx stub`'s instructions
@@ -289,6 +294,9 @@ pub enum TurnEnd {
     /// process's own deliveries stand (the host cuts and clears only the
     /// returning process's requests: docs/DELIVERY.md §8).
     Proc(u32),
+    /// The same return, provisional for that process: its earlier
+    /// deliveries wait for its own next call's line ([`Return`]).
+    ProvisionalOf(u32),
 }
 
 /// What a turn ends: by its own kind ([`TurnEnd`]), and the idle return of
@@ -310,7 +318,7 @@ impl TurnEnds {
         let mut r = match self.turn {
             TurnEnd::All => return vec![Reach::All],
             TurnEnd::Proc(p) => vec![Reach::Proc(p)],
-            TurnEnd::None | TurnEnd::Provisional => Vec::new(),
+            TurnEnd::None | TurnEnd::Provisional | TurnEnd::ProvisionalOf(_) => Vec::new(),
         };
         if let Some(m) = self.moot
             && !r.contains(&Reach::Proc(m))
@@ -347,6 +355,7 @@ pub fn turn_end(
     now: u64,
     pid: Option<u32>,
     idle_ms: Option<u64>,
+    minted: bool,
 ) -> TurnEnds {
     let Some(old) = old else { return TurnEnds::only(TurnEnd::None) };
     if old.transcript != transcript {
@@ -363,6 +372,12 @@ pub fn turn_end(
             return TurnEnds::only(TurnEnd::All);
         }
         moot = Some(p.pid);
+    }
+    // This process's own return still waiting: another start, return or
+    // its end settles it no more (its contexts end).
+    let waiting = pid.filter(|p| old.returns.iter().any(|r| r.pid == *p));
+    if let (Some(p), Turn::Start { .. } | Turn::End) = (waiting, turn) {
+        return TurnEnds { turn: TurnEnd::Proc(p), moot };
     }
     let Some(idle) = idle_ms else { return TurnEnds { turn: TurnEnd::None, moot } };
     let alone = pid.is_some_and(|p| old.procs.iter().all(|(q, _)| *q == p));
@@ -384,12 +399,17 @@ pub fn turn_end(
         Turn::Prompt => now.saturating_sub(old.silent_since(pid)) >= idle || (named.is_some() && !alone && !own_clock),
         Turn::Stop | Turn::End | Turn::Compact => false,
     };
+    let room = old.returns.len() < idle::MAX_RETURNS;
     let turn = match (idle_return, alone, named) {
         (false, _, _) => TurnEnd::None,
+        (true, _, Some(p)) if waiting.is_some() => TurnEnd::Proc(p),
         // A return alone, but another's left pending: its lines may
         // interleave with this one's, so this one ends now too.
         (true, true, Some(p)) if moot.is_some() => TurnEnd::Proc(p),
         (true, true, _) => TurnEnd::Provisional,
+        // Its prompt line names the prompt id its hook named, made by its
+        // own submission: what ties its lines to it.
+        (true, false, Some(p)) if minted && room => TurnEnd::ProvisionalOf(p),
         (true, false, Some(p)) => TurnEnd::Proc(p),
         (true, false, None) => TurnEnd::All,
     };
@@ -465,14 +485,20 @@ fn turn_locked<F: FnOnce(&[Reach<'static>]) -> io::Result<()>>(
         owner::note(&mut st.owners, id, p, minted);
         return save(&path, &mut st).map(drop);
     }
-    let TurnEnds { turn: mut end, moot } = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms);
-    // The return's own lines begin at the transcript's length now (unknown: all end).
+    let minted = prompt.is_some_and(|(_, m)| m);
+    let TurnEnds { turn: mut end, moot } = turn_end(old.as_ref(), transcript, turn, now, pid, idle_ms, minted);
+    // The return's own lines begin at the transcript's length now (unknown:
+    // all end, or the returning process's).
     let from = match end {
-        TurnEnd::Provisional => std::fs::metadata(transcript).ok().filter(|m| m.is_file()).map(|m| m.len()),
+        TurnEnd::Provisional | TurnEnd::ProvisionalOf(_) => {
+            std::fs::metadata(transcript).ok().filter(|m| m.is_file()).map(|m| m.len())
+        }
         _ => None,
     };
-    if end == TurnEnd::Provisional && from.is_none() {
-        end = TurnEnd::All;
+    match (end, from) {
+        (TurnEnd::Provisional, None) => end = TurnEnd::All,
+        (TurnEnd::ProvisionalOf(p), None) => end = TurnEnd::Proc(p),
+        _ => {}
     }
     let mut st = match old.filter(|o| o.transcript == transcript) {
         Some(o) => o,
@@ -501,15 +527,14 @@ fn turn_locked<F: FnOnce(&[Reach<'static>]) -> io::Result<()>>(
             st
         }
     };
-    // A return made moot, or of the process whose contexts end now: over
-    // (its end is journaled below, before the state is saved).
-    if moot.is_some() || st.track.pending.as_ref().is_some_and(|p| end == TurnEnd::Proc(p.pid)) {
-        st.track.pending = None;
-    }
     // A pending return keeps its start and counts its process's prompts;
-    // a new one is saved before the hook's records (unsaved: all end).
+    // a new one is saved before the hook's records (unsaved: all end, or
+    // the returning process's). A return of another process made moot
+    // stays in it until its end is journaled: only more withholding.
+    let mine = st.track.pending.as_ref().is_some_and(|p| Some(p.pid) == pid);
     if turn == Turn::Prompt
         && matches!(end, TurnEnd::None | TurnEnd::Provisional)
+        && mine
         && let Some(p) = st.track.pending.as_mut()
     {
         p.due = p.due.saturating_add(1);
@@ -519,10 +544,29 @@ fn turn_locked<F: FnOnce(&[Reach<'static>]) -> io::Result<()>>(
         if save(&path, &mut st).is_err() {
             end = TurnEnd::All;
         }
+    } else if let (TurnEnd::ProvisionalOf(p), Some(from), Some((id, _))) = (end, from, prompt) {
+        st.returns.push(Return { pid: p, prompt_id: id.to_string(), from, at_ms: now, ..Return::default() });
+        if save(&path, &mut st).is_err() {
+            st.returns.retain(|r| r.pid != p);
+            end = TurnEnd::Proc(p);
+        }
     }
-    let end_all = end == TurnEnd::All;
     (append.take().expect("appended once"))(&TurnEnds { turn: end, moot }.reaches())?;
-    if end_all {
+    // What ended is journaled: the returns it made moot are over.
+    match end {
+        TurnEnd::All => {
+            st.track.pending = None;
+            st.returns.clear();
+        }
+        TurnEnd::Proc(p) => {
+            st.returns.retain(|r| r.pid != p);
+            if st.track.pending.as_ref().is_some_and(|q| q.pid == p) {
+                st.track.pending = None;
+            }
+        }
+        _ => {}
+    }
+    if moot.is_some() {
         st.track.pending = None;
     }
     // A start is no activity of the conversation's own (a resume after a
@@ -629,9 +673,29 @@ pub fn check(
     // A subagent's delivery: its own transcript too (journaled before its
     // offset moves on, as above).
     let agents_before = q.agent.map(|_| h.state.agents.clone());
+    let returns_before = h.state.returns.clone();
     let sub = q.agent.map(|scope| read_agent(&mut h, scope, q.now, &secret, &mut end_all));
     let agents_moved = agents_before.is_some_and(|a| a != h.state.agents);
-    if agents_moved
+    // The asking process's own idle return, settled by its call's line
+    // ([`idle`]); what it ends is journaled before the state is saved.
+    let mut settled = None;
+    if let (Some(p), Some(x)) = (q.proc, q.asking)
+        && let Some(i) = h.state.returns.iter().position(|r| r.pid == p)
+        && let Some(s) = h.state.returns[i].settle(h.state.track.tool_at(x))
+    {
+        if s == Settled::Ended {
+            if let Err(e) = end_all(Reach::Proc(p)) {
+                return unavailable(format!(
+                    "host process {p}'s idle return may have withdrawn results, and the journal could not record it: {e}"
+                ));
+            }
+            settled = Some(p);
+        }
+        h.state.returns.remove(i);
+    }
+    if settled.is_some()
+        || returns_before != h.state.returns
+        || agents_moved
         || r.ended.is_some()
         || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone())
     {
@@ -667,7 +731,11 @@ pub fn check(
         Reach::Proc(p) => own.is_none_or(|o| o == p),
         Reach::All | Reach::Agent(_) => true,
     };
-    let ended = r.ended.filter(|_| ends);
+    let ended = r.ended.filter(|_| ends).or_else(|| {
+        settled.filter(|&p| own.is_none_or(|o| o == p)).map(|p| {
+            format!("host process {p} returned from a silence past the host's idle threshold and its answer shows results withdrawn")
+        })
+    });
     let answer = match sub {
         Some(Err(why)) => Check::Unavailable(why),
         Some(Ok(AgentRead::Ended(why))) => Check::EndedAll(why),
@@ -796,6 +864,21 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
     // own line is the return's first answer or comes after it (one queue,
     // written in order: docs/DELIVERY.md §8), so until it shows, the
     // settling lines may still be queued: wait for them as for a rewind.
+    // The same for one process of several ([`idle`]): its own deliveries,
+    // and any not known to be another's (the asker relies on having loaded
+    // it, or its window names no process).
+    let own = q.own.filter(|o| st.lives.as_ref().is_some_and(|l| l.procs.iter().any(|x| x.pid == *o)));
+    if let Some(r) = st.returns.iter().find(|r| q.delivered_ms < r.at_ms && own.is_none_or(|o| o == r.pid)) {
+        if !st.track.caught_up(q.asking) {
+            return Check::NotYet;
+        }
+        return Check::Unavailable(format!(
+            "host process {} returned from a silence past the host's idle threshold ({} s) and the transcript does \
+             not show yet what the host withdrew from its context then",
+            r.pid,
+            q.idle_ms.unwrap_or(0) / 1000
+        ));
+    }
     if let Some(p) = &st.track.pending
         && q.delivered_ms < p.at_ms
     {

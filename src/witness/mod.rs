@@ -15,6 +15,7 @@ pub mod ask;
 mod exact_json;
 pub mod file;
 pub mod held;
+pub mod idle;
 pub mod ids;
 pub mod lives;
 pub mod owner;

@@ -7,7 +7,7 @@ use super::file::{MAX_READ_BYTES, State, TRANSCRIPT};
 use super::held::Held;
 use super::owner::{self, Boundaries};
 use super::progress::Seen;
-use super::scan::{Effect, Fact, classify_in};
+use super::scan::{Effect, Fact, classify_in, prompt_id_of};
 use crate::fsx;
 use crate::state::journal::Reach;
 use crate::state::secret::Secret;
@@ -73,9 +73,12 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
         st.offset = len;
         st.skipping = false;
         st.track.reset_positions();
+        // Every delivery ends: the processes' returns are moot.
+        st.returns.clear();
         Some(why.to_string())
     };
-    let mut seen = Some(Vec::new());
+    // A process's return waiting: this read changes it, so the state is saved whole.
+    let mut seen = st.returns.is_empty().then(Vec::new);
     if st.file == (0, 0) {
         st.file = id;
         seen = None;
@@ -112,7 +115,14 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
         }
         while let Some(nl) = crate::base::bytes::find(b'\n', &buf[lo..hi]) {
             let at = start + done;
-            let fact = classify_in(&buf[lo..lo + nl], st.track.pending.is_some());
+            let line = &buf[lo..lo + nl];
+            let fact = classify_in(line, st.track.pending.is_some() || !st.returns.is_empty());
+            if !st.returns.is_empty() {
+                let id = if matches!(fact, Fact::Prompt(_)) { prompt_id_of(line) } else { None };
+                for r in &mut st.returns {
+                    r.saw(&fact, id.as_deref(), at);
+                }
+            }
             match (&fact, seen.as_mut()) {
                 (Fact::Nothing, _) | (_, None) => {}
                 (Fact::Prompt(u), Some(s)) if st.track.pending.is_none() => s.push(Seen::Prompt(at, u.clone())),
@@ -130,6 +140,7 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
                 // A main-thread boundary: folded in once the read is done.
                 Effect::Some | Effect::Main => {}
                 Effect::All if reach != Reach::All || ended.is_none() => {
+                    st.returns.clear();
                     ended = Some(
                         "the transcript shows the host cleared, compacted or rewound past its results".to_string(),
                     );

@@ -243,6 +243,19 @@ fn prompt_of(line: &[u8]) -> Fact {
     }
 }
 
+/// The `promptId` of a prompt line (none: not there, or not a string).
+/// Read only while a process's idle return waits for its prompt line
+/// ([`super::idle::Return`]).
+pub fn prompt_id_of(line: &[u8]) -> Option<String> {
+    use std::borrow::Cow;
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(rename = "promptId", borrow)]
+        prompt_id: Option<Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Line<'_>>(line.strip_suffix(b"\r").unwrap_or(line)).ok()?.prompt_id.map(Cow::into_owned)
+}
+
 /// An idle return (a prompt after the host's idle threshold) whose effect
 /// the transcript has not shown yet. Claude Code writes, in this order, the
 /// returning prompt, the `tool_results_cut` record of a cut made at its
@@ -403,6 +416,11 @@ impl Track {
     /// before.
     pub fn caught_up(&self, asking: Option<&str>) -> bool {
         asking.is_none_or(|id| self.tools.iter().rev().any(|(t, _)| t == id))
+    }
+
+    /// Where the line of this MCP tool use starts, if it was seen.
+    pub fn tool_at(&self, id: &str) -> Option<u64> {
+        self.tools.iter().rev().find(|(t, _)| *t == id).map(|(_, o)| o)
     }
 
     /// The transcript was replaced or cannot be followed: what is

@@ -655,13 +655,17 @@ fn a_compaction_no_hook_proves_ends_every_processs_deliveries() {
 /// one process"), so `b`'s context keeps its results. `a`'s prompt ends
 /// `a`'s earlier deliveries; `b`'s re-read of its own delivery is a stub.
 /// Every hook and question through the real binary from two real host
-/// processes, on a clock moved by `LEAN_CTX_NOW_MS`. Returns the two
-/// reasons. `anonymous`: one of `b`'s turn hooks named no process (an
+/// processes, on a clock moved by `LEAN_CTX_NOW_MS`. `anonymous`: one of `b`'s turn hooks named no process (an
 /// unknown writer cannot be ruled out): every delivery ends, as before.
 /// `shared`: the hooks name host processes that are not the server's
-/// parent: whose context a call is in cannot be told.
+/// parent: whose context a call is in cannot be told. `ids`: the prompt
+/// hooks name their prompt ids, which the prompt lines carry (as the host
+/// writes them): `a`'s return is then provisional for `a`, settled by its
+/// own next call's line; else it ends `a`'s deliveries at once. Returns
+/// `a`'s re-read of the file its return cut, `a`'s of a file it did not
+/// cut, and `b`'s of its own.
 #[cfg(unix)]
-fn one_process_returns_idle(anonymous: bool, shared: bool) -> (String, String) {
+fn one_process_returns_idle(anonymous: bool, shared: bool, ids: bool) -> (String, String, String) {
     use crate::support::FakeHost;
     let sb = Sandbox::new();
     let conv = "S";
@@ -699,10 +703,11 @@ fn one_process_returns_idle(anonymous: bool, shared: bool) -> (String, String) {
         assert_eq!(host.run_env(&env, &["hook", "claude-code"], Some(&file(&v))).0, 0);
     };
     let prompt = |host: &mut FakeHost, uuid: &str| {
-        hook(host, "UserPromptSubmit", true, json!({"prompt": "read it"}));
-        line(
-            json!({"parentUuid": null, "type": "user", "uuid": uuid, "message": {"role": "user", "content": "read it"}}),
-        );
+        let id = format!("pid-{uuid}");
+        let extra = if ids { json!({"prompt": "read it", "prompt_id": id}) } else { json!({"prompt": "read it"}) };
+        hook(host, "UserPromptSubmit", true, extra);
+        line(json!({"parentUuid": null, "type": "user", "uuid": uuid, "promptId": id,
+            "message": {"role": "user", "content": "read it"}}));
     };
     let read = |host: &mut FakeHost, path: &str, id: &str| -> String {
         hook(
@@ -737,6 +742,8 @@ fn one_process_returns_idle(anonymous: bool, shared: bool) -> (String, String) {
     assert_eq!(read(&mut a, "a.rs", "toolu_1"), "not-delivered");
     confirm(&mut a, "toolu_1");
     assert_eq!(read(&mut a, "a.rs", "toolu_2"), "confirmed-delivery", "a's own delivery");
+    assert_eq!(read(&mut a, "c.rs", "toolu_1c"), "not-delivered");
+    confirm(&mut a, "toolu_1c");
     hook(&mut a, "Stop", true, json!({}));
     hook(&mut b, "SessionStart", true, json!({"source": "resume", "seconds_since_last_response": 1}));
     prompt(&mut b, "ub1");
@@ -749,13 +756,17 @@ fn one_process_returns_idle(anonymous: bool, shared: bool) -> (String, String) {
     assert_eq!(read(&mut b, "b.rs", "toolu_4"), "confirmed-delivery", "b's own delivery, before a's return");
     hook(&mut b, "Stop", true, json!({}));
     // `a` returns past the threshold (3,900 s of its own silence): the host
-    // cuts `a`'s old results, as its record says (queued after the prompt).
+    // cuts one of `a`'s old results, as its record says, and its first
+    // answer counts it (queued after the prompt, in this order).
     clock.set(t0 + 3_910_000);
     prompt(&mut a, "ua2");
     line(json!({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ["toolu_1"]}}));
+    line(json!({"type": "assistant", "uuid": "a-first", "message": {"content": [{"type": "text", "text": "ok"}],
+        "context_management": {"applied_edits": [], "client_cut_tool_uses": 1}}}));
     let rb = read(&mut b, "b.rs", "toolu_5");
-    let ra = read(&mut a, "a.rs", "toolu_6");
-    (ra, rb)
+    let cut = read(&mut a, "a.rs", "toolu_6");
+    let kept = read(&mut a, "c.rs", "toolu_7");
+    (cut, kept, rb)
 }
 
 /// [`one_process_returns_idle`]: `b` keeps its stub, `a` is withheld.
@@ -764,9 +775,24 @@ fn one_process_returns_idle(anonymous: bool, shared: bool) -> (String, String) {
 #[cfg(unix)]
 #[test]
 fn an_idle_return_of_one_claude_process_leaves_the_others_deliveries() {
-    let (a, b) = one_process_returns_idle(false, false);
+    let (cut, kept, b) = one_process_returns_idle(false, false, false);
     assert_eq!(b, "confirmed-delivery", "the other process's context is whole");
-    assert_ne!(a, "confirmed-delivery", "the returning process's context was cut");
+    assert_ne!(cut, "confirmed-delivery", "the returning process's context was cut");
+    assert_ne!(kept, "confirmed-delivery", "no prompt id ties the answer to the returning process");
+}
+
+/// [`one_process_returns_idle`] with the prompt ids the host writes: `a`'s
+/// return is settled by its own next call's line, after its prompt line:
+/// the cut result is withdrawn, the other one `a` read before the silence
+/// is a stub again, and so is `b`'s. Before, the uncut one was withheld
+/// (`compacted`): the return ended every delivery of `a`.
+#[cfg(unix)]
+#[test]
+fn an_idle_return_of_one_claude_process_is_settled_by_its_own_next_call() {
+    let (cut, kept, b) = one_process_returns_idle(false, false, true);
+    assert_eq!(b, "confirmed-delivery", "the other process's context is whole");
+    assert_eq!(cut, "withdrawn", "the cut named it");
+    assert_eq!(kept, "confirmed-delivery", "the cut left it, and nothing cleared it");
 }
 
 /// [`one_process_returns_idle`] where whose context the return touched
@@ -774,10 +800,13 @@ fn an_idle_return_of_one_claude_process_leaves_the_others_deliveries() {
 #[cfg(unix)]
 #[test]
 fn an_idle_return_not_attributable_ends_every_processs_deliveries() {
-    for (anonymous, shared) in [(true, false), (false, true)] {
-        let (a, b) = one_process_returns_idle(anonymous, shared);
-        let what = format!("anonymous {anonymous} shared {shared}");
-        assert_ne!(a, "confirmed-delivery", "{what}");
+    for (anonymous, shared, ids) in
+        [(true, false, false), (false, true, false), (true, false, true), (false, true, true)]
+    {
+        let (cut, kept, b) = one_process_returns_idle(anonymous, shared, ids);
+        let what = format!("anonymous {anonymous} shared {shared} ids {ids}");
+        assert_ne!(cut, "confirmed-delivery", "{what}");
+        assert_ne!(kept, "confirmed-delivery", "{what}");
         assert_ne!(b, "confirmed-delivery", "{what}: whose return, not proven");
     }
 }

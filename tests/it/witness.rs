@@ -40,6 +40,47 @@ impl W {
         !self.ends_by(turn, now, pid).is_empty()
     }
 
+    /// A prompt hook of host process `pid` naming the prompt id `id`, made
+    /// by its own submission: the compaction records it journals.
+    fn prompt_by(&self, now: u64, pid: u32, id: &str) -> Vec<Reach<'static>> {
+        let t = self.transcript.to_str().unwrap();
+        let b = Boundary {
+            host: Host::ClaudeCode,
+            conv: "S",
+            transcript: t,
+            turn: Turn::Prompt,
+            now,
+            pid: Some(pid),
+            idle_ms: Some(IDLE),
+            prompt: Some((id, true)),
+        };
+        let mut ended = Vec::new();
+        on_turn(&self.data, &b, far(), |e| {
+            ended = e.to_vec();
+            Ok(())
+        })
+        .unwrap();
+        ended
+    }
+
+    /// A question from host process `proc` about a delivery it received
+    /// itself, asked by its call `asking`.
+    fn ask_own(&self, id: &str, delivered: u64, now: u64, proc: u32, asking: &str) -> Check {
+        let q = Question {
+            call_id: Some(id),
+            delivered_ms: delivered,
+            idle_ms: Some(IDLE),
+            proc: Some(proc),
+            own: Some(proc),
+            asking: Some(asking),
+            ..Question::catch_up(Host::ClaudeCode, "S", now)
+        };
+        check(&self.data, &q, far(), |_| {
+            self.ends.set(self.ends.get() + 1);
+            Ok(())
+        })
+    }
+
     /// The compaction records a turn hook of host process `pid` journals.
     fn ends_by(&self, turn: Turn, now: u64, pid: Option<u32>) -> Vec<Reach<'static>> {
         let mut ended = Vec::new();
@@ -704,6 +745,63 @@ fn a_resume_after_the_old_process_ended_is_settled_by_the_hosts_first_answer() {
     assert!(load(&w.data, Host::ClaudeCode, "S").unwrap().is_none());
 }
 
+/// An idle return of one host process of two, its prompt hook naming the
+/// prompt id its prompt line carries: provisional for that process only.
+/// The other process's own deliveries stand meanwhile; the returning
+/// process's wait for its own next call's line after its prompt line, and
+/// are settled by what was read from that prompt line on
+/// (`witness::idle`). Before, the return ended every delivery of both.
+#[test]
+fn a_return_of_one_process_of_several_is_settled_by_its_own_next_call() {
+    let back = T0 + IDLE + 100;
+    let line = |id: &str, uuid: &str| {
+        format!(r#"{{"type":"user","uuid":"{uuid}","promptId":"{id}","message":{{"role":"user","content":"x"}}}}"#)
+    };
+    let cut =
+        |id: &str| format!(r#"{{"type":"attachment","attachment":{{"type":"tool_results_cut","callIds":["{id}"]}}}}"#);
+    // (what, the lines after the return's hook, 7's re-read of t1, of t2, journaled ends;
+    // once an end is journaled the witness has nothing more to say: the
+    // read path's journal ends t2, `Reach::Proc(7)`)
+    type Row = (&'static str, Vec<String>, fn(&Check) -> bool, fn(&Check) -> bool, u32);
+    let present: fn(&Check) -> bool = |c| *c == Check::Present;
+    let withdrawn: fn(&Check) -> bool = |c| matches!(c, Check::Withdrawn(_));
+    let ended: fn(&Check) -> bool = |c| matches!(c, Check::EndedAll(_));
+    let unavailable: fn(&Check) -> bool = |c| matches!(c, Check::Unavailable(_));
+    #[rustfmt::skip]
+    let rows: Vec<Row> = vec![
+        ("its cut, counted", vec![line("r7", "u7"), cut("t1"), answer(r#"{"client_cut_tool_uses":1}"#), tool_use("t9")], withdrawn, present, 0),
+        ("nothing cut", vec![line("r7", "u7"), answer("null"), tool_use("t9")], present, present, 0),
+        ("a clearing edit sent", vec![line("r7", "u7"), answer(r#"{"client_sent_keep_tool_uses":12}"#), tool_use("t9")], ended, present, 1),
+        ("cut results counted, no record", vec![line("r7", "u7"), answer(r#"{"client_cut_tool_uses":2}"#), tool_use("t9")], ended, present, 1),
+        // The other's answer, between: it can only make it end more.
+        ("the other's answer with an edit", vec![line("r7", "u7"), answer(r#"{"client_sent_keep_tool_uses":12}"#), answer("null"), tool_use("t9")], ended, present, 1),
+        // Its call's line before its prompt line: an earlier turn's.
+        ("its call before its prompt line", vec![tool_use("t9"), line("r7", "u7"), answer("null")], unavailable, unavailable, 0),
+        ("another's prompt line only", vec![line("r8", "u8"), answer("null"), tool_use("t9")], unavailable, unavailable, 0),
+    ];
+    for (what, lines, t1, t2, ends) in rows {
+        let w = W::new();
+        w.turn_by(Turn::Prompt, T0, Some(7));
+        w.append(&[&prompt("u1"), &tool_use("t1"), &tool_use("t2")]);
+        w.turn_by(Turn::Stop, T0 + 10, Some(7));
+        w.turn_by(Turn::Start { idle_s: Some(0) }, T0 + 20, Some(8));
+        w.append(&[&tool_use("t8")]);
+        w.turn_by(Turn::Prompt, back - 1_000, Some(8));
+        assert!(w.prompt_by(back, 7, "r7").is_empty(), "{what}: nothing ends at the return itself");
+        // Before its lines: 8's own delivery stands, 7's waits.
+        assert_eq!(w.ask_own("t8", T0 + 21, back + 1, 8, "t8"), Check::Present, "{what}");
+        assert_eq!(w.ask_own("t1", T0 + 1, back + 2, 7, "t9"), Check::NotYet, "{what}");
+        // Not known whose (a copy loaded, a window naming no process): waits too.
+        assert!(matches!(w.ask_by("t8", T0 + 21, back + 3, Some(8)), Check::NotYet | Check::Unavailable(_)), "{what}");
+        w.append(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let a1 = w.ask_own("t1", T0 + 1, back + 5, 7, "t9");
+        let a2 = w.ask_own("t2", T0 + 2, back + 6, 7, "t9");
+        assert!(t1(&a1) && t2(&a2), "{what}: {a1:?} {a2:?}");
+        assert_eq!(w.ends.get(), ends, "{what}");
+        assert_eq!(w.ask_own("t8", T0 + 21, back + 7, 8, "t8"), Check::Present, "{what}: the other's stands");
+    }
+}
+
 /// What a turn does to earlier deliveries, pure ([`turn_end`]): the rows
 /// of docs/DELIVERY.md §8 for starts, prompts and ends, by which host
 /// processes the witness knows, whether every turn hook named its process
@@ -713,6 +811,7 @@ fn a_resume_after_the_old_process_ended_is_settled_by_the_hosts_first_answer() {
 #[test]
 fn turn_end_table() {
     use leanctx::witness::file::{State, TurnEnd, TurnEnds, turn_end};
+    use leanctx::witness::idle::{MAX_RETURNS, Return};
     use leanctx::witness::lives::{Lives, Seen};
     use leanctx::witness::scan::Pending;
     const T: &str = "/t.jsonl";
@@ -795,17 +894,44 @@ fn turn_end_table() {
         ("a return alone while another's is pending", st(&quiet(&[8]), Some(7), Named), Turn::Prompt, Some(8), ends(TurnEnd::Proc(8), Some(7))),
     ];
     for (what, old, turn, pid, want) in rows {
-        assert_eq!(turn_end(Some(&old), T, turn, back, pid, Some(IDLE)), want, "{what}");
+        assert_eq!(turn_end(Some(&old), T, turn, back, pid, Some(IDLE), false), want, "{what}");
     }
-    assert_eq!(turn_end(None, T, Turn::End, back, Some(7), Some(IDLE)), nothing, "no witness yet");
+    assert_eq!(turn_end(None, T, Turn::End, back, Some(7), Some(IDLE), false), nothing, "no witness yet");
+    // A prompt hook naming the prompt id its process made (its line carries
+    // it): the return of one process of several is provisional for it.
+    let waiting = |mut s: State, pids: &[u32]| {
+        s.returns = pids.iter().map(|&pid| Return { pid, prompt_id: format!("p{pid}"), ..Return::default() }).collect();
+        s
+    };
+    let two = || st(&quiet(&[7, 8]), None, Named);
+    let of = |p| ends(TurnEnd::ProvisionalOf(p), None);
+    let full: Vec<u32> = (100..100 + MAX_RETURNS as u32).collect();
+    #[rustfmt::skip]
+    let minted: Vec<(&str, State, Turn, Option<u32>, TurnEnds)> = vec![
+        ("prompt after the silence, two known", two(), Turn::Prompt, Some(8), of(8)),
+        ("... alone: as before", st(&quiet(&[8]), None, Named), Turn::Prompt, Some(8), prov),
+        ("... a hook named none", st(&quiet(&[7, 8]), None, Anonymous), Turn::Prompt, Some(8), all),
+        ("... its own return still waiting", waiting(two(), &[8]), Turn::Prompt, Some(8), proc(8)),
+        ("... another's return waiting: not moot", waiting(two(), &[7]), Turn::Prompt, Some(8), of(8)),
+        ("... as many returns waiting as kept", waiting(two(), &full), Turn::Prompt, Some(8), proc(8)),
+        ("a prompt of another, not silent, a return waiting", waiting(st(&[(7, back - 1), (8, T0)], None, Named), &[8]), Turn::Prompt, Some(7), nothing),
+        ("its own prompt, not silent, its return waiting", waiting(st(&[(7, T0), (8, back - 1)], None, Named), &[8]), Turn::Prompt, Some(8), nothing),
+        ("its start while its return waits", waiting(two(), &[8]), Turn::Start { idle_s: Some(0) }, Some(8), proc(8)),
+        ("its end while its return waits", waiting(two(), &[8]), Turn::End, Some(8), proc(8)),
+        ("another's end while a return waits", waiting(two(), &[8]), Turn::End, Some(7), nothing),
+    ];
+    for (what, old, turn, pid, want) in minted {
+        assert_eq!(turn_end(Some(&old), T, turn, back, pid, Some(IDLE), true), want, "{what}");
+    }
     // What is journaled: the widest end first, each process once.
     #[rustfmt::skip]
-    let journaled: [(TurnEnds, Vec<Reach<'static>>); 5] = [
+    let journaled: [(TurnEnds, Vec<Reach<'static>>); 6] = [
         (nothing, vec![]),
         (ends(TurnEnd::All, Some(7)), vec![Reach::All]),
         (ends(TurnEnd::Proc(8), Some(7)), vec![Reach::Proc(8), Reach::Proc(7)]),
         (ends(TurnEnd::Proc(8), Some(8)), vec![Reach::Proc(8)]),
         (ends(TurnEnd::Provisional, Some(7)), vec![Reach::Proc(7)]),
+        (ends(TurnEnd::ProvisionalOf(8), None), vec![]),
     ];
     for (e, want) in journaled {
         assert_eq!(e.reaches(), want, "{e:?}");
