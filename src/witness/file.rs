@@ -677,10 +677,13 @@ pub fn check(
     let sub = q.agent.map(|scope| read_agent(&mut h, scope, q.now, &secret, &mut end_all));
     let agents_moved = agents_before.is_some_and(|a| a != h.state.agents);
     // The asking process's own idle return, settled by its call's line
-    // ([`idle`]); what it ends is journaled before the state is saved.
+    // ([`idle`]) while its prompt id is still proven its own ([`owner`]: no
+    // other process's hook named it); what it ends is journaled before the
+    // state is saved.
     let mut settled = None;
     if let (Some(p), Some(x)) = (q.proc, q.asking)
         && let Some(i) = h.state.returns.iter().position(|r| r.pid == p)
+        && owner::owner_of(&h.state.owners, Some(&h.state.returns[i].prompt_id)) == Some(p)
         && let Some(s) = h.state.returns[i].settle(h.state.track.tool_at(x))
     {
         if s == Settled::Ended {

@@ -800,6 +800,18 @@ fn a_return_of_one_process_of_several_is_settled_by_its_own_next_call() {
         assert_eq!(w.ends.get(), ends, "{what}");
         assert_eq!(w.ask_own("t8", T0 + 21, back + 7, 8, "t8"), Check::Present, "{what}: the other's stands");
     }
+    // The prompt id named by the other process's hook too: it no longer
+    // proves whose the prompt line is, and the return is not settled.
+    let w = W::new();
+    w.turn_by(Turn::Prompt, T0, Some(7));
+    w.append(&[&prompt("u1"), &tool_use("t1")]);
+    w.turn_by(Turn::Stop, T0 + 10, Some(7));
+    w.turn_by(Turn::Start { idle_s: Some(0) }, T0 + 20, Some(8));
+    w.turn_by(Turn::Prompt, back - 1_000, Some(8));
+    assert!(w.prompt_by(back, 7, "r7").is_empty());
+    assert!(w.prompt_by(back + 1, 8, "r7").is_empty());
+    w.append(&[&line("r7", "u7"), &answer("null"), &tool_use("t9")]);
+    assert!(matches!(w.ask_own("t1", T0 + 1, back + 5, 7, "t9"), Check::Unavailable(_)), "a shared prompt id");
 }
 
 /// What a turn does to earlier deliveries, pure ([`turn_end`]): the rows
