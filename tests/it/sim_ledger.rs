@@ -2011,9 +2011,9 @@ fn run_many(name: &str, knobs: Knobs, each_seed_clean: bool) -> (Stats, Option<S
 }
 
 /// The issue's floors: safe stubs allowed ≥ 90 % on Claude Code and Codex,
-/// ≥ 75 % on Cursor and CodeBuddy; Claude Code's is `claude` here.
-fn assert_floors(what: &str, s: &Stats, claude: f64) {
-    for (h, floor) in [(H::Claude, claude), (H::Codex, 90.0), (H::Cursor, 75.0), (H::CodeBuddy, 75.0)] {
+/// ≥ 75 % on Cursor and CodeBuddy.
+fn assert_floors(what: &str, s: &Stats) {
+    for (h, floor) in [(H::Claude, 90.0), (H::Codex, 90.0), (H::Cursor, 75.0), (H::CodeBuddy, 75.0)] {
         let hs = &s.hosts[&h];
         assert!(hs.safe >= 40, "{what}: {}: too few safe stubs to measure ({hs:?})", h.name());
         let share = pct(hs.safe_allowed, hs.safe);
@@ -2053,17 +2053,14 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         }
     }
     if s.seeds >= 100 {
-        // Not the issue's 90 % on Claude Code: with its withdrawals modeled
-        // the 200-seed run allows 89.0 % (RELIABILITY.md, "With
-        // withdrawals": compactions and idle returns of the other process
-        // of a two-process session, per-process windows). Held here so it
-        // cannot fall further unseen. The other hosts meet the issue on
-        // seeds 1-200, but Cursor's 75 % is the draw's on fresh seeds: a
-        // hundred's figure has a spread of about 3 points around 77.8 %,
-        // and a stress run (184 fresh seeds) falls under 75 % about one
-        // time in ten (RELIABILITY.md, "Seed bases"). The floor is the
-        // issue's: kept.
-        assert_floors("all seeds", &s, 85.0);
+        // The issue's floors. Claude Code's 90 % is met since a process's
+        // own copy and one process's idle return (200 seeds: 92.7 %,
+        // RELIABILITY.md "With withdrawals"). Cursor's 75 % is the draw's
+        // on fresh seeds: a hundred's figure has a spread of about 3 points
+        // around 77.8 %, and a stress run (184 fresh seeds) falls under
+        // 75 % about one time in ten (RELIABILITY.md, "Seed bases"). The
+        // floors are the issue's: kept.
+        assert_floors("all seeds", &s);
     }
     // The large run RELIABILITY.md cites (seeds 1–200 × 700 steps: it
     // replays exactly): its figures, when it is the run being made.
@@ -2071,7 +2068,7 @@ fn ledger_simulation_zero_wrong_stubs_and_savings_floors() {
         && s.seeds == 200
         && rng::count("LEANCTX_SIM_STEPS", 350, 700) == 700;
     if published {
-        for (h, floor) in [(H::Claude, 88.9), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
+        for (h, floor) in [(H::Claude, 92.6), (H::Codex, 91.5), (H::Cursor, 80.6), (H::CodeBuddy, 79.1)] {
             let hs = &s.hosts[&h];
             assert!(pct(hs.safe_allowed, hs.safe) >= floor, "seeds 1-200: {}: {hs:?}", h.name());
         }
