@@ -281,7 +281,14 @@ pub fn fp_ref(tool: &str, fp: &str) -> String {
 
 /// The Claude Code host process a delivery's window names (`proc:<pid>`).
 pub fn pid_of_window(w: &str) -> Option<u32> {
-    w.strip_prefix("proc:").and_then(|p| p.parse::<u32>().ok())
+    w.strip_prefix("proc:").and_then(pid_digits)
+}
+
+/// A host process id as the journal writes it after its prefix (a window's
+/// `proc:`, a reach's `proc:` and `process:`): digits only, not 0 (`+7`,
+/// which `u32::from_str` takes, is not one).
+pub fn pid_digits(digits: &str) -> Option<u32> {
+    digits.parse::<u32>().ok().filter(|&p| p > 0 && digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A fingerprint ref names a call only within its scope.
@@ -432,6 +439,20 @@ pub fn codex_whole(len: u64, budget_tokens: u64) -> bool {
 pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A window names a process the way a reach does: digits only, not 0.
+    #[test]
+    fn a_window_names_a_process_by_digits_only() {
+        #[rustfmt::skip]
+        let rows = [
+            ("proc:7", Some(7)), ("proc:4294967295", Some(u32::MAX)),
+            ("proc:+7", None), ("proc:0", None), ("proc:", None), ("proc:7x", None),
+            ("proc:99999999999", None), ("process:7", None), ("fp:7", None),
+        ];
+        for (w, want) in rows {
+            assert_eq!(pid_of_window(w), want, "{w}");
+        }
+    }
 
     pub(crate) fn d<'a>(version: &'a str, window: Option<&'a str>, digest: &'a str) -> Delivery<'a> {
         Delivery {

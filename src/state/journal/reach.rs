@@ -83,10 +83,10 @@ impl<'a> Reach<'a> {
             // A reader before this reach reads `proc:<pid>` as unknown:
             // everything ends, the stronger reading.
             Some(p) if p.starts_with(PROC_PREFIX) => {
-                pid_field(&p[PROC_PREFIX.len()..]).map_or(Reach::All, Reach::MainOf)
+                crate::state::ledger::pid_digits(&p[PROC_PREFIX.len()..]).map_or(Reach::All, Reach::MainOf)
             }
             Some(p) if p.starts_with(PROCESS_PREFIX) => {
-                pid_field(&p[PROCESS_PREFIX.len()..]).map_or(Reach::All, Reach::Proc)
+                crate::state::ledger::pid_digits(&p[PROCESS_PREFIX.len()..]).map_or(Reach::All, Reach::Proc)
             }
             Some(a) if ScopeKind::of(a) == ScopeKind::Agent && a.len() > "agent:".len() => Reach::Agent(a),
             _ => Reach::All,
@@ -98,11 +98,6 @@ impl<'a> Reach<'a> {
 const PROC_PREFIX: &str = "proc:";
 /// The field prefix of [`Reach::Proc`].
 const PROCESS_PREFIX: &str = "process:";
-
-/// A reach field's process id: digits only, not 0.
-fn pid_field(digits: &str) -> Option<u32> {
-    digits.parse::<u32>().ok().filter(|&p| p > 0 && digits.bytes().all(|b| b.is_ascii_digit()))
-}
 
 #[cfg(test)]
 mod tests {
