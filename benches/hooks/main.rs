@@ -1059,6 +1059,27 @@ fn main() {
             });
         }
         run_processes(&cfg, &mut cands, &tools);
+        // `LEANCTX_BENCH_KEEP=1`: leave the sandbox (its data dirs and
+        // transcripts, as the rows left them) for a profiler to replay a row.
+        if std::env::var_os("LEANCTX_BENCH_KEEP").is_some_and(|v| !v.is_empty() && v != "0") {
+            eprintln!("leanctx bench: sandbox kept at {}", sb.root.display());
+            for (i, c) in cands.iter().enumerate() {
+                let s = &c.spec;
+                let stdin = sb.root.join(format!("stdin-{i}"));
+                let _ = std::fs::write(&stdin, &s.stdin);
+                let env: Vec<String> =
+                    s.env.iter().map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy())).collect();
+                let args: Vec<String> = s.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+                eprintln!(
+                    "  {}: env -i {} {} {} < {}",
+                    c.name,
+                    env.join(" "),
+                    s.program.display(),
+                    args.join(" "),
+                    stdin.display()
+                );
+            }
+        }
         let _ = writeln!(report, "## Processes (spawned like a host spawns a hook)\n");
         let mut t = String::new();
         missed.extend(process_table(&mut t, &cands, &tools, &cfg));
@@ -1116,6 +1137,10 @@ fn main() {
         let _ = writeln!(report, "{q}.");
     }
     print!("{report}");
+    if std::env::var_os("LEANCTX_BENCH_KEEP").is_some_and(|v| !v.is_empty() && v != "0") {
+        // TempDir removes the sandbox on drop; kept, it stays for replay.
+        std::mem::forget(sb);
+    }
     if let Some(f) = out_file
         && let Err(e) = std::fs::write(&f, &report)
     {

@@ -53,7 +53,7 @@ pub(super) fn call_time(line: &str) -> Option<u64> {
     let b = line.as_bytes();
     let start = b.iter().position(|&c| c == b'\t')? + 1;
     let len = b[start..].iter().position(|&c| c == b'\t')?;
-    line[start..start + len].parse().ok()
+    journal::parse_u64(&line[start..start + len])
 }
 
 /// The last four tab-separated fields of a line (tool, fingerprint, call

@@ -27,8 +27,7 @@ use crate::state::journal::{self, Call, CompactedAt, Record, View};
 use fields::{call_fields, call_time, fields_of, last_field_is, next_to_last, span_in};
 #[cfg(test)]
 use hash::COLLIDE;
-use hash::{ByHash, hash_of};
-use std::collections::HashMap;
+use hash::{ByHash, ByStr, hash_of};
 use subs::Subagents;
 
 const HOSTS: [Host; 4] = Host::ALL;
@@ -63,12 +62,12 @@ pub struct Digest {
     claims_only: bool,
     /// Every complete line read since the last start-over.
     text: String,
-    convs: HashMap<String, [PerHost; 4]>,
-    compactions: HashMap<String, u64>,
+    convs: ByStr<[PerHost; 4]>,
+    compactions: ByStr<u64>,
     floor: u64,
     /// Per conversation, its subagent records and ends, for "which
     /// subagents were open at t" (a conversation with only ends is here too).
-    subagents: HashMap<String, Subagents>,
+    subagents: ByStr<Subagents>,
     /// Call lines, in file order.
     calls: Vec<(Span, Option<u64>)>,
     /// Indices into `calls` by the call id field (next to last), for
@@ -92,7 +91,7 @@ pub struct Digest {
     /// Lines folded so far: the position ("order, not clocks") of the next.
     lines: usize,
     /// Per conversation, the positions of its latest compactions, by reach.
-    compaction_at: HashMap<String, CompactedAt>,
+    compaction_at: ByStr<CompactedAt>,
     /// The last line folded, when it is a compaction's reach line: it
     /// qualifies the `P` line after it, even in the next fold.
     reach_line: Option<Span>,
@@ -116,7 +115,7 @@ struct ClaimIndex {
     claims_by_claimant: ByHash<Vec<usize>>,
 }
 
-fn get_or_insert<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V {
+fn get_or_insert<'m, V: Default>(map: &'m mut ByStr<V>, key: &str) -> &'m mut V {
     if !map.contains_key(key) {
         map.insert(key.to_string(), V::default());
     }

@@ -492,3 +492,32 @@ fn cursor_call(t: u64, conv: &'static str, key: &'static str) -> Record<'static>
         key,
     })
 }
+
+/// The conversation maps' hasher: every key found again, and the low bits
+/// (which pick a bucket) and the high seven (which the table compares
+/// first) spread over journal-like ids, not piled up.
+#[test]
+fn conversation_maps_hash_every_bit_into_the_bucket() {
+    use std::hash::BuildHasher;
+    let build = std::hash::BuildHasherDefault::<hash::Words>::default();
+    let mut m: hash::ByStr<usize> = hash::ByStr::default();
+    let mut low = std::collections::HashSet::new();
+    let mut high = std::collections::HashSet::new();
+    for i in 0..4096usize {
+        // Ids that differ in one late byte, as UUIDs of one host often do.
+        let id = format!("68bfdc56-c5ac-4f7e-b000-{i:012x}");
+        let h = build.hash_one(id.as_str());
+        low.insert(h & 1023);
+        high.insert(h >> 57);
+        m.insert(id, i);
+    }
+    for i in 0..4096usize {
+        assert_eq!(m.get(format!("68bfdc56-c5ac-4f7e-b000-{i:012x}").as_str()), Some(&i));
+    }
+    // 4,096 keys into 1,024 buckets: a fair hash leaves almost none empty.
+    assert!(low.len() > 1000, "{} of 1024 low values", low.len());
+    assert_eq!(high.len(), 128);
+    // A prefix and a key that differs only by trailing zero bytes are other keys.
+    assert_ne!(build.hash_one("ab"), build.hash_one("ab\u{0}"));
+    assert_ne!(build.hash_one(""), build.hash_one("\u{0}"));
+}

@@ -254,11 +254,46 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
+/// `s.parse::<u64>().ok()`, exactly (an optional `+`, then one or more
+/// ASCII digits, no overflow), in a plain loop: std's general parse was
+/// ~140 instructions for a 13-digit time, paid on most lines of every
+/// one-shot fold (benches/README.md).
+pub(crate) fn parse_u64(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    let digits = match b {
+        [b'+', rest @ ..] => rest,
+        _ => b,
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    if digits.len() <= 19 {
+        // 19 digits cannot overflow a u64.
+        for &c in digits {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            n = n * 10 + u64::from(d);
+        }
+        return Some(n);
+    }
+    for &c in digits {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(n)
+}
+
 /// Parse one line (without its newline). Malformed lines give `None`.
 pub fn parse_line(line: &str) -> Option<Record<'_>> {
     let mut it = Fields { rest: Some(line) };
     let tag = it.next()?;
-    let t: u64 = it.next()?.parse().ok()?;
+    let t: u64 = parse_u64(it.next()?)?;
     let rec = match tag {
         "S" => Record::Sighting { t, host: Host::from_name(it.next()?)?, conv: it.next()?, event: it.next()? },
         "U" => Record::SubagentStart { t, host: Host::from_name(it.next()?)?, conv: it.next()?, agent: it.next()? },
@@ -334,7 +369,7 @@ impl<'a> ReachLine<'a> {
     pub fn parse(line: &'a str) -> Option<ReachLine<'a>> {
         let mut it = Fields { rest: Some(line.strip_prefix(REACH_TAG)?.strip_prefix('\t')?) };
         let r = ReachLine {
-            t: it.next()?.parse().ok()?,
+            t: parse_u64(it.next()?)?,
             host: Host::from_name(it.next()?)?,
             conv: it.next()?,
             reach: Reach::parse(Some(it.next()?)),

@@ -723,3 +723,54 @@ mod append_tests {
         assert!(matches!(recs[1], Record::End { t: 3, .. }));
     }
 }
+
+mod numbers {
+    use crate::state::journal::record::parse_u64;
+    use proptest::prelude::*;
+
+    /// The hand parse answers as `str::parse::<u64>` does, refusals included.
+    #[test]
+    fn parse_u64_is_std_parse() {
+        let table = [
+            "",
+            "+",
+            "-",
+            "-0",
+            "+0",
+            "0",
+            "00",
+            "7",
+            "+7",
+            "++7",
+            "1796249043592",
+            " 1",
+            "1 ",
+            "1a",
+            "a1",
+            "1.5",
+            "18446744073709551615", // u64::MAX
+            "18446744073709551616", // one over
+            "+18446744073709551615",
+            "99999999999999999999",
+            "9999999999999999999", // 19 digits
+            "0000000000000000000018446744073709551615",
+            "00000000000000000000000000000000000000001",
+            "１", // a full-width digit
+            "1\u{0}",
+        ];
+        for s in table {
+            assert_eq!(parse_u64(s), s.parse::<u64>().ok(), "{s:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn parse_u64_is_std_parse_on_anything(s in "[+\\-]?[0-9a]{0,24}", n in any::<u64>()) {
+            prop_assert_eq!(parse_u64(&s), s.parse::<u64>().ok());
+            let t = n.to_string();
+            prop_assert_eq!(parse_u64(&t), Some(n));
+            let padded = format!("+000{t}");
+            prop_assert_eq!(parse_u64(&padded), Some(n));
+        }
+    }
+}
