@@ -82,11 +82,12 @@ class _Live:
 
 class ClaudeStream(_Live):
     """Claude Code as one stream-json process (see the module doc). `session_id` is the host's
-    session id once it said it."""
+    session id once it said it. `extra_args`, e.g. `["--resume", sid]`: a second live process of
+    a session another one still runs."""
 
-    def __init__(self, sb, timeout=120, env=None, allowed_tools=None):
+    def __init__(self, sb, timeout=120, env=None, allowed_tools=None, extra_args=()):
         argv = [H.claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-                "--replay-user-messages"] + H.claude_mcp_args(sb, allowed_tools)
+                "--replay-user-messages"] + H.claude_mcp_args(sb, allowed_tools) + list(extra_args)
         self.session_id, self.last_user, self.n = None, None, 0
         super().__init__(sb, "claude", argv, sb.env("claude", env), timeout)
 

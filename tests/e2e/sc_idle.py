@@ -27,6 +27,8 @@ import subprocess
 import time
 import uuid
 
+import live
+
 E = None  # leanctx_e2e, set by scenarios()
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["big-16384-a%02d" % k for k in range(1, 33)]
@@ -237,6 +239,179 @@ def idle_return(host, scen, flags, server_edit, live=False, cut=True):
         w.close()
 
 
+def two_process_return(host):
+    """One session in two live host processes; only A comes back after the idle gap.
+
+    A (stream-json) reads the 32 files two hours ago by its clock; B (`--resume`, another live
+    process, started while A runs, as in tests/fixtures/payloads/withdrawal/claude/two-process/)
+    reads its own file X then and keeps working, its clock moved forward 2,400 s a turn (never idle
+    past 3,900 s); then A's clock jumps to now and A re-reads its first file (its idle return, the
+    client cut's flags seeded); B re-reads X (and A's first file, which B loaded with the history);
+    A re-reads its first and last files. Each process has its own clock file, inherited by its
+    hooks, its MCP server and the `leanctx` they run. The oracle is each process's requests to
+    the model (docs/DELIVERY.md §8, "The idle return of one process")."""
+    tag = "%s/ledger-idle-two-process" % host
+    w = E.World("%s-ledger-idle-two-process" % host, mode="ledger")
+    procs = []
+    try:
+        so, why = build_shim(w.sb.root)
+        if not E.check("%s: the clock shim (tests/e2e/timeshift.c) compiles" % tag, so, why):
+            return
+        seed_flags(w, FLAGS_CUT)
+        clocks = {name: os.path.join(w.sb.root, "timeshift-%s" % name) for name in "AB"}
+
+        def set_shift(name, s):
+            with open(clocks[name], "w") as f:
+                f.write(str(s))
+            time.sleep(1)  # the shim re-reads the file at most every 200 ms
+
+        def start(name, extra=()):
+            env = {"LD_PRELOAD": so, "TIMESHIFT_FILE": clocks[name], "CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF": "1"}
+            p = live.ClaudeStream(w.sb, timeout=RUN_TIMEOUT, env=env, extra_args=extra)
+            procs.append(p)
+            return p
+
+        done = []
+
+        def turn(p, prompt):
+            r = p.user(str(uuid.uuid4()), prompt)
+            done.append((prompt, r))
+            return r
+
+        first, last, own = FILES[0], FILES[-1], "big-16384-b01"
+        a_back = "read %s via ctx_read once more" % first
+        b_after = "[reads=%s,%s] process B after A's return" % (own, first)
+        set_shift("A", SHIFT_S)
+        set_shift("B", SHIFT_S)
+        a = start("A")
+        turn(a, "[reads=%s] read all of them" % ",".join(FILES))  # two hours ago
+        sid = a.session_id
+        b = start("B", ["--resume", sid])
+        turn(b, "read %s via ctx_read in process B" % own)  # B: its own delivery, then
+        for k, s in enumerate((SHIFT_S + 2400, SHIFT_S + 4800)):  # B works on, 2,400 s a turn
+            set_shift("B", s)
+            turn(b, ("read %s via ctx_read again in process B" % own) if k == 0 else "process B works on")
+        set_shift("A", 0)  # A: now, 7,200 s after its last answer
+        turn(a, a_back)
+        set_shift("B", 0)  # B: 2,400 s after its last turn
+        turn(b, b_after)
+        turn(a, "[reads=%s,%s] process A right after its return" % (first, last))
+        E.check("%s: two live host processes of one session (B resumed A's while A ran) ran every turn" % tag,
+                b.session_id == sid and len(done) == 7 and all(r and r.get("subtype") == "success"
+                                                              and not r.get("is_error") for _, r in done),
+                json.dumps([(pr[:40], (r or {}).get("subtype"), (r or {}).get("session_id")) for pr, r in done])[:600])
+
+        mcp = w.mcp()
+        names = [(c.get("arguments") or {}).get("path") for c in mcp]
+        want = FILES + [own, own, first, own, first, first, last]
+        E.check("%s: the MCP servers got the reads in the turns' order" % tag, names == want, json.dumps(names))
+        if names != want:
+            return
+        by = {"A": mcp[:32] + [mcp[34]] + mcp[37:], "B": mcp[32:34] + mcp[35:37]}
+        ppids = {k: {c.get("ppid") for c in v} for k, v in by.items()}
+        E.check("%s: A's reads came from one server process, B's from another (each host process its own)" % tag,
+                all(len(v) == 1 for v in ppids.values()) and ppids["A"] != ppids["B"], json.dumps(
+                    {k: sorted(v, key=str) for k, v in ppids.items()}))
+        E.check("%s: leanctx recorded A's 32 deliveries (not-delivered each)" % tag,
+                all(E.lc(c).get("exit") == 1 and E.reason(c) == "not-delivered" for c in mcp[:32]),
+                E.summary(mcp[:32]))
+        E.check("%s: B: %s content, then a stub on its own copy before A's return" % (tag, own),
+                [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[32:34]]
+                == [(1, "not-delivered"), (0, "confirmed-delivery")], E.summary(mcp[32:34]))
+
+        # A's return: the host cut A's old results in A's request, and leanctx withheld.
+        qs = E.main_requests(w, sid)
+        a_qs = [q for q in qs if a_back in (q.get("prompt") or "")]
+        back = a_qs[0] if a_qs else {}
+        old_id = first_read_id(w, first)
+        lines = transcript_lines(w, sid)
+        cuts = [l.get("attachment") for l in lines if (l.get("attachment") or {}).get("type") == "tool_results_cut"]
+        E.check("%s: the transcript holds one tool_results_cut, naming A's first read" % tag,
+                len(cuts) == 1 and old_id in (cuts[0].get("callIds") or []), "%s %s" % (old_id, json.dumps(cuts)[:400]))
+        E.check("%s: oracle: A's first request after its return holds `%s` where %s was, and %s whole" % (
+                    tag, CUT_TEXT, first, last),
+                old_id and (back.get("context_short") or {}).get(old_id) == CUT_TEXT
+                and first not in back.get("context_whole", []) and last in back.get("context_whole", []),
+                json.dumps({"short": (back.get("context_short") or {}).get(old_id),
+                            "context_whole": back.get("context_whole"), "n": len(a_qs)})[:600])
+        E.check("%s: leanctx withholds A's re-read of %s after its return (withdrawn, or transcript-unavailable "
+                "before the cut record is read)" % (tag, first),
+                E.lc(mcp[34]).get("exit") == 1 and E.reason(mcp[34]) in ("withdrawn", "transcript-unavailable"),
+                E.summary(mcp[34:35]))
+        res = E.model_results(w, sid)
+        got = {k: [r for r in res if r.get("tool_use_id") in {(c.get("_meta") or {}).get("claudecode/toolUseId")
+                                                               for c in v}] for k, v in by.items()}
+        E.check("%s: oracle: every read reached the model once, in its process's requests" % tag,
+                len(got["A"]) == len(by["A"]) and len(got["B"]) == len(by["B"]),
+                json.dumps({k: len(v) for k, v in got.items()}))
+        if len(got["A"]) != len(by["A"]) or len(got["B"]) != len(by["B"]):
+            return
+        E.check("%s: oracle: A's model got %s whole again" % (tag, first),
+                first in got["A"][32].get("whole", []) and not got["A"][32].get("unchanged"), E.desc(got["A"][32:33]))
+
+        # B after A's return: the host did not touch B's context; leanctx still stubs B's own copy.
+        b_qs = [q for q in qs if b_after in (q.get("prompt") or "")]
+        bq = b_qs[0] if b_qs else {}
+        E.check("%s: oracle: B's first request after A's return still holds %s (which A's cut took from A) and "
+                "%s whole, and no result cleared" % (tag, first, own),
+                bq and first in bq.get("context_whole", []) and own in bq.get("context_whole", [])
+                and CUT_TEXT not in (bq.get("context_short") or {}).values(),
+                json.dumps({"context_whole": bq.get("context_whole"), "n": len(b_qs)})[:600])
+        b_cm = turn_answers(lines, b_after)
+        a_cm = turn_answers(lines, a_back)
+        E.check("%s: the host's transcript: A's answers after its return count the cut (client_cut_tool_uses), "
+                "B's answers after it count none" % tag,
+                a_cm and all(((cm or {}).get("client_cut_tool_uses") or 0) > 0 for cm in a_cm)
+                and b_cm and not any(((cm or {}).get("client_cut_tool_uses") or 0) for cm in b_cm),
+                json.dumps({"A": a_cm, "B": b_cm})[:600])
+        E.check("%s: leanctx: B's re-read of its own %s after A's return is a stub (confirmed-delivery)" % (tag, own),
+                (E.lc(mcp[35]).get("exit"), E.reason(mcp[35])) == (0, "confirmed-delivery"), E.summary(mcp[35:36]))
+        E.check("%s: oracle: B's model got `[unchanged] %s`, its copy whole beside it" % (tag, own),
+                E.is_stub(got["B"][2], own) and own in got["B"][2]["_context"], E.desc(got["B"][2:3]))
+        # B's re-read of the copy it loaded with A's history: the cut record names that call, and
+        # leanctx does not know which process holds it, so any answer is judged by the oracle alone.
+        E.check("%s: B's re-read of %s (loaded with the history, named by A's cut record): leanctx answered "
+                "and the model got a stub only beside a whole copy" % (tag, first),
+                E.lc(mcp[36]).get("exit") in (0, 1) and (E.lc(mcp[36]).get("exit") == 1
+                                                         or first in got["B"][3]["_context"]),
+                E.summary(mcp[36:37]) + " " + E.desc(got["B"][3:4]))
+
+        # A right after: settled by the cut record (its ids only): the copy sent at the return and
+        # the uncut last file back stubs again.
+        E.check("%s: leanctx: right after, A's %s (the copy sent at the return) and %s (not cut) are stubs"
+                % (tag, first, last),
+                [(E.lc(c).get("exit"), E.reason(c)) for c in mcp[37:]] == [(0, "confirmed-delivery")] * 2,
+                E.summary(mcp[37:]))
+        E.check("%s: oracle: A's model got `[unchanged]` for both, each beside a whole copy" % tag,
+                E.is_stub(got["A"][33], first) and first in got["A"][33]["_context"]
+                and E.is_stub(got["A"][34], last) and last in got["A"][34]["_context"], E.desc(got["A"][33:]))
+        E.check_stubs_truthful(tag, w)
+    finally:
+        for p in procs:
+            p.close()
+        w.close()
+
+
+def typed_prompt(line):
+    """Whether a transcript line is a user's typed prompt (not a tool result, not an attachment)."""
+    c = (line.get("message") or {}).get("content") if line.get("type") == "user" else None
+    return isinstance(c, str) or (isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "text"
+                                                              for b in c))
+
+
+def turn_answers(lines, prompt):
+    """The `context_management` of each answer in the transcript between the line of `prompt` and
+    the next typed prompt (whichever process wrote it; the scenario runs one turn at a time)."""
+    at = next((i for i, l in enumerate(lines) if typed_prompt(l) and prompt in json.dumps(l.get("message"))), None)
+    out = []
+    for l in lines[at + 1:] if at is not None else []:
+        if typed_prompt(l):
+            break
+        if l.get("type") == "assistant":
+            out.append((l.get("message") or {}).get("context_management"))
+    return out
+
+
 def return_order(lines, prompt, cut):
     """(ok, detail): in the transcript, the returning prompt's line, then (when `cut`) a
     tool_results_cut, then the first assistant line, whose context_management counts the cut
@@ -287,4 +462,5 @@ def scenarios(e2e):
     return [("ledger-idle-cut", sc_idle_cut, ("claude",)),
             ("ledger-idle-server-edit", sc_idle_server_edit, ("claude",)),
             ("ledger-idle-cut-live", sc_idle_cut_live, ("claude",)),
-            ("ledger-idle-nocut-live", sc_idle_nocut_live, ("claude",))]
+            ("ledger-idle-nocut-live", sc_idle_nocut_live, ("claude",)),
+            ("ledger-idle-two-process", two_process_return, ("claude",))]
