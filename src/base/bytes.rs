@@ -26,6 +26,22 @@ pub fn find(needle: u8, hay: &[u8]) -> Option<usize> {
     }
 }
 
+/// The last `needle` in `hay`.
+#[inline]
+pub fn rfind(needle: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match memchr::arch::x86_64::sse2::memchr::One::new(needle) {
+            Some(s) => s.rfind(hay),
+            None => memchr::arch::all::memchr::One::new(needle).rfind(hay),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        memchr::memrchr(needle, hay)
+    }
+}
+
 /// The first `a` or `b` in `hay`.
 #[inline]
 pub fn find2(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
@@ -114,6 +130,7 @@ mod tests {
         for h in &hays {
             for n in [b'"', b'\\', b'\n', 0, 0xff, b'q'] {
                 assert_eq!(find(n, h), naive(h, &[n]), "{n} in {h:?}");
+                assert_eq!(rfind(n, h), h.iter().rposition(|b| *b == n), "{n} in {h:?}");
                 assert_eq!(positions(n, h).collect::<Vec<_>>(), all(h, n), "{n} in {h:?}");
             }
             assert_eq!(find2(b'"', b'\\', h), naive(h, b"\"\\"), "{h:?}");

@@ -521,3 +521,28 @@ fn conversation_maps_hash_every_bit_into_the_bucket() {
     assert_ne!(build.hash_one("ab"), build.hash_one("ab\u{0}"));
     assert_ne!(build.hash_one(""), build.hash_one("\u{0}"));
 }
+
+/// A call line's time and last four fields, located by the SSE2 searches,
+/// are `split('\t')`'s second and last four fields (none when it has fewer
+/// than five; a time that is not a number is no time).
+#[test]
+fn call_fields_are_the_split_fields() {
+    let lines = [
+        "C\t1796249044774\tcursor\tc1\t-\tlean-ctx\tctx_read\te6d5913ccde96003efe53242655860f2\t-\t0000021013-1796249044774-0",
+        "C\t17\tx\ty\tz",
+        "C\t17\tx\ty",
+        "C\tabc\ta\tb\tc\td",
+        "C\t+5\t\t\t\t",
+        "C",
+        "",
+        "\t\t\t\t",
+        "C\t1\t\u{e9}t\u{e9}\t\u{3000}\tk\u{1F600}\tlong-field-past-sixteen-bytes-0123456789\tend",
+    ];
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        let want = (f.len() >= 5).then(|| (f[1], f[f.len() - 4], f[f.len() - 3], f[f.len() - 2], f[f.len() - 1]));
+        assert_eq!(call_fields(line), want, "{line:?}");
+        let t = (f.len() >= 3).then(|| f[1].parse::<u64>().ok()).flatten();
+        assert_eq!(call_time(line), t, "{line:?}");
+    }
+}
