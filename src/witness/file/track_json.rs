@@ -77,11 +77,11 @@ fn room<T: Copy>(c: &Cur<'_>, min: usize, max: usize) -> Ids<T> {
 fn pairs(c: &mut Cur<'_>) -> Option<Ids<u64>> {
     let mut ids = if c.lit(b"[]").is_some() { return Some(Ids::new()) } else { room(c, 8, MAX_TOOL_USES) };
     c.each(|c| {
-        c.lit(b"[")?;
+        c.byte(b'[')?;
         let s = c.str()?;
-        c.lit(b",")?;
+        c.byte(b',')?;
         let n = c.num()?;
-        c.lit(b"]")?;
+        c.byte(b']')?;
         ids.push_back(s, n);
         Some(())
     })?;

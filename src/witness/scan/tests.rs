@@ -277,3 +277,161 @@ fn a_prompt_line_is_read_by_its_type_and_uuid_only() {
         assert_eq!(classify(line.as_bytes()), want, "{}", &line[..line.len().min(80)]);
     }
 }
+
+/// JSON text for the hand reader's tests: every kind of value, escapes
+/// (good and bad), numbers at the grammar's edges, spaces between tokens.
+fn json_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let sp = || prop_oneof![4 => Just(""), 1 => Just(" "), 1 => Just("  ")];
+    let string = prop_oneof![
+        "[a-z0-9 é✓-]{0,12}",
+        Just(r#"a\"b"#.to_string()),
+        Just(r#"\\"#.to_string()),
+        Just(r#"\n\t\/\b\f\r"#.to_string()),
+        Just(r#"\u00e9\uD800"#.to_string()),
+        Just(r#"\uZZZZ"#.to_string()),
+        Just(r#"\x"#.to_string()),
+        Just(r#"\u12"#.to_string()),
+        Just("user".to_string()),
+        Just("type".to_string()),
+        Just("uuid".to_string()),
+    ]
+    .prop_map(|s| format!("\"{s}\""));
+    let number = prop_oneof![
+        Just("0"),
+        Just("-0"),
+        Just("7"),
+        Just("-12"),
+        Just("01"),
+        Just("1.5"),
+        Just("1."),
+        Just("-"),
+        Just("1e5"),
+        Just("1E+5"),
+        Just("2e-3"),
+        Just("1e"),
+        Just("3.0e+"),
+        Just(".5"),
+        Just("1.2.3"),
+    ]
+    .prop_map(str::to_string);
+    let leaf = prop_oneof![
+        string.clone(),
+        number,
+        Just("null".to_string()),
+        Just("true".to_string()),
+        Just("false".to_string()),
+        Just("nul".to_string()),
+    ];
+    // Now and then a comma too many, at either end of a list.
+    let glitch = || prop_oneof![12 => Just(""), 1 => Just(","), 1 => Just(" , ")];
+    let value = leaf.prop_recursive(4, 24, 4, move |inner| {
+        let key = prop_oneof![string.clone(), Just(r#""typ\u0065""#.to_string())];
+        prop_oneof![
+            (glitch(), proptest::collection::vec((sp(), inner.clone(), sp()), 0..4), glitch()).prop_map(|(g, v, h)| {
+                let items = v.into_iter().map(|(a, x, b)| format!("{a}{x}{b}")).collect::<Vec<_>>();
+                format!("[{g}{}{h}]", items.join(","))
+            }),
+            (glitch(), proptest::collection::vec((key, sp(), inner), 0..4), glitch()).prop_map(|(g, v, h)| {
+                let items = v.into_iter().map(|(k, s, x)| format!("{k}:{s}{x}")).collect::<Vec<_>>();
+                format!("{{{g}{}{h}}}", items.join(","))
+            }),
+        ]
+    });
+    let member = prop_oneof![
+        1 => Just(r#""type":"user""#.to_string()),
+        1 => Just(r#""type": null"#.to_string()),
+        1 => Just(r#""uuid":"u-1""#.to_string()),
+        1 => Just(r#""uuid" : "u\"2""#.to_string()),
+        1 => Just(r#""uuid":5"#.to_string()),
+        1 => Just(r#""typ\u0065":"user""#.to_string()),
+        3 => ("[a-z]{1,6}", value).prop_map(|(k, v)| format!("\"{k}\":{v}")),
+    ];
+    (glitch(), proptest::collection::vec((sp(), member, sp()), 0..6), glitch(), sp()).prop_map(|(g, m, h, end)| {
+        let items = m.into_iter().map(|(a, x, b)| format!("{a}{x}{b}")).collect::<Vec<_>>();
+        format!("{{{g}{}{h}}}{end}", items.join(","))
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+    /// On any line without a control character (written, or mutated at
+    /// random), the hand reader answers as serde does, or leaves it to serde.
+    #[test]
+    fn a_prompt_line_by_hand_reads_as_serde_reads_it(
+        line in json_text(),
+        edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 0usize..23, 0u8..3), 0..3),
+    ) {
+        let mut b = line.into_bytes();
+        for (at, byte, kind) in edits {
+            let i = at.index(b.len() + 1);
+            let byte = b"[]{}\",:0-.e\\ nul\xc3\xa9tfu9a"[byte];
+            match kind {
+                0 if i < b.len() => b[i] = byte,
+                1 if i < b.len() => { b.remove(i); }
+                _ => b.insert(i, byte),
+            }
+        }
+        if std::str::from_utf8(&b).is_ok() && !b.iter().any(|&c| c < 0x20) {
+            if let Some(got) = super::prompt::fact(&b) {
+                proptest::prop_assert_eq!(got, prompt_of(&b), "{}", String::from_utf8_lossy(&b));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_prompt_line_by_hand_table() {
+    // (the line, the hand reader's answer: None = left to serde)
+    let rows: [(&str, Option<Fact>); 17] = [
+        (
+            r#"{"type":"user","uuid":"u1","message":{"content":"a \"quoted\" \\ \u00e9 word"}}"#,
+            Some(Fact::Prompt("u1".into())),
+        ),
+        (r#" { "uuid" : "u2" , "type" : "user" }  "#, Some(Fact::Prompt("u2".into()))),
+        (r#"{"type":"user","uuid":null}"#, Some(Fact::Nothing)),
+        (r#"{"type":"user","uuid":"u3","uuid":"u4"}"#, Some(Fact::NotJson)),
+        (r#"{"type":null,"type":"user","uuid":"u3"}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u\"5"}"#, None),
+        (r#"{"typ\u0065":"user","uuid":"u6"}"#, None),
+        (r#"{"type":"user","uuid":"u7","x":[1,]}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u8","x":{"a":1,}}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u9","x":01}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u10","x":"\q"}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u11"}{}"#, Some(Fact::NotJson)),
+        (
+            r#"{"type":"user","uuid":"u12","x":[[[{"a":[-1.5e+3,true,false,null,"\ud800"]}]]]}"#,
+            Some(Fact::Prompt("u12".into())),
+        ),
+        (r#"{"type":"user",,"uuid":"u13"}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u14","x":[,1]}"#, Some(Fact::NotJson)),
+        (r#"{"type":"user","uuid":"u15","x":{,"a":1}}"#, Some(Fact::NotJson)),
+        (r#"{,"type":"user","uuid":"u16"}"#, Some(Fact::NotJson)),
+    ];
+    for (line, want) in rows {
+        assert_eq!(super::prompt::fact(line.as_bytes()), want, "{line}");
+        if let Some(w) = want {
+            assert_eq!(prompt_of(line.as_bytes()), w, "serde: {line}");
+        }
+    }
+}
+
+#[test]
+fn control_and_high_bytes_are_seen_anywhere_in_a_line() {
+    for len in [0usize, 1, 31, 32, 33, 64, 100] {
+        for at in 0..len {
+            for (b, want) in [
+                (0u8, (true, false)),
+                (0x1f, (true, false)),
+                (0x20, (false, false)),
+                (0x80, (false, true)),
+                (0xff, (false, true)),
+                (0x7f, (false, false)),
+            ] {
+                let mut line = vec![b'a'; len];
+                line[at] = b;
+                assert_eq!(super::ctrl_and_high(&line), want, "len {len} at {at} byte {b:#x}");
+            }
+        }
+    }
+}
