@@ -372,10 +372,11 @@ proptest::proptest! {
                 _ => b.insert(i, byte),
             }
         }
-        if std::str::from_utf8(&b).is_ok() && !b.iter().any(|&c| c < 0x20) {
-            if let Some(got) = super::prompt::fact(&b) {
-                proptest::prop_assert_eq!(got, prompt_of(&b), "{}", String::from_utf8_lossy(&b));
-            }
+        if std::str::from_utf8(&b).is_ok()
+            && !b.iter().any(|&c| c < 0x20)
+            && let Some(got) = super::prompt::fact(&b)
+        {
+            proptest::prop_assert_eq!(got, prompt_of(&b), "{}", String::from_utf8_lossy(&b));
         }
     }
 }
