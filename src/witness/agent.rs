@@ -15,6 +15,9 @@
 //! A subagent a workflow runs keeps its transcript one level down, in
 //! `subagents/workflows/<run id>/` ([`locate`]; docs/HOST-FACTS.md §9): a
 //! track not seen yet looks in both places, and keeps the one it found.
+//! Found in neither, that subagent's stubs are withheld (its delivery
+//! means the host wrote its prompt and that call's line somewhere else, or
+//! nowhere: a compaction there could not be seen).
 //!
 //! Pure parts ([`subagent_path`], [`run_dir`], [`path_in`], [`verdict`],
 //! [`AgentTrack::keep`]) are table-tested; [`locate`] and [`read_on`] are
@@ -211,8 +214,10 @@ pub fn verdict(fact: &Fact) -> Option<&'static str> {
 /// What one read on of a subagent's transcript found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum AgentRead {
-    /// Nothing in it ends the subagent's deliveries (or there is no file
-    /// yet: the host has written no line of this subagent, so no boundary).
+    /// Nothing in it ends the subagent's deliveries, or there is no file
+    /// (its track's `file` is then still (0, 0)): what that means, the
+    /// caller decides ([`super::file::check`] withholds: a subagent with a
+    /// delivery has a transcript on the host).
     Clear,
     /// Its deliveries end (why).
     Ended(String),

@@ -746,18 +746,24 @@ pub fn check(
             "{n} bytes of the subagent's transcript not yet read (over the {MAX_READ_BYTES}-byte budget)"
         )),
         // A subagent's call waits for its own line in its own transcript,
-        // not the session's; where that file was never seen (the host keeps
-        // it elsewhere, or writes none), nothing there can show it: as before.
-        Some(Ok(AgentRead::Clear))
-            if h.state
-                .agents
-                .iter()
-                .find(|t| Some(t.scope.as_str()) == q.agent)
-                .is_some_and(|t| t.file != (0, 0) && !t.caught_up(q.asking)) =>
-        {
-            Check::NotYet
-        }
-        Some(Ok(AgentRead::Clear)) => judge(&h.state, &Question { asking: None, ..q.clone() }, ended, r.behind),
+        // not the session's.
+        Some(Ok(AgentRead::Clear)) => match h.state.agents.iter().find(|t| Some(t.scope.as_str()) == q.agent) {
+            // In neither place the host puts one: a subagent with a delivery
+            // has its prompt and that call's line there on Claude Code
+            // 2.1.328, written before the call was made and drained within
+            // 100 ms, long before a hook confirmed it; so the host keeps it
+            // elsewhere or writes none, and its compaction, hooks lost,
+            // could not be seen. Not waited for: no later line would tell
+            // where (docs/DELIVERY.md §8, "A workflow's agents").
+            Some(t) if t.file == (0, 0) => Check::Unavailable(format!(
+                "the subagent {}'s own transcript is in neither place the host keeps one (subagents/, \
+                 subagents/{}/<run id>/): its compaction could not be seen",
+                t.scope,
+                agent::RUNS
+            )),
+            Some(t) if !t.caught_up(q.asking) => Check::NotYet,
+            _ => judge(&h.state, &Question { asking: None, ..q.clone() }, ended, r.behind),
+        },
         None => judge(&h.state, q, ended, r.behind),
     };
     held::keep(h);

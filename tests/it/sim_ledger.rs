@@ -74,6 +74,14 @@
 //!   the real host, docs/DELIVERY.md §8, "Subagents and compaction"). A
 //!   variant (`claude_sub_compaction`) also has subagents compact their
 //!   own context: hooks with its `agent_id`, only its window replaced.
+//!   Each Claude Code subagent has its own transcript, written where the
+//!   host keeps it (`<session>/subagents/agent-<id>.jsonl`, lines marked
+//!   `isSidechain` with its `agentId`, as in the fixtures
+//!   `subagent-main-compact` and `subagent-own-compact`): its prompt as it
+//!   starts, each MCP tool use before the call, and its own compaction's
+//!   boundary and summary. A variant (`claude_sub_unwritten`) has some
+//!   subagents whose transcript the host never writes: their stubs must be
+//!   withheld (`transcript-unavailable`).
 //! - Hooks that never fire: a share of post hooks is dropped, and a share of
 //!   the other hook processes die before they record (not compaction hooks:
 //!   a lost one cannot be detected without a window id; and in the main
@@ -281,6 +289,11 @@ struct Knobs {
     /// "Subagents and compaction"). 0 in the main variant (no draw: its
     /// schedule is unchanged).
     claude_sub_compaction: f64,
+    /// Share of Claude Code subagents whose own transcript the host never
+    /// writes where it keeps them (a host that keeps it elsewhere, or
+    /// writes none): their stubs are withheld (`transcript-unavailable`).
+    /// 0 in the main variant (no draw).
+    claude_sub_unwritten: f64,
 }
 
 const KNOBS: Knobs = Knobs {
@@ -303,6 +316,7 @@ const KNOBS: Knobs = Knobs {
     long_silence: 0.05,
     second_process: 0.04,
     claude_sub_compaction: 0.0,
+    claude_sub_unwritten: 0.0,
 };
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -335,6 +349,14 @@ struct Stats {
     compactions: u64,
     /// Of them, a Claude Code subagent's own.
     sub_compactions: u64,
+    /// Questions of Claude Code subagents whose transcript the host never
+    /// wrote ([`Knobs::claude_sub_unwritten`]), the safe ones among them,
+    /// and those allowed (must be none).
+    unwritten_questions: u64,
+    unwritten_safe: u64,
+    unwritten_allowed: u64,
+    /// Of them, withheld `transcript-unavailable`.
+    unwritten_unavailable: u64,
     swallowed: u64,
     interrupted: u64,
     subagents: u64,
@@ -380,6 +402,10 @@ impl Stats {
         self.posts_dropped += o.posts_dropped;
         self.compactions += o.compactions;
         self.sub_compactions += o.sub_compactions;
+        self.unwritten_questions += o.unwritten_questions;
+        self.unwritten_safe += o.unwritten_safe;
+        self.unwritten_allowed += o.unwritten_allowed;
+        self.unwritten_unavailable += o.unwritten_unavailable;
         self.swallowed += o.swallowed;
         self.interrupted += o.interrupted;
         self.subagents += o.subagents;
@@ -453,6 +479,11 @@ struct Sub {
     /// (the captures), not the parent's with `CURSOR_TASK_ID` (lean-ctx's
     /// model). Half of the Cursor subagents run each way.
     fresh: Option<String>,
+    /// Claude Code: the host writes its own transcript
+    /// (`<session>/subagents/agent-<id>.jsonl`), as 2.1.328 does.
+    writes: bool,
+    /// Lines written to it so far (their uuids).
+    lines: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -967,6 +998,35 @@ impl World {
         t
     }
 
+    /// A Claude Code subagent's own transcript, where the host keeps it:
+    /// beside the session's (`<session>/subagents/agent-<id>.jsonl`).
+    fn sub_transcript(&self, c: usize, raw: &str) -> std::path::PathBuf {
+        self.sb.tmp.path().join(&self.chats[c].id).join("subagents").join(format!("agent-{raw}.jsonl"))
+    }
+
+    /// Append one line to running subagent `raw`'s own transcript, marked
+    /// as the host marks them (`isSidechain`, its `agentId`, the session,
+    /// a uuid); none for a subagent whose transcript the host never writes.
+    fn write_sub_line(&mut self, c: usize, raw: &str, mut line: Value) {
+        use std::io::Write;
+        let chat = &mut self.chats[c];
+        let Some(s) = chat.subs.iter_mut().find(|s| s.raw == raw).filter(|s| s.writes) else { return };
+        s.lines += 1;
+        line["uuid"] = line.get("uuid").cloned().unwrap_or_else(|| json!(format!("{raw}-l{}", s.lines)));
+        line["isSidechain"] = json!(true);
+        line["agentId"] = json!(raw);
+        line["sessionId"] = json!(chat.id);
+        let p = self.sub_transcript(c, raw);
+        if self.trace {
+            let mut shown = line.to_string();
+            shown.truncate(160);
+            eprintln!("t={} subagent line {}: {shown}", self.t, p.display());
+        }
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
     /// A result reaches the model: the window's latest copy of `file` is
     /// `ver` when whole, else cut (a preview, a truncation).
     fn land(&mut self, c: usize, sub: Option<&str>, file: &'static str, ver: u32, whole: bool, id: &str) {
@@ -1020,6 +1080,17 @@ impl World {
         };
         let ev = if host == H::Cursor { "beforeMCPExecution" } else { "PreToolUse" };
         self.hook(c, ev, extra, Kind::Pre, task.as_deref());
+        if host == H::Claude
+            && let Some(raw) = &sub
+        {
+            // A subagent's call is in its own transcript, written through
+            // its own recorder (not the session's queue) before the call
+            // is made (fixture `subagent-main-compact`).
+            let line = json!({"type": "assistant", "message": {"role": "assistant", "stop_reason": "tool_use",
+                "content": [{"type": "tool_use", "id": id, "name": "mcp__ctx__ctx_read",
+                "input": {"path": self.path(c, file)}}]}});
+            self.write_sub_line(c, raw, line);
+        }
         if host == H::Claude && sub.is_none() {
             // Claude Code 2.1.328 stores the request's context management
             // on each answer: null, or the results its cut records replaced
@@ -1125,10 +1196,18 @@ impl World {
         let chat_id = chat.id.clone();
         let win_n = chat.win_n;
         let codex_budget = self.codex_budget;
+        let unwritten = host == H::Claude
+            && sub.as_deref().is_some_and(|s| self.chats[c].subs.iter().any(|x| x.raw == s && !x.writes));
         let window = self.sub_window(c, sub.as_deref());
         let safe = window.get(file) == Some(&ver);
         let allow = ans.decision.allow;
         let reason = ans.decision.reason.as_str();
+        if unwritten {
+            self.st.unwritten_questions += 1;
+            self.st.unwritten_safe += safe as u64;
+            self.st.unwritten_allowed += allow as u64;
+            self.st.unwritten_unavailable += (reason == "transcript-unavailable") as u64;
+        }
         // A Cursor task whose hook lacks CURSOR_TASK_ID names its parent by
         // design (the record is under the parent): counted only if that
         // answer was not withheld as `subagent-active` (nothing recorded).
@@ -1347,6 +1426,18 @@ impl World {
                 if let Some(s) = self.chats[c].subs.iter_mut().find(|s| s.raw == raw) {
                     s.window.clear();
                 }
+                // Its boundary and summary go to its own transcript
+                // (fixture `subagent-own-compact`: `"isSidechain":true`,
+                // its `agentId`, `parentUuid` null), between its hooks.
+                let boundary = format!("{raw}-boundary-{}", self.t);
+                let line = json!({"parentUuid": null, "logicalParentUuid": null, "type": "system",
+                    "subtype": "compact_boundary", "content": "Conversation compacted", "level": "info",
+                    "compactMetadata": {"trigger": "auto"}, "uuid": boundary});
+                self.write_sub_line(c, &raw, line);
+                let line = json!({"parentUuid": boundary, "promptId": self.chats[c].prompt_id, "type": "user",
+                    "message": {"role": "user", "content": "This session is being continued"},
+                    "isVisibleInTranscriptOnly": true, "isCompactSummary": true});
+                self.write_sub_line(c, &raw, line);
             }
             Op::Prompt => self.prompt(c, idle_since),
             Op::Resume(p) => {
@@ -1520,8 +1611,7 @@ impl World {
 
     /// A Claude Code subagent compacts its own context: its three hooks
     /// carry its `agent_id` (as the real host's do), and only its window is
-    /// replaced. Its boundary goes to its own transcript, which the
-    /// simulation does not write (the product does not read it).
+    /// replaced. Its boundary goes to its own transcript ([`Op::CompactSub`]).
     fn sub_compaction(&mut self, c: usize, raw: String) {
         self.st.sub_compactions += 1;
         let with = |mut v: Value| {
@@ -1675,7 +1765,17 @@ impl World {
                     self.hook_op(c, "SubagentStart", json!({"agent_id": raw, "agent_type": "general"}), Kind::Other);
                 }
                 let fresh = (cursor && self.rng.chance(0.5)).then(|| self.uid("conv"));
-                self.chats[c].subs.push(Sub { raw, window: Window::new(), fresh });
+                // The host writes a Claude Code subagent's prompt to its own
+                // transcript as it starts (unless, in the variant, nowhere).
+                let writes = host == H::Claude
+                    && !(self.knobs.claude_sub_unwritten > 0.0
+                        && self.episodes.chance(self.knobs.claude_sub_unwritten));
+                self.chats[c].subs.push(Sub { raw: raw.clone(), window: Window::new(), fresh, writes, lines: 0 });
+                if host == H::Claude {
+                    let line = json!({"type": "user", "parentUuid": null, "promptId": self.chats[c].prompt_id,
+                        "message": {"role": "user", "content": "SECRET-TASK"}});
+                    self.write_sub_line(c, &raw, line);
+                }
             }
             82..=86 if nsubs > 0 => {
                 // Subagents stop in any order. Cursor 3.x names the one it
@@ -1882,7 +1982,8 @@ fn report(name: &str, s: &Stats) -> String {
          {} file changes, {} rewinds, {} idle cuts ({} results cut), {} resumes in a new process, \
          silences {:?} (under 3,840 s, to 3,900 s, past), {} second processes of a running session \
          ({} questions while both ran), {} returns' queued lines written while a question waited ({} after it: \
-         the tail), {} task calls unknowable (start hook died, no task env): wrong stubs {}",
+         the tail), {} task calls unknowable (start hook died, no task env), {} questions of Claude subagents whose \
+         transcript the host never wrote ({} safe, {} allowed, {} withheld transcript-unavailable): wrong stubs {}",
         s.seeds,
         s.hooks,
         s.hooks_failed,
@@ -1904,6 +2005,10 @@ fn report(name: &str, s: &Stats) -> String {
         s.late_written,
         s.late_tail,
         s.unknowable,
+        s.unwritten_questions,
+        s.unwritten_safe,
+        s.unwritten_allowed,
+        s.unwritten_unavailable,
         s.wrong()
     );
     for (h, hs) in &s.hosts {
@@ -2122,6 +2227,25 @@ fn ledger_simulation_claude_subagents_compacting_themselves() {
         println!("{}", report("subagent-compactions, fixed seeds", f));
         assert!(f.sub_compactions >= 5, "{}", report("subagent-compactions, fixed seeds", f));
     }
+}
+
+/// Claude Code subagents whose own transcript the host never writes where
+/// it keeps them (a third of them; the rest as the host writes them, some
+/// compacting themselves): their stubs are withheld, every one
+/// (`transcript-unavailable`: a compaction there could not be seen), and
+/// no stub is wrong.
+#[test]
+fn ledger_simulation_claude_subagents_without_a_transcript() {
+    let knobs = Knobs { claude_sub_unwritten: 0.33, claude_sub_compaction: 0.25, ..KNOBS };
+    let (s, fixed) = run_many("subagents-unwritten", knobs, true);
+    let r = report("subagents-unwritten", &s);
+    assert_eq!(s.wrong(), 0, "{r}");
+    assert_eq!(s.unwritten_allowed, 0, "{r}");
+    let f = fixed.as_ref().unwrap_or(&s);
+    println!("{}", report("subagents-unwritten, fixed seeds", f));
+    // They were asked, and their safe re-reads were withheld for it.
+    assert!(f.unwritten_questions >= 20 && f.unwritten_safe >= 5, "{r}");
+    assert!(f.unwritten_unavailable >= f.unwritten_safe, "{r}");
 }
 
 /// Hosts that name calls by fingerprint, with what the ledger gets wrong

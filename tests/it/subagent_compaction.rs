@@ -35,8 +35,8 @@ enum Ev {
 /// The replay's events: (unix ms, order among events at one ms, event).
 type Events = Vec<(u64, usize, Ev)>;
 
-/// The answers, in order: (reason, allowed, safe).
-type Answers = Vec<(String, bool, bool)>;
+/// The answers, in order: (reason, allowed, safe, what the witness said).
+type Answers = Vec<(String, bool, bool, String)>;
 
 /// Replay `scenario`; `hook` and `line` may change a hook payload or a
 /// transcript line first (a variant the host did not write).
@@ -113,6 +113,8 @@ fn replay_with(
         match e {
             Ev::Line(l) => writeln!(file, "{l}").unwrap(),
             Ev::SubLine(name, l) => {
+                // A variant may name a directory of its own.
+                std::fs::create_dir_all(subs.join(name).parent().unwrap()).unwrap();
                 let mut f = std::fs::OpenOptions::new().create(true).append(true).open(subs.join(name)).unwrap();
                 writeln!(f, "{l}").unwrap();
             }
@@ -141,7 +143,8 @@ fn replay_with(
                 let reread = delivered.iter().any(|p| p == path);
                 let holds = held.get(id).is_some_and(|w| w.iter().any(|f| path.ends_with(f)));
                 let reason = j["decision"]["reason"].as_str().unwrap().to_string();
-                out.push((reason, j["decision"]["allow"] == true, reread && holds));
+                let witness = j["witness"].as_str().unwrap_or_default().to_string();
+                out.push((reason, j["decision"]["allow"] == true, reread && holds, witness));
                 delivered.push(path.to_string());
             }
         }
@@ -171,12 +174,12 @@ fn transcripts_under(dir: &Path) -> Vec<(PathBuf, String)> {
 fn keep(_: &mut Value) {}
 
 fn reasons(a: &Answers) -> Vec<&str> {
-    a.iter().map(|(r, _, _)| r.as_str()).collect()
+    a.iter().map(|(r, ..)| r.as_str()).collect()
 }
 
 /// No stub the model's request did not back.
 fn no_wrong(what: &str, a: &Answers) {
-    let wrong: Vec<_> = a.iter().filter(|(_, allowed, safe)| *allowed && !safe).collect();
+    let wrong: Vec<_> = a.iter().filter(|(_, allowed, safe, _)| *allowed && !safe).collect();
     assert!(wrong.is_empty(), "{what}: wrong stubs {wrong:?} in {a:?}");
 }
 
@@ -195,6 +198,36 @@ fn the_main_threads_compaction_leaves_a_running_subagents_deliveries() {
         "{a:?}"
     );
     assert!(a[3].2, "the oracle backs the subagent's stub: {a:?}");
+}
+
+/// A subagent whose own transcript is in neither place the host keeps one
+/// (`subagent-main-compact` replayed without its `subagents/` file, or with
+/// it in a directory the host never makes): its re-read is withheld
+/// `transcript-unavailable`, at once (the witness says why; no wait for a
+/// line), and the main thread's answers are as captured. Before, the
+/// re-read was a stub on hooks alone (`confirmed-delivery`): that
+/// subagent's compaction with its hooks lost could not have been seen
+/// (docs/DELIVERY.md §8, "A workflow's agents").
+#[test]
+fn a_subagent_whose_transcript_is_in_neither_place_is_withheld() {
+    let want = ["not-delivered", "not-delivered", "not-delivered", "transcript-unavailable", "compacted"];
+    let nowhere = |evs: &mut Events| evs.retain(|(_, _, e)| !matches!(e, Ev::SubLine(..)));
+    let elsewhere = |evs: &mut Events| {
+        for (_, _, e) in evs.iter_mut() {
+            if let Ev::SubLine(name, _) = e {
+                *name = format!("workflows/notes/{name}");
+            }
+        }
+    };
+    for (what, events) in [("nowhere", &nowhere as &dyn Fn(&mut Events)), ("elsewhere", &elsewhere)] {
+        let a = replay_with("subagent-main-compact", &keep, &keep, events);
+        no_wrong(what, &a);
+        assert_eq!(reasons(&a), want, "{what}: {a:?}");
+        assert!(a[3].3.contains("in neither place"), "{what}: withheld at once, not after a wait: {a:?}");
+    }
+    // As captured, the same re-read is a stub the oracle backs.
+    let a = replay("subagent-main-compact", &keep, &keep);
+    assert_eq!((a[3].0.as_str(), a[3].1, a[3].2), ("confirmed-delivery", true, true), "{a:?}");
 }
 
 /// The subagent's own compaction did not reach the main thread's context:
