@@ -754,13 +754,17 @@ pub fn check(
             // 100 ms, long before a hook confirmed it; so the host keeps it
             // elsewhere or writes none, and its compaction, hooks lost,
             // could not be seen. Not waited for: no later line would tell
-            // where (docs/DELIVERY.md §8, "A workflow's agents").
-            Some(t) if t.file == (0, 0) => Check::Unavailable(format!(
-                "the subagent {}'s own transcript is in neither place the host keeps one (subagents/, \
-                 subagents/{}/<run id>/): its compaction could not be seen",
-                t.scope,
-                agent::RUNS
-            )),
+            // where (docs/DELIVERY.md §8, "A workflow's agents"). What the
+            // session's transcript ended is said first.
+            Some(t) if t.file == (0, 0) => match ended {
+                Some(why) => Check::EndedAll(why),
+                None => Check::Unavailable(format!(
+                    "the subagent {}'s own transcript is in neither place the host keeps one (subagents/, \
+                     subagents/{}/<run id>/): its compaction could not be seen",
+                    t.scope,
+                    agent::RUNS
+                )),
+            },
             Some(t) if !t.caught_up(q.asking) => Check::NotYet,
             _ => judge(&h.state, &Question { asking: None, ..q.clone() }, ended, r.behind),
         },

@@ -294,6 +294,10 @@ struct Knobs {
     /// writes none): their stubs are withheld (`transcript-unavailable`).
     /// 0 in the main variant (no draw).
     claude_sub_unwritten: f64,
+    /// Share of the reads of a chat with a subagent running (not Cursor's,
+    /// always a subagent's) that a subagent makes. Main stream (one draw
+    /// whatever its value).
+    sub_read: f64,
 }
 
 const KNOBS: Knobs = Knobs {
@@ -317,6 +321,7 @@ const KNOBS: Knobs = Knobs {
     second_process: 0.04,
     claude_sub_compaction: 0.0,
     claude_sub_unwritten: 0.0,
+    sub_read: 0.4,
 };
 
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -357,6 +362,8 @@ struct Stats {
     unwritten_allowed: u64,
     /// Of them, withheld `transcript-unavailable`.
     unwritten_unavailable: u64,
+    /// Each of them allowed: the answer.
+    unwritten_detail: Vec<String>,
     swallowed: u64,
     interrupted: u64,
     subagents: u64,
@@ -445,6 +452,7 @@ impl Stats {
             }
         }
         self.wrong_detail.extend(o.wrong_detail.iter().cloned());
+        self.unwritten_detail.extend(o.unwritten_detail.iter().cloned());
         self.misresolved_detail.extend(o.misresolved_detail.iter().cloned());
         self.trace = self.trace.rotate_left(7) ^ o.trace;
     }
@@ -1196,7 +1204,10 @@ impl World {
         let chat_id = chat.id.clone();
         let win_n = chat.win_n;
         let codex_budget = self.codex_budget;
+        // Not judged with a server whose scoping is off (its own cache
+        // answers: `scope-disabled`, counted apart).
         let unwritten = host == H::Claude
+            && ans.decision.reason.as_str() != "scope-disabled"
             && sub.as_deref().is_some_and(|s| self.chats[c].subs.iter().any(|x| x.raw == s && !x.writes));
         let window = self.sub_window(c, sub.as_deref());
         let safe = window.get(file) == Some(&ver);
@@ -1207,6 +1218,10 @@ impl World {
             self.st.unwritten_safe += safe as u64;
             self.st.unwritten_allowed += allow as u64;
             self.st.unwritten_unavailable += (reason == "transcript-unavailable") as u64;
+            if allow {
+                let detail = format!("seed {}: t={now} {file}: {}", self.seed, serde_json::to_string(&ans).unwrap());
+                self.st.unwritten_detail.push(detail);
+            }
         }
         // A Cursor task whose hook lacks CURSOR_TASK_ID names its parent by
         // design (the record is under the parent): counted only if that
@@ -1697,7 +1712,7 @@ impl World {
                 // reads through a subagent; elsewhere the main agent may read
                 // too (Claude Code's and Codex's subagents are told apart per
                 // call anyway).
-                let by_sub = nsubs > 0 && (cursor || self.rng.chance(0.4));
+                let by_sub = nsubs > 0 && (cursor || self.rng.chance(self.knobs.sub_read));
                 let sub = by_sub.then(|| self.rng.below(nsubs as u64) as usize);
                 let n = if host == H::Claude && sub.is_none() && self.rng.chance(0.25) { 2 } else { 1 };
                 let mut rs = vec![self.new_read(c, sub, None)];
@@ -2230,21 +2245,21 @@ fn ledger_simulation_claude_subagents_compacting_themselves() {
 }
 
 /// Claude Code subagents whose own transcript the host never writes where
-/// it keeps them (a third of them; the rest as the host writes them, some
-/// compacting themselves): their stubs are withheld, every one
-/// (`transcript-unavailable`: a compaction there could not be seen), and
-/// no stub is wrong.
+/// it keeps them (half of them; the rest as the host writes them, some
+/// compacting themselves; subagents make most reads while they run): their
+/// stubs are withheld, every one (`transcript-unavailable`: a compaction
+/// there could not be seen), and no stub is wrong.
 #[test]
 fn ledger_simulation_claude_subagents_without_a_transcript() {
-    let knobs = Knobs { claude_sub_unwritten: 0.33, claude_sub_compaction: 0.25, ..KNOBS };
+    let knobs = Knobs { claude_sub_unwritten: 0.5, claude_sub_compaction: 0.25, sub_read: 0.9, ..KNOBS };
     let (s, fixed) = run_many("subagents-unwritten", knobs, true);
     let r = report("subagents-unwritten", &s);
     assert_eq!(s.wrong(), 0, "{r}");
-    assert_eq!(s.unwritten_allowed, 0, "{r}");
+    assert_eq!(s.unwritten_allowed, 0, "{r}\n{}", s.unwritten_detail.join("\n"));
     let f = fixed.as_ref().unwrap_or(&s);
     println!("{}", report("subagents-unwritten, fixed seeds", f));
     // They were asked, and their safe re-reads were withheld for it.
-    assert!(f.unwritten_questions >= 20 && f.unwritten_safe >= 5, "{r}");
+    assert!(f.unwritten_questions >= 20 && f.unwritten_safe >= 3, "{r}");
     assert!(f.unwritten_unavailable >= f.unwritten_safe, "{r}");
 }
 
