@@ -171,10 +171,12 @@ impl Replayer<'_> {
             hook["tool_input"] = json!({ "path": path });
             self.sb.hook(self.host, hook.to_string()).ok();
             if self.host == "claude-code"
-                && pre.get("agent_id").is_none()
                 && let Some(t) = pre["transcript_path"].as_str()
             {
-                crate::support::host_writes_call(Path::new(t), &id);
+                match pre["agent_id"].as_str() {
+                    None => crate::support::host_writes_call(Path::new(t), &id),
+                    Some(a) => crate::support::host_writes_subagent_call(Path::new(t), a, &id),
+                }
             }
             let c = self.write(&format!("q{}.json", self.fresh), &reread(call, &id, &path, window));
             let o = self.sb.cmd(["stub", "--call", c.to_str().unwrap(), "--key", &path, "--version", "v1"]).run();
@@ -231,6 +233,12 @@ impl Replayer<'_> {
                 let window = call["params"]["_meta"]["windowId"].as_str().map(str::to_string);
                 self.ask_rereads(h, call, window.as_deref());
                 self.sb.hook(self.host, h.to_string()).ok();
+                // A subagent's own call, in its own transcript as the host writes it.
+                if self.host == "claude-code"
+                    && let (Some(a), Some(t)) = (h["agent_id"].as_str(), h["transcript_path"].as_str())
+                {
+                    crate::support::host_writes_subagent_call(Path::new(t), a, id);
+                }
                 // The server's own read: first of this path for this caller.
                 let path = call["params"]["arguments"]["path"].as_str().unwrap().to_string();
                 let res = self.write(&format!("r{id}.json"), &server_result(self.host, &self.dir, &hooks, id));

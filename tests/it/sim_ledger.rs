@@ -360,8 +360,9 @@ struct Stats {
     unwritten_questions: u64,
     unwritten_safe: u64,
     unwritten_allowed: u64,
-    /// Of them, withheld `transcript-unavailable`.
+    /// Of them, withheld `transcript-unavailable`, and of the safe ones.
     unwritten_unavailable: u64,
+    unwritten_safe_unavailable: u64,
     /// Each of them allowed: the answer.
     unwritten_detail: Vec<String>,
     swallowed: u64,
@@ -413,6 +414,7 @@ impl Stats {
         self.unwritten_safe += o.unwritten_safe;
         self.unwritten_allowed += o.unwritten_allowed;
         self.unwritten_unavailable += o.unwritten_unavailable;
+        self.unwritten_safe_unavailable += o.unwritten_safe_unavailable;
         self.swallowed += o.swallowed;
         self.interrupted += o.interrupted;
         self.subagents += o.subagents;
@@ -1218,6 +1220,7 @@ impl World {
             self.st.unwritten_safe += safe as u64;
             self.st.unwritten_allowed += allow as u64;
             self.st.unwritten_unavailable += (reason == "transcript-unavailable") as u64;
+            self.st.unwritten_safe_unavailable += (safe && reason == "transcript-unavailable") as u64;
             if allow {
                 let detail = format!("seed {}: t={now} {file}: {}", self.seed, serde_json::to_string(&ans).unwrap());
                 self.st.unwritten_detail.push(detail);
@@ -2260,7 +2263,7 @@ fn ledger_simulation_claude_subagents_without_a_transcript() {
     println!("{}", report("subagents-unwritten, fixed seeds", f));
     // They were asked, and their safe re-reads were withheld for it.
     assert!(f.unwritten_questions >= 20 && f.unwritten_safe >= 3, "{r}");
-    assert!(f.unwritten_unavailable >= f.unwritten_safe, "{r}");
+    assert_eq!(f.unwritten_safe_unavailable, f.unwritten_safe, "{r}");
 }
 
 /// Hosts that name calls by fingerprint, with what the ledger gets wrong

@@ -33,6 +33,31 @@ pub fn host_writes_call(transcript: &Path, id: &str) {
     writeln!(f, "{line}").unwrap();
 }
 
+/// Claude Code 2.1.328 writes a subagent's lines to its own transcript
+/// beside the session's (`<session>/subagents/agent-<id>.jsonl`: its prompt
+/// first, then each tool use before its call; fixture
+/// tests/fixtures/payloads/withdrawal/claude/subagent-main-compact); a stub
+/// question about its delivery reads that file, and withholds when it is
+/// in no place the host keeps one (docs/DELIVERY.md §8).
+pub fn host_writes_subagent_call(session: &Path, agent: &str, id: &str) {
+    let stem = session.file_stem().unwrap().to_str().unwrap();
+    let p = session.with_file_name(stem).join("subagents").join(format!("agent-{agent}.jsonl"));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let mut lines = Vec::new();
+    if !p.exists() {
+        lines.push(
+            serde_json::json!({"type": "user", "isSidechain": true, "agentId": agent, "uuid": format!("{agent}-prompt"),
+            "parentUuid": null, "message": {"role": "user", "content": "task"}}),
+        );
+    }
+    lines.push(serde_json::json!({"type": "assistant", "isSidechain": true, "agentId": agent, "message": {"content": [
+        {"type": "tool_use", "id": id, "name": "mcp__leanctx__read", "input": {}}]}}));
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
 pub fn make_private(p: &Path) {
     #[cfg(unix)]
     {
