@@ -20,9 +20,6 @@ pub fn payload(rel: &str) -> String {
     std::fs::read_to_string(payloads().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-/// Make a directory leanctx would accept as its data dir: 0700 on Unix
-/// (a temp dir's mode depends on the umask). On Windows there are no modes
-/// to set: the temp dir is in the user's profile, whose ACL is the check.
 /// Claude Code writes a main-agent call's tool use to the session's
 /// transcript before it makes the call; a stub question for the call waits
 /// until the transcript shows it (docs/DELIVERY.md §8).
@@ -58,6 +55,9 @@ pub fn host_writes_subagent_call(session: &Path, agent: &str, id: &str) {
     }
 }
 
+/// Make a directory leanctx would accept as its data dir: 0700 on Unix
+/// (a temp dir's mode depends on the umask). On Windows there are no modes
+/// to set: the temp dir is in the user's profile, whose ACL is the check.
 pub fn make_private(p: &Path) {
     #[cfg(unix)]
     {
