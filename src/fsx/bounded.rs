@@ -151,18 +151,25 @@ pub fn read_opened(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule
 }
 
 fn read_open(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule, deadline: Instant) -> io::Result<Vec<u8>> {
-    // Room for all of it and the byte that says it grew.
-    let mut bytes = Vec::with_capacity(md.len().min(rule.max) as usize + 1);
-    let mut f = f.take(rule.max + 1);
+    let size = md.len().min(rule.max) as usize;
+    let limit = rule.max as usize + 1;
+    let mut bytes = Vec::new();
     loop {
-        // At most a chunk a round, into the room already there: nothing is
-        // zeroed first. A 64 KiB zero fill a round (and a second that grew
+        // Room for the rest of what `fstat` said and the byte that says it
+        // grew (a chunk at most, so the deadline is looked at between
+        // chunks); past that, a chunk for whatever it grew by. Only that
+        // room is zeroed: a 64 KiB zero fill a round (and a second that grew
         // the buffer past malloc's mmap threshold) was most of what reading
-        // a 250-byte state file cost a hook: 200,000 instructions and 33
-        // page faults (callgrind, perf stat).
-        let n = (&mut f).take(CHUNK as u64).read_to_end(&mut bytes)?;
-        // Short of a chunk: read_to_end stopped at a read of 0, the end.
-        if n < CHUNK {
+        // a 250-byte state file cost a hook (200,000 instructions, 33 page
+        // faults: callgrind, perf stat).
+        let room = if bytes.len() <= size { size + 1 - bytes.len() } else { limit - bytes.len() }.min(CHUNK);
+        let n = read_once(f, &mut bytes, room)?;
+        // A read of 0 is the end; so is a short read that brought the
+        // file to the size `fstat` gave: a file that had grown by then
+        // would have filled the byte of room past it. Not waiting for the
+        // 0 saves a system call per file (the 9 KB witness state took three
+        // reads, `std`'s `read_to_end` starting at 8 KiB a read).
+        if n == 0 || bytes.len() >= limit || (n < room && bytes.len() == size) {
             break;
         }
         if Instant::now() > deadline {
@@ -176,6 +183,40 @@ fn read_open(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule, dead
         return Err(untrusted(path, &format!("is larger than {} bytes", rule.max)));
     }
     Ok(bytes)
+}
+
+/// One `read` of `f` (from its position, again when interrupted) onto the
+/// end of `buf`, into `room` bytes zeroed for it: how many came.
+fn read_once(mut f: &fs::File, buf: &mut Vec<u8>, room: usize) -> io::Result<usize> {
+    let at = buf.len();
+    buf.resize(at + room, 0);
+    let r = loop {
+        match f.read(&mut buf[at..]) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => break r,
+        }
+    };
+    buf.truncate(at + *r.as_ref().unwrap_or(&0));
+    r
+}
+
+/// Append `want` bytes of `f` from its position to `buf`, or fewer at the
+/// end of the file: as one `read` for a regular file that holds them,
+/// where `read_to_end` on a `take` starts at 8 KiB a read and doubles (a
+/// 77 KB journal took four). Only the `want` bytes of room are zeroed.
+pub fn read_up_to(f: &fs::File, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    let at = buf.len();
+    while buf.len() - at < want {
+        match read_once(f, buf, want - (buf.len() - at)) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                buf.truncate(at);
+                return Err(e);
+            }
+        }
+    }
+    Ok(buf.len() - at)
 }
 
 #[cfg(test)]
@@ -306,6 +347,42 @@ mod tests {
         append(100);
         let e = read_opened(&p, &f, &md, &rule).unwrap_err().to_string();
         assert!(e.contains("is larger than"), "{e}");
+    }
+
+    /// The read sized from `fstat` stops at a short read only at that
+    /// size: a file that shrank, grew by the byte of room, or grew past a
+    /// chunk after the `fstat` is still read whole, as it is at the read.
+    #[test]
+    fn a_file_changed_after_its_fstat_reads_as_it_is() {
+        use std::io::Write as _;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f");
+        let rule = ReadRule::any(1 << 20);
+        for (was, now) in [(0, 0), (0, 1), (10, 0), (10, 3), (10, 11), (10, 12), (100, CHUNK + 5), (CHUNK, CHUNK + 1)] {
+            fs::write(&p, vec![b'a'; was]).unwrap();
+            let (f, md) = open_file(&p, &rule).unwrap().unwrap();
+            let want: Vec<u8> = (0..now).map(|i| (i % 251) as u8).collect();
+            // Rewritten in place (same inode), as an append or a truncation would.
+            let mut w = fs::OpenOptions::new().write(true).truncate(true).open(&p).unwrap();
+            w.write_all(&want).unwrap();
+            drop(w);
+            assert_eq!(read_opened(&p, &f, &md, &rule).unwrap(), want, "{was} -> {now}");
+        }
+    }
+
+    #[test]
+    fn read_up_to_takes_what_is_asked_or_the_rest() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f");
+        let all: Vec<u8> = (0..3 * CHUNK + 7).map(|i| (i % 251) as u8).collect();
+        fs::write(&p, &all).unwrap();
+        let f = fs::File::open(&p).unwrap();
+        let mut buf = b"kept".to_vec();
+        assert_eq!(read_up_to(&f, &mut buf, 10).unwrap(), 10);
+        assert_eq!(read_up_to(&f, &mut buf, all.len()).unwrap(), all.len() - 10, "the rest, at the end");
+        assert_eq!(read_up_to(&f, &mut buf, 5).unwrap(), 0);
+        assert_eq!(&buf[..4], b"kept");
+        assert_eq!(buf[4..], all[..]);
     }
 
     #[test]

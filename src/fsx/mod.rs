@@ -32,7 +32,7 @@ use windows as sys;
 pub use atomic::{Keep, TEMP_PREFIX, replace_durable, sync_dir, write_atomic, write_atomic_kept};
 pub use bounded::{
     MAX_CONFIG_BYTES, READ_DEADLINE, ReadRule, file_problem, is_absent, list_dir, open_file, read_file, read_opened,
-    read_text,
+    read_text, read_up_to,
 };
 #[cfg(all(test, unix))]
 pub(crate) use lock::MET_BUSY;

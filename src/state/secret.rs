@@ -58,8 +58,9 @@ impl Secret {
         if fsx::mode_of(&md) & 0o077 != 0 {
             return Err(fsx::untrusted(&path, &format!("has mode {:o}: readable by others", fsx::mode_of(&md))));
         }
-        let mut bytes = Vec::with_capacity(SECRET_BYTES + 1);
-        io::Read::read_to_end(&mut io::Read::take(f, SECRET_BYTES as u64 + 1), &mut bytes)?;
+        // One `read` of the size `fstat` gave (`read_to_end` asked again for
+        // the 0 of the end).
+        let bytes = fsx::read_opened(&path, &f, &md, &fsx::ReadRule::state(SECRET_BYTES as u64))?;
         let s = from_file(&path, &bytes)?;
         remember(dir, &s);
         Ok(Some(s))

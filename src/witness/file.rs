@@ -159,8 +159,10 @@ fn paths(dir: &Path, host: Host, conv: &str) -> (PathBuf, PathBuf) {
 
 /// The conversation's lock file, open for appending (it holds the
 /// progress records too), created if missing.
-fn open_lock(lock: &Path) -> io::Result<File> {
-    fsx::open_state(lock, true, MAX_LOCK_FILE_BYTES)?.ok_or_else(|| io::Error::other("lock file missing"))
+fn open_lock(lock: &Path) -> io::Result<(File, u64)> {
+    let (f, md) =
+        fsx::open_state_md(lock, true, MAX_LOCK_FILE_BYTES)?.ok_or_else(|| io::Error::other("lock file missing"))?;
+    Ok((f, md.len()))
 }
 
 /// Largest lock file opened: its records are bounded far below
@@ -176,8 +178,10 @@ fn lock_on(f: &File, deadline: Instant) -> io::Result<fsx::LockRef<'_>> {
 
 /// The lock file's bytes, read under the lock, and whether there were more
 /// than records ever make (then none are read: stale, dropped at the next
-/// record).
-fn read_log(f: &File) -> io::Result<(Vec<u8>, bool)> {
+/// record). `size`: its length at the open (`fstat`): a short read that
+/// reaches it is the end (no second `pread` for the 0; a record appended
+/// since would have been read with it).
+fn read_log(f: &File, size: u64) -> io::Result<(Vec<u8>, bool)> {
     let cap = (progress::MAX_LOG_BYTES as usize) + progress::MAX_RECORD_BYTES;
     let mut buf = vec![0u8; 4096];
     let mut got = 0;
@@ -191,6 +195,10 @@ fn read_log(f: &File) -> io::Result<(Vec<u8>, bool)> {
         match fsx::read_at(f, &mut buf[got..], got as u64)? {
             0 => break,
             n => got += n,
+        }
+        // Short of the room given, at the length `fstat` said.
+        if got < buf.len() && got as u64 == size {
+            break;
         }
     }
     buf.truncate(got);
@@ -210,8 +218,8 @@ fn with_log(mut st: State, log: &(Vec<u8>, bool)) -> (State, Log) {
 pub fn load(dir: &Path, host: Host, conv: &str) -> io::Result<Option<State>> {
     let (path, lock) = paths(dir, host, conv);
     let Some(st) = load_at(&path)? else { return Ok(None) };
-    let log = match fsx::open_state(&lock, false, MAX_LOCK_FILE_BYTES)? {
-        Some(f) => read_log(&f)?,
+    let log = match fsx::open_state_md(&lock, false, MAX_LOCK_FILE_BYTES)? {
+        Some((f, md)) => read_log(&f, md.len())?,
         None => (Vec::new(), false),
     };
     Ok(Some(with_log(st, &log).0))
@@ -464,13 +472,13 @@ fn turn_locked<F: FnOnce(&[Reach<'static>]) -> io::Result<()>>(
     let &Boundary { host, conv, transcript, turn, now, pid, idle_ms, prompt } = b;
     let wdir = fsx::ensure_private_subdir(dir, DIR)?;
     let (path, lock) = paths(dir, host, conv);
-    let lf = open_lock(&lock)?;
+    let (lf, size) = open_lock(&lock)?;
     let _held = lock_on(&lf, deadline)?;
     // An unreadable state is replaced: ending every earlier delivery
     // covers whatever it said. Its read progress is part of it: saved
     // whole without it, the offset would move back, and a transcript
     // truncated or rewritten between the two offsets go unseen.
-    let log = read_log(&lf)?;
+    let log = read_log(&lf, size)?;
     let old = load_at(&path).ok().flatten().map(|st| with_log(st, &log).0);
     if turn == Turn::End && old.is_none() {
         // Nothing watched: nothing to forget.
@@ -632,7 +640,7 @@ pub fn check(
 ) -> Check {
     let (path, lock) = paths(dir, q.host, q.conv);
     let unavailable = |why: String| Check::Unavailable(why);
-    let lf = match open_lock(&lock) {
+    let (lf, size) = match open_lock(&lock) {
         Ok(f) => f,
         // No witness folder: no hook named a transcript yet.
         Err(e) if fsx::is_absent(&e) => return unavailable(NO_WITNESS.into()),
@@ -642,7 +650,7 @@ pub fn check(
         Ok(l) => l,
         Err(e) => return unavailable(format!("the witness lock: {e}")),
     };
-    let log = match read_log(&lf) {
+    let log = match read_log(&lf, size) {
         Ok(l) => l,
         Err(e) => return unavailable(format!("the witness lock: {e}")),
     };

@@ -60,8 +60,12 @@ pub struct Digest {
     /// Kept by a claim reader: only call and claim lines are located, and
     /// only [`Digest::claim_view`] answers.
     claims_only: bool,
-    /// Every complete line read since the last start-over.
-    text: String,
+    /// Every complete line read since the last start-over. Shared (not
+    /// copied) by a claim reader seeded from a decision's reader
+    /// ([`reader::Reader::for_claims_from`]) until either reads more: a
+    /// one-shot Cursor claim copied 65-77 KB for nothing (77k
+    /// instructions, ~16 page faults: benches/README.md).
+    text: std::sync::Arc<String>,
     convs: ByStr<[PerHost; 4]>,
     compactions: ByStr<u64>,
     floor: u64,
@@ -102,7 +106,10 @@ pub struct Digest {
     /// (by [`hash_of`] the ref; collisions resolved on the parsed line)
     acks: ByHash<Vec<(usize, Span)>>,
     /// [`hash_of`] (conversation, agent) of call records made by a `task:` scope.
-    task_calls: std::cell::RefCell<std::collections::HashSet<u64>>,
+    /// Keyed by the hash itself, as [`ByHash`]: std's randomly keyed
+    /// hasher drew its keys from the OS (`getrandom`, a system call every
+    /// process made for this set alone).
+    task_calls: std::cell::RefCell<std::collections::HashSet<u64, std::hash::BuildHasherDefault<hash::KeyIsHash>>>,
 }
 
 /// Claim lines by key and by claimant, as indices into [`Digest::claims`].
@@ -131,7 +138,7 @@ impl Digest {
             None => return,
         };
         let from = self.text.len();
-        self.text.push_str(complete);
+        std::sync::Arc::make_mut(&mut self.text).push_str(complete);
         self.fold_from(from);
     }
 

@@ -4,7 +4,8 @@ use super::Digest;
 use crate::fsx;
 use crate::state::journal::{self, Journal};
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Seek, SeekFrom};
+use std::sync::Arc;
 
 /// A claim reader holds the journal open for appending, where files are
 /// held open between refreshes ([`fsx::HOLD_OPEN`]), so a claim appends
@@ -106,7 +107,7 @@ impl Reader {
         let d = &self.digest;
         let digest = Digest {
             claims_only: true,
-            text: d.text.clone(),
+            text: Arc::clone(&d.text),
             calls: d.calls.clone(),
             claims: d.claims.clone(),
             claim_index: d.claim_index.clone(),
@@ -166,31 +167,45 @@ impl Reader {
 
     fn refresh_open(&mut self, journal: &Journal) -> io::Result<()> {
         let path = journal.path();
-        let md = match fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) => {
+        let empty = || "is empty while journal.lock exists (emptied?)".to_string();
+        // A reader that has read nothing (every one-shot process's) has no
+        // file to compare the path with: it opens it at once, and the same
+        // checks are made on the handle (`open_state_md`, then the length):
+        // one `lstat` less a question.
+        let md = if self.id.is_none() {
+            None
+        } else {
+            let md = match fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.reset();
+                    return Err(if e.kind() == io::ErrorKind::NotFound { journal.missing_error() } else { e });
+                }
+            };
+            if let Some(p) = fsx::state_problem(&md, journal::MAX_READ_BYTES).or_else(|| (md.len() == 0).then(empty)) {
                 self.reset();
-                return Err(if e.kind() == io::ErrorKind::NotFound { journal.missing_error() } else { e });
+                return Err(fsx::untrusted(&path, &p));
             }
+            Some(md)
         };
-        if let Some(p) = fsx::state_problem(&md, journal::MAX_READ_BYTES)
-            .or_else(|| (md.len() == 0).then(|| "is empty while journal.lock exists (emptied?)".to_string()))
-        {
-            self.reset();
-            return Err(fsx::untrusted(&path, &p));
-        }
-        let same =
-            self.id.is_some_and(|id| fsx::path_id(&path, &md).is_ok_and(|now| now == id)) && md.len() >= self.offset;
+        let same = md.as_ref().is_some_and(|md| {
+            self.id.is_some_and(|id| fsx::path_id(&path, md).is_ok_and(|now| now == id)) && md.len() >= self.offset
+        });
         // The same file still open: the path's `lstat` gave its length (no
         // `fstat` of the handle).
-        let mut len = md.len();
-        if !same || self.file.is_none() {
+        let mut len = md.as_ref().map_or(0, |m| m.len());
+        let opened = !same || self.file.is_none();
+        if opened {
             // A new file, or (where the reader closes it between refreshes)
             // the same one opened again: the lock held keeps it in place,
             // and the handle's own id says which file was opened.
             let write = CLAIMS_WRITE && self.digest.claims_only;
             let (f, fmd) =
                 fsx::open_state_md(&path, write, journal::MAX_READ_BYTES)?.ok_or_else(|| journal.missing_error())?;
+            if fmd.len() == 0 {
+                self.reset();
+                return Err(fsx::untrusted(&path, &empty()));
+            }
             let id = fsx::handle_id(&f, &fmd)?;
             if !same || self.id != Some(id) {
                 self.reset();
@@ -205,45 +220,41 @@ impl Reader {
         if len <= self.offset {
             return Ok(());
         }
-        let want = len - self.offset;
+        let want = (len - self.offset) as usize;
         let mut file: &File = f;
-        if let Err(e) = file.seek(SeekFrom::Start(self.offset)) {
+        // A handle opened just now is at 0: no `lseek` to get there.
+        if (self.offset > 0 || !opened)
+            && let Err(e) = file.seek(SeekFrom::Start(self.offset))
+        {
             self.reset();
             return Err(e);
         }
-        // Straight onto the digest's text (validated as it is appended);
-        // only text that is not UTF-8 goes through a buffer, decoded lossily
-        // like Journal::read does. Complete lines only: a torn tail is read
-        // again next time.
+        // Onto the digest's text: a first read (every one-shot process's)
+        // moves its bytes in, one `read` for the whole journal
+        // ([`fsx::read_up_to`]; `read_to_string` on a `take` read 77 KB in
+        // four); a later one appends what it validated. Text that is not
+        // UTF-8 is decoded lossily like Journal::read does. Complete lines
+        // only: a torn tail is read again next time.
         let from = self.digest.text.len();
-        self.digest.text.reserve(want as usize);
-        let consumed = match file.take(want).read_to_string(&mut self.digest.text) {
-            Ok(_) => match self.digest.text[from..].rfind('\n') {
-                Some(end) => {
-                    self.digest.text.truncate(from + end + 1);
-                    end + 1
-                }
-                None => {
-                    self.digest.text.truncate(from);
-                    0
-                }
-            },
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                let mut buf = Vec::with_capacity(want as usize);
-                let read = file.seek(SeekFrom::Start(self.offset)).and_then(|_| file.take(want).read_to_end(&mut buf));
-                if let Err(e) = read {
-                    self.reset();
-                    return Err(e);
-                }
-                let end = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-                self.digest.text.push_str(&String::from_utf8_lossy(&buf[..end]));
-                end
+        let mut buf = Vec::new();
+        if let Err(e) = fsx::read_up_to(file, &mut buf, want) {
+            self.reset();
+            return Err(e);
+        }
+        let end = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        buf.truncate(end);
+        if from == 0 {
+            match String::from_utf8(buf) {
+                Ok(t) => self.digest.text = Arc::new(t),
+                Err(e) => self.digest.text = Arc::new(String::from_utf8_lossy(e.as_bytes()).into_owned()),
             }
-            Err(e) => {
-                self.reset();
-                return Err(e);
+        } else {
+            match std::str::from_utf8(&buf) {
+                Ok(t) => Arc::make_mut(&mut self.digest.text).push_str(t),
+                Err(_) => Arc::make_mut(&mut self.digest.text).push_str(&String::from_utf8_lossy(&buf)),
             }
-        };
+        }
+        let consumed = end;
         self.digest.fold_from(from);
         self.offset += consumed as u64;
         Ok(())

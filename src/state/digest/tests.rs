@@ -346,6 +346,10 @@ fn reader_follows_appends_trims_and_truncation() {
     r.refresh(&j).unwrap();
     let mut seeded = r.for_claims_from(&j).expect("same file");
     assert!(seeded.digest().claims_only, "a claim reader indexes call and claim lines only");
+    // The text is shared, not copied, until either reader reads more; then
+    // the one that reads gets its own and the other keeps what it had.
+    assert!(std::sync::Arc::ptr_eq(&r.digest().text, &seeded.digest().text), "shared");
+    let before = r.digest().text.as_str().to_owned();
     j.append(&[call(50_004, "k-new")], 50_004).unwrap();
     let mut fresh = Reader::for_claims();
     for reader in [&mut seeded, &mut fresh] {
@@ -355,6 +359,9 @@ fn reader_follows_appends_trims_and_truncation() {
     let text = j.read().unwrap();
     assert_claims_same(seeded.digest(), &View::parse(&text), 50_005, "seeded claim reader");
     assert_eq!(seeded.digest().text, fresh.digest().text);
+    assert_eq!(r.digest().text.as_str(), before, "the decision's reader kept its own text");
+    r.refresh(&j).unwrap();
+    assert_eq!(r.digest().text, seeded.digest().text);
 
     // Bytes that are not UTF-8 read as Journal::read reads them (lossy),
     // and the reader still goes on from the right place.
@@ -365,7 +372,7 @@ fn reader_follows_appends_trims_and_truncation() {
     r.refresh(&j).unwrap();
     let text = j.read().unwrap();
     assert_same(r.digest(), &View::parse(&text), 60_003, "after bytes that are not UTF-8");
-    assert_eq!(r.digest().text, text.trim_start_matches('#'), "the reader holds what a whole read holds");
+    assert_eq!(r.digest().text.as_str(), text.trim_start_matches('#'), "the reader holds what a whole read holds");
 }
 
 /// A reader keeps `journal.lock` open between refreshes. A lock file
@@ -456,7 +463,7 @@ fn a_claim_reader_appends_whole_lines_through_its_handle() {
     };
     assert_eq!(claims(&text), ["k1", "k2"]);
     r.refresh(&j).unwrap();
-    assert_eq!(r.digest().text, text, "the reader reads its own lines back");
+    assert_eq!(r.digest().text.as_str(), text, "the reader reads its own lines back");
 
     // Past the bound, the claim's append trims (no header yet: kept 0).
     let id = |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::symlink_metadata(p).unwrap());
@@ -475,7 +482,7 @@ fn a_claim_reader_appends_whole_lines_through_its_handle() {
     let text = std::fs::read_to_string(j.path()).unwrap();
     assert!(kept_of(text.as_bytes()).is_some(), "{:?}", &text[..40.min(text.len())]);
     r.refresh(&j).unwrap();
-    assert_eq!(r.digest().text, text, "the reader started over on the new file");
+    assert_eq!(r.digest().text.as_str(), text, "the reader started over on the new file");
 }
 
 /// A Cursor hook's call record of `ctx_read` with fingerprint `fp0`.
