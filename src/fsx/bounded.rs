@@ -8,7 +8,7 @@
 
 use super::{state_problem, sys, untrusted};
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -158,10 +158,10 @@ fn read_open(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule, dead
         // Room for the rest of what `fstat` said and the byte that says it
         // grew (a chunk at most, so the deadline is looked at between
         // chunks); past that, a chunk for whatever it grew by. Only that
-        // room is zeroed: a 64 KiB zero fill a round (and a second that grew
-        // the buffer past malloc's mmap threshold) was most of what reading
-        // a 250-byte state file cost a hook (200,000 instructions, 33 page
-        // faults: callgrind, perf stat).
+        // room is reserved, nothing zeroed: a 64 KiB zero fill a round (and
+        // a second that grew the buffer past malloc's mmap threshold) was
+        // most of what reading a 250-byte state file cost a hook (200,000
+        // instructions, 33 page faults: callgrind, perf stat).
         let room = if bytes.len() <= size { size + 1 - bytes.len() } else { limit - bytes.len() }.min(CHUNK);
         let n = read_once(f, &mut bytes, room)?;
         // A read of 0 is the end; so is a short read that brought the
@@ -186,24 +186,21 @@ fn read_open(path: &Path, f: &fs::File, md: &fs::Metadata, rule: &ReadRule, dead
 }
 
 /// One `read` of `f` (from its position, again when interrupted) onto the
-/// end of `buf`, into `room` bytes zeroed for it: how many came.
-fn read_once(mut f: &fs::File, buf: &mut Vec<u8>, room: usize) -> io::Result<usize> {
-    let at = buf.len();
-    buf.resize(at + room, 0);
-    let r = loop {
-        match f.read(&mut buf[at..]) {
+/// end of `buf`, of at most `room` bytes ([`sys::read_append`]: into spare
+/// capacity, nothing zeroed): how many came.
+fn read_once(f: &fs::File, buf: &mut Vec<u8>, room: usize) -> io::Result<usize> {
+    loop {
+        match sys::read_append(f, buf, room) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            r => break r,
+            r => return r,
         }
-    };
-    buf.truncate(at + *r.as_ref().unwrap_or(&0));
-    r
+    }
 }
 
 /// Append `want` bytes of `f` from its position to `buf`, or fewer at the
 /// end of the file: as one `read` for a regular file that holds them,
 /// where `read_to_end` on a `take` starts at 8 KiB a read and doubles (a
-/// 77 KB journal took four). Only the `want` bytes of room are zeroed.
+/// 77 KB journal took four).
 pub fn read_up_to(f: &fs::File, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     let at = buf.len();
     while buf.len() - at < want {

@@ -13,7 +13,7 @@
 //! platform. Each provides those in the `pub use sys::{…}` list, and
 //! `keep_of`, `apply_keep`, `config_temp_in`, `persist`, `open`,
 //! `sync_dir`, `state_options`, `special_kind`, `exchange`,
-//! `open_rewritable`, `write_lease`, `link_count` and `read_stdin`, which the portable files here call as `sys::…`.
+//! `open_rewritable`, `write_lease`, `link_count`, `read_append` and `read_stdin`, which the portable files here call as `sys::…`.
 
 mod atomic;
 mod bounded;

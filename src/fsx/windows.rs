@@ -177,6 +177,17 @@ pub fn short_path(p: &Path) -> Option<std::path::PathBuf> {
     (n > 0 && n < buf.len()).then(|| std::ffi::OsString::from_wide(&buf[..n]).into())
 }
 
+/// One read of `f` (from its cursor) of up to `room` bytes onto the end of
+/// `buf`: how many came. The room is zeroed first (the Unix one reads into
+/// spare capacity).
+pub fn read_append(mut f: &File, buf: &mut Vec<u8>, room: usize) -> io::Result<usize> {
+    let at = buf.len();
+    buf.resize(at + room, 0);
+    let r = f.read(&mut buf[at..]);
+    buf.truncate(at + *r.as_ref().unwrap_or(&0));
+    r
+}
+
 /// Read at an offset. Windows moves the file's cursor as it does so;
 /// leanctx's appends go to the end whatever the cursor (append mode).
 pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
