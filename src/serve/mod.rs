@@ -10,6 +10,7 @@
 //! can confirm it, so a cancelled result never backs a stub).
 
 pub mod bases;
+pub mod diff;
 pub mod guard;
 pub mod page;
 pub mod protocol;

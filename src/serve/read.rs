@@ -197,7 +197,7 @@ impl Reader<'_> {
         // names the file): the model gets the change, not a patch file. Three
         // lines of context and a long preamble made a one-line edit cost
         // about five times the minimal diff (benches/workload).
-        let udiff = similar::TextDiff::from_lines(&*old, text).unified_diff().context_radius(1).to_string();
+        let udiff = super::diff::unified(&old, text, 1);
         let out = format!(
             "[{shown} changed since you read it: unified diff from your copy ({}) to now ({})]\n{udiff}",
             short(&base),
