@@ -22,6 +22,23 @@ pub const SECRET_FILE: &str = "secret";
 /// Its size: exactly this many bytes, nothing else is a secret.
 pub const SECRET_BYTES: usize = 32;
 
+/// Inputs longer than this (one BLAKE3 block) are remembered, one a thread.
+const MEMO_OVER: usize = 64;
+
+/// A remembered seal: the key, the input and its seal.
+type LongSeal = ([u8; SECRET_BYTES], Vec<u8>, String);
+
+thread_local! {
+    /// The last seal of more than one block made on this thread, with its
+    /// key and input: the witness seals the same 256 transcript bytes at
+    /// every question while nothing is appended, five compressions in
+    /// portable code (~3,300 instructions of an in-process stub's ~23,000:
+    /// benches/README.md). Compared whole, so only the same key and bytes
+    /// get it; in memory only, never written. Names (one block) are not
+    /// remembered: a one-shot process would only pay the copy.
+    static LAST_LONG: std::cell::RefCell<Option<LongSeal>> = const { std::cell::RefCell::new(None) };
+}
+
 /// A data dir's key. Not `Debug`: it is never printed.
 #[derive(Clone)]
 pub struct Secret([u8; SECRET_BYTES]);
@@ -120,8 +137,20 @@ impl Secret {
         input.extend_from_slice(domain.as_bytes());
         input.push(0);
         input.extend_from_slice(raw);
+        let long = input.len() > MEMO_OVER;
+        if long
+            && let Some(out) = LAST_LONG.with_borrow(|m| {
+                m.as_ref().filter(|(k, i, _)| *k == self.0 && *i == input).map(|(_, _, out)| out.clone())
+            })
+        {
+            return out;
+        }
         if let Some(d) = crate::base::blake3_short::keyed_hash(&self.0, &input) {
-            return hex32(&d);
+            let out = hex32(&d);
+            if long {
+                LAST_LONG.with_borrow_mut(|m| *m = Some((self.0, input, out.clone())));
+            }
+            return out;
         }
         let mut h = blake3::Hasher::new_keyed(&self.0);
         h.update(domain.as_bytes());
@@ -212,6 +241,25 @@ fn cached_len() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The remembered seal is the seal of the same key and bytes only.
+    #[test]
+    fn a_long_seal_is_remembered_for_its_key_and_bytes_only() {
+        let (a, b) = (Secret([1; SECRET_BYTES]), Secret([2; SECRET_BYTES]));
+        let tail: Vec<u8> = (0..256u32).map(|i| (i * 7) as u8).collect();
+        let mut other = tail.clone();
+        other[255] ^= 1;
+        let fresh = |s: &Secret, raw: &[u8]| {
+            let mut h = blake3::Hasher::new_keyed(&s.0);
+            h.update(b"witness-tail\0");
+            h.update(raw);
+            hex32(h.finalize().as_bytes())
+        };
+        for (s, raw) in [(&a, &tail), (&a, &tail), (&b, &tail), (&a, &other), (&a, &tail), (&b, &other)] {
+            assert_eq!(s.seal_bytes("witness-tail", raw), fresh(s, raw));
+        }
+        assert_ne!(a.seal_bytes("witness-tail", &tail), a.seal_bytes("witness-agent-tail", &tail));
+    }
 
     #[test]
     fn coarse_lengths() {

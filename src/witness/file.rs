@@ -146,9 +146,24 @@ impl State {
 }
 
 fn name(host: Host, conv: &str) -> String {
-    let mut h = sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes());
-    h.truncate(32);
-    h
+    thread_local! {
+        /// The last conversation named on this thread: a server asks about
+        /// one conversation question after question, and each name is a
+        /// SHA-256 in portable code (~2,000 instructions).
+        static LAST: std::cell::RefCell<Option<(Host, String, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| {
+        if let Some((h, c, n)) = last.as_ref()
+            && *h == host
+            && c == conv
+        {
+            return n.clone();
+        }
+        let mut n = sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes());
+        n.truncate(32);
+        *last = Some((host, conv.to_string(), n.clone()));
+        n
+    })
 }
 
 fn paths(dir: &Path, host: Host, conv: &str) -> (PathBuf, PathBuf) {
@@ -926,5 +941,29 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
         }
         _ if !st.track.caught_up(q.asking) => Check::NotYet,
         _ => Check::Present,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The remembered name is the name of that host's conversation only.
+    #[test]
+    fn names_stay_per_conversation_and_host() {
+        let fresh = |host: Host, conv: &str| {
+            sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes())[..32].to_string()
+        };
+        let asks = [
+            (Host::ClaudeCode, "a"),
+            (Host::ClaudeCode, "a"),
+            (Host::ClaudeCode, "b"),
+            (Host::Codex, "b"),
+            (Host::ClaudeCode, "a"),
+        ];
+        for (host, conv) in asks {
+            assert_eq!(name(host, conv), fresh(host, conv), "{host} {conv}");
+        }
+        assert_ne!(name(Host::ClaudeCode, "b"), name(Host::Codex, "b"));
     }
 }
