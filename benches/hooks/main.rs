@@ -357,6 +357,10 @@ fn candidates(sb: &Sandbox, tools: &Tools, peers_wanted: bool, notes: &mut Vec<S
         Target::None,
         &[0],
     ));
+    if let Some(f) = &tools.floor_static {
+        let p = read_payload(&pl, HOSTS[0].1);
+        out.push(cand(STATIC_FLOOR.into(), "floor", spec(f, &[], &data, p), Target::None, &[0]));
+    }
 
     for &(host, mcp, _, _) in HOSTS {
         let p = read_payload(&pl, mcp);
@@ -460,6 +464,10 @@ type SpecFn<'a> = dyn Fn(&Path, &[&str], &Path, Vec<u8>) -> Spec + 'a;
 
 /// The delivery ledger through the CLI, one process per read as a server
 /// runs it, and the hook that carries what the model got of a 60 KB result.
+/// The floor linked statically, as leanctx is on Linux (glibc): shown
+/// beside the judge (the first row, the ordinary dynamically linked floor).
+const STATIC_FLOOR: &str = "floor, statically linked (shown, not the judge)";
+
 /// The floor fed the 60 KB `PostToolBatch` payload.
 const BIG_FLOOR: &str = "floor, fed the 60 KB PostToolBatch payload";
 
@@ -1055,7 +1063,7 @@ fn main() {
             let mut i = 0;
             cands.retain(|c| {
                 i += 1;
-                i == 1 || keep.iter().any(|r| c.name.contains(r))
+                i == 1 || c.name == STATIC_FLOOR || keep.iter().any(|r| c.name.contains(r))
             });
         }
         run_processes(&cfg, &mut cands, &tools);

@@ -83,15 +83,91 @@ pub fn data_dir_path() -> Result<PathBuf, DirProblem> {
         let p = PathBuf::from(v);
         return if p.is_absolute() { Ok(p) } else { Err(DirProblem::Relative(p)) };
     }
-    let base = directories::BaseDirs::new().ok_or(DirProblem::NoHome)?;
-    let legacy = base.home_dir().join(".lean-ctx");
+    let (home, data_local) = base_dirs().ok_or(DirProblem::NoHome)?;
+    let legacy = home.join(".lean-ctx");
     if legacy.is_dir() {
         return Ok(legacy);
     }
-    // The local (not roaming) data dir: `%LOCALAPPDATA%` on Windows, under
-    // the user's profile and its ACL; the same dir as `data_dir` on Linux
-    // (`~/.local/share`) and macOS (`~/Library/Application Support`).
-    Ok(base.data_local_dir().join("lean-ctx"))
+    Ok(data_local.join("lean-ctx"))
+}
+
+/// A build linked statically against glibc (`crt-static`: how Linux builds
+/// are installed, benches/README.md): it must never reach glibc's NSS
+/// (`getpwuid_r`), which would load the system's `libnss_*.so` modules into
+/// a static program, supported only with the exact glibc it was linked
+/// against.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+const NO_NSS: bool = true;
+#[cfg(not(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static")))]
+const NO_NSS: bool = false;
+
+/// The user's home dir and the platform's local (not roaming) data dir:
+/// `%LOCALAPPDATA%` on Windows, under the user's profile and its ACL; the
+/// same dir as the data dir on Linux (`$XDG_DATA_HOME` if absolute, else
+/// `~/.local/share`) and macOS (`~/Library/Application Support`).
+fn base_dirs() -> Option<(PathBuf, PathBuf)> {
+    if NO_NSS {
+        // `directories`' Linux rule, with the home from [`home_dir`].
+        let home = home_dir()?;
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(".local/share"));
+        return Some((home, data));
+    }
+    directories::BaseDirs::new().map(|b| (b.home_dir().to_path_buf(), b.data_local_dir().to_path_buf()))
+}
+
+/// The user's home dir, as `directories` finds it: `$HOME` when set and
+/// not empty (Unix), else the platform's answer (the passwd entry through
+/// NSS; the profile folder). A static glibc build reads this uid's line of
+/// `/etc/passwd` itself instead of asking NSS (`NO_NSS`): a user known
+/// only to another NSS source (LDAP, sssd) and without `$HOME` gets the
+/// "no home directory" error, never a crash.
+pub fn home_dir() -> Option<PathBuf> {
+    if !NO_NSS {
+        return directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(h));
+    }
+    passwd_file_home()
+}
+
+/// Largest `/etc/passwd` read without `$HOME`; a larger one is refused.
+#[cfg(unix)]
+const MAX_PASSWD_BYTES: u64 = 16 << 20;
+
+/// This uid's home in `/etc/passwd` (through fsx: bounded, no FIFO).
+#[cfg(unix)]
+pub fn passwd_file_home() -> Option<PathBuf> {
+    let text = fsx::read_file(Path::new("/etc/passwd"), &fsx::ReadRule::any(MAX_PASSWD_BYTES)).ok()??;
+    passwd_home(&text, fsx::current_uid())
+}
+
+#[cfg(not(unix))]
+pub fn passwd_file_home() -> Option<PathBuf> {
+    None
+}
+
+/// The home of `uid` in passwd(5) text, as glibc's files database answers
+/// it: the first well-formed line (seven `:`-separated fields, the last
+/// running to the line's end) whose uid field is `uid`, its sixth field.
+/// Comment lines and NIS `+`/`-` lines (read by the `compat` source only)
+/// are skipped. `None` when no line matches or its home is empty or not
+/// absolute.
+#[cfg(unix)]
+pub fn passwd_home(text: &[u8], uid: u32) -> Option<PathBuf> {
+    let want = uid.to_string();
+    let home = text.split(|&b| b == b'\n').find_map(|l| {
+        if matches!(l.first(), None | Some(b'#' | b'+' | b'-')) {
+            return None;
+        }
+        let f: Vec<&[u8]> = l.splitn(7, |&b| b == b':').collect();
+        (f.len() == 7 && f[2] == want.as_bytes()).then_some(f[5])
+    })?;
+    let home = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(home));
+    home.is_absolute().then_some(home)
 }
 
 /// Create the dir (0700) if missing, then check it is ours and closed.
@@ -153,3 +229,69 @@ pub mod lossy {
 pub const JOURNAL_MAX_BYTES: u64 = 4 << 20;
 /// A slot is a few hundred bytes; a reader never reads more than this.
 pub const SLOT_MAX_BYTES: u64 = 64 << 10;
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwd_home_reads_the_files_database_as_glibc_does() {
+        let text = b"# comment:x:1000:1000::/comment:/bin/sh\n\
+            +nis:x:1000:1000::/nis:/bin/sh\n\
+            root:x:0:0:root:/root:/bin/bash\n\
+            short:x:1000:1000::/short\n\
+            me:x:1000:1000:Me,,,:/home/me:/bin/bash\n\
+            again:x:1000:1000::/home/again:/bin/sh\n\
+            rel:x:1001:1001::home/rel:/bin/sh\n\
+            empty:x:1002:1002:::/bin/sh\n\
+            colon:x:1003:1003::/home/c:/bin/odd:shell\n\
+            last:x:1004:1004::/home/last:";
+        let cases: [(u32, Option<&str>); 8] = [
+            (0, Some("/root")),
+            // The comment, the NIS line and the line cut short are skipped:
+            // the first well-formed line wins.
+            (1000, Some("/home/me")),
+            (1001, None),
+            (1002, None),
+            (1003, Some("/home/c")),
+            (1004, Some("/home/last")),
+            (100, None),
+            (10, None),
+        ];
+        for (uid, want) in cases {
+            assert_eq!(passwd_home(text, uid), want.map(PathBuf::from), "uid {uid}");
+        }
+        assert_eq!(passwd_home(b"", 0), None);
+        assert_eq!(passwd_home(b"root:x:0:0:root:/root:/bin/bash", 0), Some(PathBuf::from("/root")));
+    }
+
+    /// The reader against libc's own answer (this test binary is linked
+    /// dynamically: NSS) on the real /etc/passwd, for root (in every Linux
+    /// system's file) and for this user when the file has a line for it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn passwd_file_home_agrees_with_getpwuid_r() {
+        fn libc_home(uid: u32) -> Option<PathBuf> {
+            use std::os::unix::ffi::OsStrExt;
+            let mut buf = vec![0 as libc::c_char; 1 << 16];
+            // SAFETY: plain data, zero is valid; the pointers outlive the call.
+            let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+            let mut res = std::ptr::null_mut();
+            let r = unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut res) };
+            if r != 0 || res.is_null() {
+                return None;
+            }
+            // SAFETY: getpwuid_r filled pw_dir with a C string inside buf.
+            let dir = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
+            Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+        }
+        let text = std::fs::read("/etc/passwd").unwrap();
+        assert_eq!(passwd_home(&text, 0), libc_home(0));
+        assert!(passwd_home(&text, 0).is_some(), "no root line in /etc/passwd");
+        let me = fsx::current_uid();
+        if let Some(h) = passwd_home(&text, me) {
+            assert_eq!(Some(h), libc_home(me));
+            assert_eq!(passwd_file_home(), libc_home(me));
+        }
+    }
+}

@@ -29,7 +29,7 @@ pub fn home() -> Result<std::path::PathBuf, String> {
     std::env::var_os(var)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
+        .or_else(crate::base::paths::home_dir)
         .ok_or_else(|| format!("no home directory ({var} is not set)"))
 }
 

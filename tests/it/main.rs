@@ -49,7 +49,7 @@ mod sim;
 #[cfg(unix)]
 mod sim_ledger;
 mod stats;
-// The dynamic libraries a hook loads: 64-bit little-endian Linux ELF.
+// How the binary is linked (static-pie, or only libc and libgcc): 64-bit little-endian Linux ELF.
 #[cfg(all(target_os = "linux", target_pointer_width = "64", target_endian = "little"))]
 mod startup;
 mod subagent_compaction;
