@@ -205,14 +205,18 @@ else
     # .cargo/config.toml: without --target cargo applies a target's
     # rustflags to the proc macros too, which cannot be linked statically
     # ("cannot produce proc-macro").
-    # RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS, when set, take the place of this
-    # flag (cargo's rule): the binary is then dynamic, and works the same.
+    # RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS, when set (even set empty), take
+    # the place of this flag (cargo's rule): the binary is then dynamic unless
+    # they ask for crt-static themselves, and works the same.
     triple=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')
     case $triple in
         x86_64-unknown-linux-gnu | aarch64-unknown-linux-gnu)
             set -- --target "$triple" --config "target.$triple.rustflags=[\"-C\", \"target-feature=+crt-static\"]"
-            if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
-                echo "note: RUSTFLAGS (or CARGO_ENCODED_RUSTFLAGS) is set: cargo uses it instead of the static link flag, so leanctx is linked dynamically (it works the same, each hook starts slower)"
+            if [ -n "${RUSTFLAGS+set}${CARGO_ENCODED_RUSTFLAGS+set}" ]; then
+                case "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" in
+                    *+crt-static*) ;;
+                    *) echo "note: RUSTFLAGS (or CARGO_ENCODED_RUSTFLAGS) is set: cargo uses it instead of the static link flag, so leanctx is linked dynamically (it works the same, each hook starts slower)" ;;
+                esac
             fi ;;
         *) set -- ;;
     esac

@@ -732,6 +732,71 @@ fn install_sh_installs_for_hosts_found_idempotently_and_uninstalls() {
     }
 }
 
+/// The build mode's link flag and its note, with `cargo` and `rustc` stood in
+/// by scripts that record what install.sh asked (a real `cargo install` is
+/// minutes; the flag's effect on the binary is tests/it/startup.rs's).
+#[cfg(unix)] // installers/install.sh
+#[test]
+fn install_sh_says_when_rustflags_take_the_static_flags_place() {
+    let sb = Sandbox::new();
+    let tools = sb.tmp.path().join("tools");
+    fs::create_dir(&tools).unwrap();
+    let args_file = sb.tmp.path().join("cargo-args");
+    let fake = [
+        ("rustc", "#!/bin/sh\necho 'host: x86_64-unknown-linux-gnu'\n".to_string()),
+        (
+            "cargo",
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nroot=; prev=\nfor a; do [ \"$prev\" = --root ] && root=$a; prev=$a; done\n\
+                 mkdir -p \"$root/bin\" && cp '{}' \"$root/bin/leanctx\"\n",
+                args_file.display(),
+                fs::canonicalize(BIN).unwrap().display()
+            ),
+        ),
+    ];
+    for (name, text) in fake {
+        fs::write(tools.join(name), text).unwrap();
+        fs::set_permissions(tools.join(name), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut path = vec![tools.clone()];
+    path.extend(std::env::split_paths(&crate::support::path_without_hosts()));
+    let path = std::env::join_paths(path).unwrap();
+    const NOTE: &str = "cargo uses it instead of the static link flag";
+    // (RUSTFLAGS, CARGO_ENCODED_RUSTFLAGS, the note expected)
+    let cases: [(Option<&str>, Option<&str>, bool); 6] = [
+        (None, None, false),
+        (Some(""), None, true), // set empty still replaces the flag (cargo's rule)
+        (Some("-C opt-level=3"), None, true),
+        (Some("-C target-feature=+crt-static"), None, false),
+        (None, Some(""), true),
+        (None, Some("-C\u{1f}target-feature=+crt-static"), false),
+    ];
+    for (rustflags, encoded, note) in cases {
+        let _ = fs::remove_file(&args_file);
+        let mut c = Command::new("sh");
+        c.arg(script()).arg("--prefix").arg(sb.tmp.path().join("prefix"));
+        c.env_clear().env("PATH", &path).env("HOME", &sb.home).env("LEAN_CTX_DATA_DIR", &sb.data);
+        c.env("CODEX_HOME", sb.home.join(".codex")).current_dir(&sb.project);
+        if let Some(v) = rustflags {
+            c.env("RUSTFLAGS", v);
+        }
+        if let Some(v) = encoded {
+            c.env("CARGO_ENCODED_RUSTFLAGS", v);
+        }
+        let o = c.output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let case = format!("RUSTFLAGS={rustflags:?} CARGO_ENCODED_RUSTFLAGS={encoded:?}\n{stdout}\n{stderr}");
+        assert_eq!(o.status.code(), Some(0), "{case}");
+        let args = fs::read_to_string(&args_file).unwrap_or_else(|e| panic!("cargo not run ({e}): {case}"));
+        let args: Vec<&str> = args.lines().collect();
+        assert!(args.starts_with(&["install", "--path"]), "{args:?}");
+        assert!(args.windows(2).any(|w| w == ["--target", "x86_64-unknown-linux-gnu"]), "{args:?}");
+        let config = r#"target.x86_64-unknown-linux-gnu.rustflags=["-C", "target-feature=+crt-static"]"#;
+        assert!(args.windows(2).any(|w| w == ["--config", config]), "{args:?}");
+        assert_eq!(stdout.contains(NOTE), note, "{case}");
+    }
+}
+
 #[cfg(unix)] // installers/install.sh
 #[test]
 fn install_sh_rejects_unknown_options() {
