@@ -1,6 +1,7 @@
 //! The log's line format (pure): one answered question a line,
 //! tab-separated, `-` for absent, names percent-encoded so no tab, newline
-//! or `%` in a path can break a line:
+//! or `%` in a path can break a line (a name that is `-` alone is `%2D`, the
+//! empty name `%00`, a name that is one NUL `%0`: each name its own field):
 //!
 //! ```text
 //! R t via host|- conv|- kind reason|- file sent|- whole
@@ -136,10 +137,23 @@ fn tail(s: &str) -> &str {
     }
 }
 
+/// The empty name's field: it has no bytes to write. Logs on users' disks
+/// since the format's first version have it so.
+const EMPTY: &str = "%00";
+/// The field of a name that is one NUL, which percent-encodes as [`EMPTY`]:
+/// until session 10 it was written so, and read back as the empty name (two
+/// names, one field; reports merged them). A short escape that no other
+/// name is written as and the general decoder refuses (a `%` takes two hex
+/// digits): older logs read as before (their `%00` the empty name, the
+/// only reading they allow), an older binary counts a line with `%0` as
+/// unreadable instead of misnaming it.
+const LONE_NUL: &str = "%0";
+
 fn encode(out: &mut String, s: &str) {
-    // `-` alone means "absent", the empty name has no bytes to write.
+    // Whole-field tokens: `-` alone means "absent", and the two above.
     match s {
-        "" => return out.push_str("%00"),
+        "" => return out.push_str(EMPTY),
+        "\0" => return out.push_str(LONE_NUL),
         "-" => return out.push_str("%2D"),
         _ => {}
     }
@@ -167,8 +181,10 @@ fn encode_each(out: &mut String, s: &str) {
 }
 
 fn decode(s: &str) -> Option<String> {
-    if s == "%00" {
-        return Some(String::new());
+    match s {
+        EMPTY => return Some(String::new()),
+        LONE_NUL => return Some("\0".into()),
+        _ => {}
     }
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -273,12 +289,11 @@ mod tests {
         assert_eq!((l.kind, l.sent, l.saved), (Kind::Stub, 30, 970));
     }
 
-    /// The whole-copy path writes what the character-at-a-time one does.
-    #[test]
-    fn names_are_encoded_alike_on_both_paths() {
-        let names = ["src/main.rs", "a b~!", "%", "a%b", "\u{7f}x", "\u{85}", "é/ü", "\t", "-x", " "];
+    /// 2,000 names of 1 to 7 characters from an alphabet of the characters
+    /// each path treats apart (printable, `%`, `-`, controls, NUL).
+    fn generated() -> impl Iterator<Item = String> {
         let alphabet: Vec<char> = "a/-%~ é\u{7f}\u{80}\u{9f}\u{a0}\t\n\r\u{0}\u{1f}".chars().collect();
-        let generated = (0..2000u32).map(|i| {
+        (0..2000u32).map(move |i| {
             let mut x = i.wrapping_mul(2_654_435_761);
             (0..1 + i % 7)
                 .map(|_| {
@@ -286,19 +301,47 @@ mod tests {
                     alphabet[x as usize % alphabet.len()]
                 })
                 .collect::<String>()
-        });
-        for name in names.into_iter().map(String::from).chain(generated) {
+        })
+    }
+
+    /// The whole-copy path writes what the character-at-a-time one does.
+    #[test]
+    fn names_are_encoded_alike_on_both_paths() {
+        let names = ["src/main.rs", "a b~!", "%", "a%b", "\u{7f}x", "\u{85}", "é/ü", "\t", "-x", " ", "", "\0"];
+        for name in names.into_iter().map(String::from).chain(generated()) {
             let (mut fast, mut each) = (String::new(), String::new());
             encode(&mut fast, &name);
-            if !matches!(name.as_str(), "" | "-") {
+            if !matches!(name.as_str(), "" | "-" | "\0") {
                 encode_each(&mut each, &name);
                 assert_eq!(fast, each, "{name:?}");
             }
-            // "%00" is the empty name's: a lone NUL reads back as that.
-            if name != "\0" {
-                assert_eq!(decode(&fast).as_deref(), Some(name.as_str()), "{name:?}");
-            }
+            assert_eq!(decode(&fast).as_deref(), Some(name.as_str()), "{name:?}");
         }
+    }
+
+    /// Two names, two fields: the empty name and a lone NUL were both
+    /// written `%00` (and read back as the empty name). Every name read
+    /// back as itself, through a whole line too; an older log's `%00` is
+    /// still the empty name.
+    #[test]
+    fn every_name_has_its_own_field() {
+        let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        let names = ["", "\0", "%00", "%0", "%", "-", "%2D", "\0\0", "a\0"].map(String::from);
+        let all: Vec<String> = names.into_iter().chain(generated()).collect();
+        for name in &all {
+            let mut field = String::new();
+            encode(&mut field, name);
+            assert_eq!(decode(&field).as_deref(), Some(name.as_str()), "{name:?} as {field:?}");
+            if let Some(other) = seen.insert(field.clone(), name.clone()) {
+                assert_eq!(&other, name, "{other:?} and {name:?} are both written {field:?}");
+            }
+            let s = line(Kind::Whole, Box::leak(name.clone().into_boxed_str()), None);
+            assert_eq!(parse(s.trim_end_matches('\n')).map(|l| l.file).as_deref(), Some(name.as_str()), "{s:?}");
+        }
+        // As many fields as different names (the generated ones repeat).
+        assert_eq!(seen.len(), all.iter().collect::<std::collections::HashSet<_>>().len());
+        let old = "R\t42\tserve\tcodex\t019a-b\twhole\t-\t%00\t-\t1000";
+        assert_eq!(parse(old).map(|l| l.file).as_deref(), Some(""));
     }
 
     #[test]
