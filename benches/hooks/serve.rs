@@ -185,8 +185,70 @@ pub fn run(cfg: &Config, root: &Path, out: &mut String) -> Vec<String> {
             if ok { "met" } else { "**missed**" }
         );
     }
+    worst_diffs(cfg, out, &mut missed);
     long_life(cfg, root, out, &mut missed);
     missed
+}
+
+/// The diff's worst cases: the largest file a Claude Code read diffs (its
+/// whole-read limit) in lines of 6 bytes, all distinct (the most lines,
+/// the most work for Myers), against a rewrite with no line in common, the
+/// same lines reversed and shuffled, and a one-line change for scale;
+/// taken as `read` takes it (at most half the file, Myers' deadline).
+/// At 99080e9, before the bound, the first three took 61 s, 53 s
+/// and 104 s each (benches/README.md, "Bounds"). Target: each ≤ 100 ms p50
+/// (the deadline plus the linear work around it).
+fn worst_diffs(cfg: &Config, out: &mut String, missed: &mut Vec<String>) {
+    use leanctx::serve::diff::{MYERS_DEADLINE, unified};
+    const WORST_TARGET: Duration = Duration::from_millis(100);
+    let size = leanctx::hosts::profile::whole_delivery_limit(Some(Host::ClaudeCode), 0) as usize;
+    let n = size / 6;
+    let old: Vec<String> = (0..n).map(|i| format!("a{i:04x}\n")).collect();
+    let mut shuffled = old.clone();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        shuffled.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let rewrites = [
+        ("no line in common", (0..n).map(|i| format!("b{i:04x}\n")).collect::<String>()),
+        ("the lines reversed", old.iter().rev().map(String::as_str).collect()),
+        ("the lines shuffled", shuffled.concat()),
+        ("one line changed", (0..n).map(|i| if i == n / 2 { "changed\n" } else { old[i].as_str() }).collect()),
+    ];
+    let old = old.concat();
+    let rounds = if cfg.smoke { 3 } else { 15 };
+    let _ = writeln!(
+        out,
+        "\nThe diff's worst cases: {} KB of {n} distinct 6-byte lines (Claude Code's whole-read limit), \
+         {rounds} rounds, at most half the file, Myers' deadline {} ms.\n",
+        size / 1000,
+        MYERS_DEADLINE.as_millis()
+    );
+    let _ = writeln!(out, "| the new text | answer | p50 | p99 | target ≤ {} |", fmt_dur(WORST_TARGET));
+    let _ = writeln!(out, "|---|---|---:|---:|---|");
+    for (name, new) in &rewrites {
+        let mut times = Vec::with_capacity(rounds);
+        let mut answer = String::new();
+        for _ in 0..rounds {
+            let s = Instant::now();
+            let d = black_box(unified(&old, new, 1, new.len() / 2, Instant::now().checked_add(MYERS_DEADLINE)));
+            times.push(s.elapsed());
+            answer = match d {
+                Ok(d) => format!("diff, {} B", d.len()),
+                Err(e) => format!("whole ({e:?})"),
+            };
+        }
+        let st = Stats::of(&times);
+        let ok = st.p50 <= WORST_TARGET;
+        if !ok {
+            missed.push(format!("serve diff, {name}: p50 {}", fmt_dur(st.p50)));
+        }
+        let verdict = if ok { "met" } else { "**missed**" };
+        let _ = writeln!(out, "| {name} | {answer} | {} | {} | {verdict} |", fmt_dur(st.p50), fmt_dur(st.p99));
+    }
 }
 
 /// Files the long-lived server reads in turn.

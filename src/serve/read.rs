@@ -13,6 +13,7 @@ use crate::identity::stub::LedgerAnswer;
 use crate::state::ledger::Content;
 use crate::stats::Kind as SKind;
 use serde_json::Value;
+use std::time::Instant;
 
 /// What a read answered, for the tests and the server's own counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,13 +198,17 @@ impl Reader<'_> {
         // names the file): the model gets the change, not a patch file. Three
         // lines of context and a long preamble made a one-line edit cost
         // about five times the minimal diff (benches/workload).
-        let udiff = super::diff::unified(&old, text, 1);
-        let out = format!(
-            "[{shown} changed since you read it: unified diff from your copy ({}) to now ({})]\n{udiff}",
+        let mut out = format!(
+            "[{shown} changed since you read it: unified diff from your copy ({}) to now ({})]\n",
             short(&base),
             short(version)
         );
-        if out.len() > text.len() / DIFF_AT_MOST_DIVISOR {
+        let at_most = text.len() / DIFF_AT_MOST_DIVISOR;
+        // Bounded (diff.rs): no diff when it cannot fit, Myers for at most
+        // MYERS_DEADLINE; the rule below judges the diff actually taken.
+        let deadline = Instant::now().checked_add(super::diff::MYERS_DEADLINE);
+        out += &super::diff::unified(&old, text, 1, at_most.saturating_sub(out.len()), deadline).ok()?;
+        if out.len() > at_most {
             return None;
         }
         match self.rp.deliver_with_base(call, key, version, Some(&base), &Content::of_text(&out)) {
