@@ -3,13 +3,21 @@
 
 use crate::base::paths;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 thread_local! {
     /// How many questions this thread is inside, and the data dir the
     /// outermost found usable: one question `stat`s the data dir once, not
     /// once per step (a decision checked it up to four times).
     static CHECKED: std::cell::RefCell<(usize, Option<PathBuf>)> = const { std::cell::RefCell::new((0, None)) };
+    /// The outermost question this thread is inside (see [`question`]).
+    static QUESTION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
+
+/// Numbers questions across threads (0: none), so a journal reader shared by
+/// every thread can tell that the one asking now already read it under the
+/// lock ([`crate::state::digest::Reader::refresh_in`]).
+static NEXT_QUESTION: AtomicU64 = AtomicU64::new(1);
 
 /// Held for one question (see [`CHECKED`]); the memo ends with it.
 pub(crate) struct Asking;
@@ -20,14 +28,26 @@ impl Drop for Asking {
             c.0 -= 1;
             if c.0 == 0 {
                 c.1 = None;
+                QUESTION.set(0);
             }
         });
     }
 }
 
 pub(crate) fn asking() -> Asking {
-    CHECKED.with_borrow_mut(|c| c.0 += 1);
+    CHECKED.with_borrow_mut(|c| {
+        if c.0 == 0 {
+            QUESTION.set(NEXT_QUESTION.fetch_add(1, Ordering::Relaxed));
+        }
+        c.0 += 1;
+    });
     Asking
+}
+
+/// The question this thread is inside, unique in the process (`None`
+/// outside any).
+pub(crate) fn question() -> Option<u64> {
+    Some(QUESTION.get()).filter(|&q| q != 0)
 }
 
 /// [`paths::check_data_dir`], once per question: a success is remembered

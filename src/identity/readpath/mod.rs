@@ -36,7 +36,7 @@ mod readers;
 
 pub(crate) use ask::Ask;
 pub(crate) use asking::asking;
-use asking::check_dir;
+use asking::{check_dir, question};
 pub use compat::*;
 use readers::{READERS, claim, lock_readers, reader_for};
 
@@ -169,7 +169,10 @@ impl ReadPath {
         let journal = Journal::new(d);
         let mut readers = lock_readers(&READERS);
         let reader = reader_for(&mut readers, d, Reader::default);
-        match reader.refresh_until(&journal, deadline) {
+        // The second read of one question (after the slot, after the
+        // witness) skips the lock when the journal did not change since the
+        // first: see `Reader::refresh_in`.
+        match reader.refresh_in(&journal, deadline, question()) {
             Err(_) => f(&empty, true),
             Ok(()) if reader.is_new() => {
                 // No journal and no lock file: truly empty only if no

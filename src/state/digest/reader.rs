@@ -24,6 +24,9 @@ pub struct Reader {
     offset: u64,
     /// The file's length at the last refresh.
     len: u64,
+    /// The question ([`crate::identity::readpath`]'s numbering) whose
+    /// refresh last read the journal under the lock.
+    locked_in: Option<u64>,
     /// `journal.lock`, kept open between refreshes where files are
     /// ([`fsx::HOLD_OPEN`]), with its (device, inode): one `lstat` a
     /// refresh instead of an open, `fstat` and close.
@@ -113,7 +116,15 @@ impl Reader {
             claim_index: d.claim_index.clone(),
             ..Digest::default()
         };
-        Some(Reader { file: Some(f), id: Some(id), offset: self.offset, len: self.len, digest, lock: None })
+        Some(Reader {
+            file: Some(f),
+            id: Some(id),
+            offset: self.offset,
+            len: self.len,
+            locked_in: None,
+            digest,
+            lock: None,
+        })
     }
 
     fn reset(&mut self) {
@@ -127,6 +138,54 @@ impl Reader {
     /// is empty; a journal that cannot be read is an error.
     pub fn refresh(&mut self, journal: &Journal) -> io::Result<()> {
         self.refresh_until(journal, std::time::Instant::now() + journal::LOCK_WAIT)
+    }
+
+    /// [`Reader::refresh_until`] for one question of the read path
+    /// (`question`: its number, unique in the process). The first refresh
+    /// of a question takes the shared lock as ever; a later one in the same
+    /// question (a decision reads the journal again after the slot, a stub
+    /// after the witness) skips the lock and the `lstat` of `journal.lock`
+    /// when the locked refresh would read nothing: the journal's path names
+    /// the file held open, at the length read to (the end of its last
+    /// line). One `lstat` instead of four system calls (benches/README.md,
+    /// "Tenth pass, in process"). Those are the locked refresh's own checks
+    /// (a trim replaces the file: another inode; a writer only grows it), so
+    /// the digest is what it would have made. What the lock guards besides
+    /// is left to the question's first read: a writer stuck holding it (the
+    /// question withholds), a `journal.lock` deleted (state that cannot be
+    /// trusted). An append that completed before this call (a hook's, before
+    /// it wrote the slot the question read since; the witness's journaled
+    /// end, before its lock was let go) has grown the file: the `lstat`
+    /// sees it, and the refresh takes the lock.
+    pub fn refresh_in(
+        &mut self,
+        journal: &Journal,
+        deadline: std::time::Instant,
+        question: Option<u64>,
+    ) -> io::Result<()> {
+        if fsx::HOLD_OPEN && question.is_some() && self.locked_in == question && self.unchanged(journal) {
+            return Ok(());
+        }
+        let r = self.refresh_until(journal, deadline);
+        self.locked_in = if r.is_ok() { question } else { None };
+        r
+    }
+
+    /// Whether a locked refresh would read nothing: the journal's path names
+    /// the file this reader holds open (its device and inode), a regular
+    /// file of ours, not empty, whose length is where the last refresh
+    /// stopped (no torn tail to read again, nothing appended, not cut).
+    fn unchanged(&self, journal: &Journal) -> bool {
+        let (Some(_), Some(id)) = (self.file.as_ref(), self.id) else { return false };
+        if self.len != self.offset || self.len == 0 {
+            return false;
+        }
+        let path = journal.path();
+        fs::symlink_metadata(&path).is_ok_and(|md| {
+            md.len() == self.offset
+                && fsx::state_problem(&md, journal::MAX_READ_BYTES).is_none()
+                && fsx::path_id(&path, &md).is_ok_and(|now| now == id)
+        })
     }
 
     /// [`Reader::refresh`], waiting for the lock until `deadline` at most.

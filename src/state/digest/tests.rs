@@ -395,6 +395,62 @@ fn a_reader_locks_the_lock_file_at_the_path_not_the_one_it_kept() {
     assert!(r.digest().convs.contains_key("a"));
 }
 
+/// A question's second refresh skips the lock only where the locked one
+/// would read nothing: the same file at the length read to. An append, a
+/// replaced file of the same length and a torn tail are read (under the
+/// lock); a new question takes the lock (a stuck writer is seen).
+#[cfg(unix)]
+#[test]
+fn a_questions_second_refresh_skips_the_lock_only_when_nothing_changed() {
+    use std::time::{Duration, Instant};
+    let soon = || Instant::now() + Duration::from_millis(30);
+    let tmp = tempfile::tempdir().unwrap();
+    let j = Journal::new(tmp.path());
+    let s = |t: u64, conv: &'static str| Record::Sighting { t, host: Host::Codex, conv, event: "x" };
+    j.append(&[s(1_000, "a")], 1_000).unwrap();
+    let mut r = Reader::default();
+    r.refresh_in(&j, soon(), Some(1)).unwrap();
+    let writer = j.write_lock_until(soon()).unwrap();
+    r.refresh_in(&j, soon(), Some(1)).expect("unchanged: the same question reads on without the lock");
+    let busy = r.refresh_in(&j, soon(), Some(2));
+    assert_eq!(busy.map_err(|e| e.kind()), Err(std::io::ErrorKind::TimedOut), "a new question takes the lock");
+    assert_eq!(r.refresh_in(&j, soon(), None).map_err(|e| e.kind()), Err(std::io::ErrorKind::TimedOut));
+    drop(writer);
+    r.refresh_in(&j, soon(), Some(3)).unwrap();
+
+    // Appended since the question's first read: read.
+    j.append(&[s(1_500, "b")], 1_500).unwrap();
+    r.refresh_in(&j, soon(), Some(3)).unwrap();
+    assert!(r.digest().convs.contains_key("b"), "an append is read in the same question");
+
+    // Replaced by a file of the same length (as a trim replaces it): read.
+    let text = std::fs::read_to_string(j.path()).unwrap();
+    let swapped = text.replacen("\tb\t", "\tz\t", 1);
+    assert_eq!((swapped.len(), swapped != text), (text.len(), true));
+    let new = tmp.path().join("journal.new");
+    std::fs::write(&new, &swapped).unwrap();
+    std::fs::rename(&new, j.path()).unwrap();
+    r.refresh_in(&j, soon(), Some(3)).unwrap();
+    assert!(r.digest().convs.contains_key("z") && !r.digest().convs.contains_key("b"), "the new file is read");
+    assert_same(r.digest(), &View::parse(&swapped), 1_600, "after the replacement");
+
+    // A torn tail is read again under the lock; its end, once written, is read.
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().append(true).open(j.path()).unwrap();
+        f.write_all(b"S\t1600\tcodex\ty").unwrap();
+        r.refresh_in(&j, soon(), Some(3)).unwrap();
+        let writer = j.write_lock_until(soon()).unwrap();
+        let busy = r.refresh_in(&j, soon(), Some(3));
+        assert_eq!(busy.map_err(|e| e.kind()), Err(std::io::ErrorKind::TimedOut), "a torn tail takes the lock");
+        drop(writer);
+        f.write_all(b"\tx\n").unwrap();
+    }
+    r.refresh_in(&j, soon(), Some(4)).unwrap();
+    r.refresh_in(&j, soon(), Some(4)).unwrap();
+    assert!(r.digest().convs.contains_key("y"), "the completed line is read");
+}
+
 /// A claim takes the exclusive lock on the `journal.lock` a reader keeps
 /// open, and so excludes every writer, but only while that handle is still
 /// the file at the path: one deleted and made again is another file, whose
