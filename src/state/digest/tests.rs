@@ -268,7 +268,7 @@ fn answers_like_the_whole_file(seed: u64) {
         assert!(claims_only.convs.is_empty() && claims_only.subagents.is_empty());
         let last = lines.iter().filter_map(|l| journal::parse_line(l)).map(|r| r.t()).max().unwrap_or(base);
         // And times inside the history, as a delivery's time is.
-        let inside = base + rng.below(last - base + 1);
+        let inside = base + rng.below(last.saturating_sub(base) + 1);
         let times =
             [base, inside, last.saturating_sub(20_000), last, last + 3_000, last + 40_000, last + 3 * 3_600_000];
         for now in times {
@@ -277,6 +277,18 @@ fn answers_like_the_whole_file(seed: u64) {
             checked += 1;
             concurrent += usize::from(v.concurrent(now));
             deferred += usize::from(!d.exact_at(now));
+        }
+        // More lines folded in (older ones too) after those answers: asked
+        // at the same times, nothing answered before stands in.
+        if rest.is_empty() {
+            let k = 1 + rng.below(40) as usize;
+            let more: String = random_lines(&mut rng, k, base).iter().map(|l| format!("{l}\n")).collect();
+            d.fold_text(&more);
+            let whole = format!("{text}{more}");
+            let v = View::parse(&whole);
+            for now in times {
+                assert_same(&d, &v, now, &format!("round {round}, more lines, now {now}"));
+            }
         }
     }
     // The cases are not all trivial ones.
