@@ -174,10 +174,11 @@ fn paths(dir: &Path, host: Host, conv: &str) -> (PathBuf, PathBuf) {
 
 /// The conversation's lock file, open for appending (it holds the
 /// progress records too), created if missing.
-fn open_lock(lock: &Path) -> io::Result<(File, u64)> {
+fn open_lock(lock: &Path) -> io::Result<(File, u64, (u64, u64))> {
     let (f, md) =
         fsx::open_state_md(lock, true, MAX_LOCK_FILE_BYTES)?.ok_or_else(|| io::Error::other("lock file missing"))?;
-    Ok((f, md.len()))
+    let id = fsx::handle_id(&f, &md)?;
+    Ok((f, md.len(), id))
 }
 
 /// Largest lock file opened: its records are bounded far below
@@ -487,7 +488,7 @@ fn turn_locked<F: FnOnce(&[Reach<'static>]) -> io::Result<()>>(
     let &Boundary { host, conv, transcript, turn, now, pid, idle_ms, prompt } = b;
     let wdir = fsx::ensure_private_subdir(dir, DIR)?;
     let (path, lock) = paths(dir, host, conv);
-    let (lf, size) = open_lock(&lock)?;
+    let (lf, size, _) = open_lock(&lock)?;
     let _held = lock_on(&lf, deadline)?;
     // An unreadable state is replaced: ending every earlier delivery
     // covers whatever it said. Its read progress is part of it: saved
@@ -651,25 +652,66 @@ pub fn check(
     dir: &Path,
     q: &Question<'_>,
     deadline: Instant,
-    mut end_all: impl FnMut(Reach<'_>) -> io::Result<()>,
+    end_all: impl FnMut(Reach<'_>) -> io::Result<()>,
 ) -> Check {
     let (path, lock) = paths(dir, q.host, q.conv);
     let unavailable = |why: String| Check::Unavailable(why);
-    let (lf, size) = match open_lock(&lock) {
-        Ok(f) => f,
-        // No witness folder: no hook named a transcript yet.
-        Err(e) if fsx::is_absent(&e) => return unavailable(NO_WITNESS.into()),
-        Err(e) => return unavailable(format!("the witness lock: {e}")),
+    // The lock file this process kept open, locked, while the path still
+    // names it (checked once locked: one deleted, by `forget_old`, and made
+    // again is another file, whose lockers this lock would not exclude) and
+    // it is a lock file we may read (a regular file of ours, not too large);
+    // its length from that `lstat`, taken under the lock. Anything else:
+    // opened at the path as before.
+    let kept = held::take_lock(&lock);
+    let reused = kept.as_ref().and_then(|(f, id)| {
+        let g = lock_on(f, deadline).ok()?;
+        let md = std::fs::symlink_metadata(&lock).ok()?;
+        let same = fsx::state_problem(&md, MAX_LOCK_FILE_BYTES).is_none()
+            && fsx::path_id(&lock, &md).is_ok_and(|now| now == *id);
+        same.then_some((g, md.len()))
+    });
+    let mut opened = None;
+    let (lf, id, held_lock, size) = match (reused, kept.as_ref()) {
+        (Some((g, size)), Some((f, id))) => (f, *id, g, size),
+        _ => {
+            let (f, size, id) = match open_lock(&lock) {
+                Ok(f) => f,
+                // No witness folder: no hook named a transcript yet.
+                Err(e) if fsx::is_absent(&e) => return unavailable(NO_WITNESS.into()),
+                Err(e) => return unavailable(format!("the witness lock: {e}")),
+            };
+            let f = opened.insert(f);
+            match lock_on(f, deadline) {
+                Ok(g) => (&*f, id, g, size),
+                Err(e) => return unavailable(format!("the witness lock: {e}")),
+            }
+        }
     };
-    let _held = match lock_on(&lf, deadline) {
+    let answer = check_locked(dir, q, end_all, &path, lf, size);
+    // Unlocked before it is kept: another thread takes it only then.
+    drop(held_lock);
+    if let Some(f) = opened.or(kept.map(|k| k.0)) {
+        held::keep_lock(lock, f, id);
+    }
+    answer
+}
+
+/// [`check`] under the conversation's lock, held on `lf` (`size`: its
+/// length once locked).
+fn check_locked(
+    dir: &Path,
+    q: &Question<'_>,
+    mut end_all: impl FnMut(Reach<'_>) -> io::Result<()>,
+    path: &Path,
+    lf: &File,
+    size: u64,
+) -> Check {
+    let unavailable = |why: String| Check::Unavailable(why);
+    let log = match read_log(lf, size) {
         Ok(l) => l,
         Err(e) => return unavailable(format!("the witness lock: {e}")),
     };
-    let log = match read_log(&lf, size) {
-        Ok(l) => l,
-        Err(e) => return unavailable(format!("the witness lock: {e}")),
-    };
-    let mut h = match load_held(&path, held::take(&path), log) {
+    let mut h = match load_held(path, held::take(path), log) {
         Ok(Some(h)) => h,
         Ok(None) => return unavailable(NO_WITNESS.into()),
         Err(e) => return unavailable(format!("the witness state: {e}")),
@@ -732,8 +774,8 @@ pub fn check(
         let room = |rec: &[u8]| h.log.stale || h.log.len + rec.len() as u64 <= progress::MAX_LOG_BYTES;
         let saved = match rec {
             // `log_bytes`: what the lock file now holds, for the next question's check.
-            Some(rec) if room(&rec) => append_record(&lf, &mut h.log, &mut h.log_bytes, &rec),
-            _ => save(&path, &mut h.state).map(|f| {
+            Some(rec) if room(&rec) => append_record(lf, &mut h.log, &mut h.log_bytes, &rec),
+            _ => save(path, &mut h.state).map(|f| {
                 h.file = f;
                 // The records there now extend an older save.
                 h.log.stale = true;

@@ -81,7 +81,43 @@ pub fn is_current(held: &Held, md: &std::fs::Metadata) -> bool {
         && fsx::state_problem(md, super::file::MAX_STATE_BYTES).is_none()
 }
 
+/// Conversations' lock files kept open between questions, with their
+/// (device, inode): a question then finds its lock file with one `lstat`
+/// instead of an open (`O_CREAT`), an `fstat` and a close.
+static LOCKS: Mutex<Vec<KeptLock>> = Mutex::new(Vec::new());
+
+/// A lock file's path, its open handle and its (device, inode).
+type KeptLock = (PathBuf, File, (u64, u64));
+
+/// Take the lock file kept open for `lock` (out of the list: a `flock` is
+/// held per open file description, so two threads locking one handle would
+/// not exclude each other; a thread that finds none opens its own).
+pub fn take_lock(lock: &Path) -> Option<(File, (u64, u64))> {
+    if !fsx::HOLD_OPEN {
+        return None;
+    }
+    let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let i = locks.iter().position(|(p, _, _)| p == lock)?;
+    let (_, f, id) = locks.remove(i);
+    Some((f, id))
+}
+
+/// Keep the lock file `f` of `lock` open for the next question (once it is
+/// unlocked: see [`take_lock`]).
+pub fn keep_lock(lock: PathBuf, f: File, id: (u64, u64)) {
+    if !fsx::HOLD_OPEN {
+        return;
+    }
+    let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    locks.retain(|(p, _, _)| *p != lock);
+    if locks.len() >= MAX_HELD {
+        locks.remove(0);
+    }
+    locks.push((lock, f, id));
+}
+
 #[cfg(test)]
 pub fn clear() {
     HELD.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    LOCKS.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }

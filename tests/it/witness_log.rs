@@ -232,3 +232,41 @@ fn the_records_are_bounded_and_a_full_log_saves_whole() {
     w.append(&[&json!({"type": "last-prompt", "rewound": true, "cutUuid": "u1"}).to_string()]);
     assert!(matches!(w.ask("burst-000-an-id-long-enough-to-matter"), Check::Withdrawn(_)));
 }
+
+/// A long-lived process keeps the conversation's lock file open between
+/// questions, and its lock there excludes others as a fresh handle's does.
+/// One deleted (old witnesses are, past a bound) and made again is another
+/// file: a question locks the one at the path, whose holder it waits for,
+/// not the one it kept.
+#[test]
+fn a_question_locks_the_lock_file_at_the_path_not_the_one_it_kept() {
+    use leanctx::witness::{Question, check};
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::time::{Duration, Instant};
+    let w = W::new();
+    w.turn(Turn::Prompt, T0);
+    w.append(&[&prompt("u1"), &tool_use("t1")]);
+    assert_eq!(w.ask("t1"), Check::Present);
+    let (_, lock) = files(&w);
+    let ask_soon = || {
+        let q =
+            Question { call_id: Some("t1"), delivered_ms: T0 + 1, ..Question::catch_up(Host::ClaudeCode, "S", T0 + 2) };
+        check(&w.data, &q, Instant::now() + Duration::from_millis(50), |_| Ok(()))
+    };
+    let busy = |c: &Check| matches!(c, Check::Unavailable(why) if why.contains("busy"));
+    assert_eq!(ask_soon(), Check::Present);
+    let holder = std::fs::OpenOptions::new().append(true).open(&lock).unwrap();
+    holder.lock().unwrap();
+    let a = ask_soon();
+    assert!(busy(&a), "{a:?}: the kept handle did not wait for the holder");
+    drop(holder);
+    assert_eq!(ask_soon(), Check::Present);
+
+    std::fs::remove_file(&lock).unwrap();
+    let holder = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&lock).unwrap();
+    holder.lock().unwrap();
+    let a = ask_soon();
+    assert!(busy(&a), "{a:?}: the kept file was locked, not the one at the path");
+    drop(holder);
+    assert_eq!(ask_soon(), Check::Present);
+}
