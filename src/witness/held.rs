@@ -54,9 +54,7 @@ pub fn take(path: &Path) -> Option<Held> {
     if !fsx::HOLD_OPEN {
         return None;
     }
-    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    let i = held.iter().position(|h| h.path == path)?;
-    Some(held.remove(i))
+    take_where(&HELD, |h| h.path == path)
 }
 
 /// Keep `h` for the next question (only with its state file held: without
@@ -65,12 +63,25 @@ pub fn keep(h: Held) {
     if !fsx::HOLD_OPEN || h.file.is_none() {
         return;
     }
-    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    held.retain(|o| o.path != h.path);
-    if held.len() >= MAX_HELD {
-        held.remove(0);
+    keep_last(&HELD, h, |o| o.path.as_path());
+}
+
+/// Take the entry `is` finds out of `list`.
+fn take_where<T>(list: &Mutex<Vec<T>>, is: impl Fn(&T) -> bool) -> Option<T> {
+    let mut l = list.lock().unwrap_or_else(|e| e.into_inner());
+    let i = l.iter().position(is)?;
+    Some(l.remove(i))
+}
+
+/// Keep `v` last in `list` in place of the entry with the same `key`, the
+/// least recently kept dropped past [`MAX_HELD`].
+fn keep_last<T, K: PartialEq + ?Sized>(list: &Mutex<Vec<T>>, v: T, key: impl Fn(&T) -> &K) {
+    let mut l = list.lock().unwrap_or_else(|e| e.into_inner());
+    l.retain(|o| key(o) != key(&v));
+    if l.len() >= MAX_HELD {
+        l.remove(0);
     }
-    held.push(h);
+    l.push(v);
 }
 
 /// Whether the state file `held` came from is still the one at its path
@@ -96,10 +107,7 @@ pub fn take_lock(lock: &Path) -> Option<(File, (u64, u64))> {
     if !fsx::HOLD_OPEN {
         return None;
     }
-    let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
-    let i = locks.iter().position(|(p, _, _)| p == lock)?;
-    let (_, f, id) = locks.remove(i);
-    Some((f, id))
+    take_where(&LOCKS, |(p, _, _)| p == lock).map(|(_, f, id)| (f, id))
 }
 
 /// Keep the lock file `f` of `lock` open for the next question (once it is
@@ -108,16 +116,38 @@ pub fn keep_lock(lock: PathBuf, f: File, id: (u64, u64)) {
     if !fsx::HOLD_OPEN {
         return;
     }
-    let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
-    locks.retain(|(p, _, _)| *p != lock);
-    if locks.len() >= MAX_HELD {
-        locks.remove(0);
-    }
-    locks.push((lock, f, id));
+    keep_last(&LOCKS, (lock, f, id), |(p, _, _)| p.as_path());
 }
 
 #[cfg(test)]
 pub fn clear() {
     HELD.lock().unwrap_or_else(|e| e.into_inner()).clear();
     LOCKS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bound both lists keep (conversations' witnesses and their lock
+    /// files): at most MAX_HELD, the least recently kept dropped first, a
+    /// key kept again moved last, not doubled; taken out when found.
+    #[test]
+    fn kept_lists_are_bounded_least_recent_first() {
+        let list: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+        let keep = |k: usize, v: u32| keep_last(&list, (k, v), |(o, _)| o);
+        for k in 0..MAX_HELD {
+            keep(k, 0);
+        }
+        keep(0, 1); // 0 is now the most recent: 1 is dropped next
+        keep(MAX_HELD, 0);
+        let keys: Vec<usize> = list.lock().unwrap().iter().map(|e| e.0).collect();
+        assert_eq!(keys.len(), MAX_HELD);
+        assert!(!keys.contains(&1), "{keys:?}");
+        assert_eq!(keys.iter().filter(|&&k| k == 0).count(), 1, "{keys:?}");
+        assert_eq!(&keys[MAX_HELD - 2..], &[0, MAX_HELD], "{keys:?}");
+        assert_eq!(take_where(&list, |e| e.0 == 0), Some((0, 1)));
+        assert_eq!(take_where(&list, |e| e.0 == 0), None);
+        assert_eq!(list.lock().unwrap().len(), MAX_HELD - 1);
+    }
 }
