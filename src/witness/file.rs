@@ -196,10 +196,12 @@ fn lock_on(f: &File, deadline: Instant) -> io::Result<fsx::LockRef<'_>> {
 /// than records ever make (then none are read: stale, dropped at the next
 /// record). `size`: its length at the open (`fstat`): a short read that
 /// reaches it is the end (no second `pread` for the 0; a record appended
-/// since would have been read with it).
+/// since would have been read with it). The buffer starts at `size` + 1,
+/// at most 4 KiB, and grows when filled: a lock file is a header and a few
+/// records, and zeroing 4 KiB for them was ~4,000 instructions a question.
 fn read_log(f: &File, size: u64) -> io::Result<(Vec<u8>, bool)> {
     let cap = (progress::MAX_LOG_BYTES as usize) + progress::MAX_RECORD_BYTES;
-    let mut buf = vec![0u8; 4096];
+    let mut buf = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX).saturating_add(1).min(4096)];
     let mut got = 0;
     loop {
         if got == buf.len() {
@@ -989,6 +991,27 @@ fn judge(st: &State, q: &Question<'_>, ended: Option<String>, behind: u64) -> Ch
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever length the caller saw, the log is read to its end: a file
+    /// grown since (a record appended between the `fstat` and the lock),
+    /// cut since, or empty; past the cap, none of it (stale).
+    #[test]
+    fn the_log_is_read_whole_whatever_length_was_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("lock");
+        let cap = progress::MAX_LOG_BYTES as usize + progress::MAX_RECORD_BYTES;
+        for len in [0, 1, 100, 4095, 4096, 4097, 6000, cap] {
+            let bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            std::fs::write(&p, &bytes).unwrap();
+            let f = File::open(&p).unwrap();
+            for seen in [0, len as u64 / 2, len as u64, len as u64 + 10] {
+                assert_eq!(read_log(&f, seen).unwrap(), (bytes.clone(), false), "{len} bytes, {seen} seen");
+            }
+        }
+        std::fs::write(&p, vec![b'x'; 2 * cap + 1]).unwrap();
+        let f = File::open(&p).unwrap();
+        assert_eq!(read_log(&f, 10).unwrap(), (Vec::new(), true));
+    }
 
     /// The remembered name is the name of that host's conversation only.
     #[test]
