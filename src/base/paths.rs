@@ -185,8 +185,15 @@ pub fn ensure_data_dir(path: &Path) -> Result<(), DirProblem> {
 
 /// Check an existing data dir without creating anything (readers, status).
 pub fn check_data_dir(path: &Path) -> Result<(), DirProblem> {
+    check_data_dir_md(path).map(drop)
+}
+
+/// [`check_data_dir`], with the metadata it checked (a `stat`: a symlinked
+/// data dir's target).
+pub fn check_data_dir_md(path: &Path) -> Result<fs::Metadata, DirProblem> {
     let md = fs::metadata(path).map_err(|err| DirProblem::Io { path: path.to_path_buf(), err })?;
-    check_dir(path, &md)
+    check_dir(path, &md)?;
+    Ok(md)
 }
 
 fn check_dir(path: &Path, md: &fs::Metadata) -> Result<(), DirProblem> {

@@ -10,7 +10,9 @@
 //! Whatever depends on the platform (`libc`, `std::os::unix`, `/proc`;
 //! Win32) is in one file per platform, `unix.rs` and `windows.rs`, with the
 //! same functions, re-exported here; nothing else in the crate names the
-//! platform. Each provides those in the `pub use sys::{…}` list, and
+//! platform. Each provides those in the `pub use sys::{…}` list (Unix's
+//! [`lstat`] may stat a data dir's file relative to a handle of the dir,
+//! see [`anchor`]; Windows' goes by the path), and
 //! `keep_of`, `apply_keep`, `config_temp_in`, `persist`, `open`,
 //! `sync_dir`, `state_options`, `special_kind`, `exchange`,
 //! `open_rewritable`, `write_lease`, `link_count`, `read_append` and `read_stdin`, which the portable files here call as `sys::…`.
@@ -38,12 +40,14 @@ pub use bounded::{
 pub(crate) use lock::MET_BUSY;
 pub use lock::{Lock, LockError, LockKind, LockRef, lock, lock_ref};
 pub use recycle::{spare_path, write_recycled, write_recycled_kept};
-pub use state::{open_state, open_state_md, read_state, state_problem, untrusted};
+pub use state::{Kind, Meta, open_state, open_state_md, read_state, state_problem, untrusted};
 pub use sys::{
-    HOLD_OPEN, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id, is_symlink_refusal,
-    may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid, path_id, prepare_process,
-    read_at, short_path, under_wine,
+    HOLD_OPEN, Stat, anchor, create_new, create_private_dir, current_uid, dir_lock_file, free_bytes, handle_id,
+    is_symlink_refusal, lstat, may_create_in, mode_of, open_nonblocking, owner, parent_argv, parent_of, parent_pid,
+    path_id, prepare_process, read_at, short_path, unanchor, under_wine,
 };
+#[cfg(all(test, unix))]
+pub(crate) use unix::anchored;
 
 use std::io;
 use std::path::Path;

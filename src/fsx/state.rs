@@ -9,46 +9,104 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-/// Why a state file that exists is not what leanctx writes there, from its
-/// metadata (`lstat` or `fstat`): only regular files owned by this user,
-/// 0600-like (owner read and write, nobody else writes), no larger than
-/// `max`, are state. `None`: it is.
-/// What a file that is not a regular file is, in words.
-pub(crate) fn kind_of(ft: &fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "a directory"
-    } else if ft.is_symlink() {
-        "a symbolic link"
-    } else {
-        match sys::special_kind(ft) {
-            SpecialFile::Fifo => "a FIFO",
-            SpecialFile::Socket => "a socket",
-            SpecialFile::Device => "a device",
-            SpecialFile::Other => "not a regular file",
+/// What kind of file a metadata names, as the state checks tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Special(SpecialFile),
+}
+
+impl Kind {
+    fn of(ft: &fs::FileType) -> Kind {
+        if ft.is_file() {
+            Kind::File
+        } else if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::Special(sys::special_kind(ft))
+        }
+    }
+
+    /// What a file that is not a regular file is, in words.
+    fn words(self) -> &'static str {
+        match self {
+            Kind::File => "a regular file",
+            Kind::Dir => "a directory",
+            Kind::Symlink => "a symbolic link",
+            Kind::Special(SpecialFile::Fifo) => "a FIFO",
+            Kind::Special(SpecialFile::Socket) => "a socket",
+            Kind::Special(SpecialFile::Device) => "a device",
+            Kind::Special(SpecialFile::Other) => "not a regular file",
         }
     }
 }
 
-pub fn state_problem(md: &fs::Metadata, max: u64) -> Option<String> {
-    let ft = md.file_type();
-    if ft.is_symlink() {
-        return Some("is a symbolic link, not a regular file".into());
+/// What the state checks read of a file's metadata: std's, or (Unix) the
+/// [`super::Stat`] of a stat made relative to the data dir's handle
+/// ([`super::lstat`]), so both are judged by the same code.
+pub trait Meta {
+    fn kind(&self) -> Kind;
+    /// Owner uid ([`super::owner`]).
+    fn uid_of(&self) -> u32;
+    /// Permission bits ([`super::mode_of`]).
+    fn mode_bits(&self) -> u32;
+    fn size(&self) -> u64;
+    /// Device and inode ([`super::path_id`]).
+    #[cfg(unix)]
+    fn dev_ino(&self) -> (u64, u64);
+}
+
+impl Meta for fs::Metadata {
+    fn kind(&self) -> Kind {
+        Kind::of(&self.file_type())
     }
-    if !ft.is_file() {
-        return Some(format!("is {}, not a regular file", kind_of(&ft)));
+    fn uid_of(&self) -> u32 {
+        owner(self)
     }
-    if owner(md) != current_uid() {
-        return Some(format!("is owned by uid {}, not by this user (uid {})", owner(md), current_uid()));
+    fn mode_bits(&self) -> u32 {
+        mode_of(self)
     }
-    let mode = mode_of(md);
+    fn size(&self) -> u64 {
+        self.len()
+    }
+    #[cfg(unix)]
+    fn dev_ino(&self) -> (u64, u64) {
+        sys::file_id(self)
+    }
+}
+
+/// What a file that is not a regular file is, in words.
+pub(crate) fn kind_of(ft: &fs::FileType) -> &'static str {
+    Kind::of(ft).words()
+}
+
+/// Why a state file that exists is not what leanctx writes there, from its
+/// metadata (`lstat` or `fstat`): only regular files owned by this user,
+/// 0600-like (owner read and write, nobody else writes), no larger than
+/// `max`, are state. `None`: it is.
+pub fn state_problem(md: &impl Meta, max: u64) -> Option<String> {
+    match md.kind() {
+        Kind::File => {}
+        Kind::Symlink => return Some("is a symbolic link, not a regular file".into()),
+        k => return Some(format!("is {}, not a regular file", k.words())),
+    }
+    let uid = md.uid_of();
+    if uid != current_uid() {
+        return Some(format!("is owned by uid {uid}, not by this user (uid {})", current_uid()));
+    }
+    let mode = md.mode_bits();
     if mode & 0o600 != 0o600 {
         return Some(format!("has mode {mode:o}, not readable and writable by its owner (hooks cannot record)"));
     }
     if mode & 0o022 != 0 {
         return Some(format!("has mode {mode:o}: writable by group or others"));
     }
-    if md.len() > max {
-        return Some(format!("is {} bytes, more than the {max} a reader reads", md.len()));
+    if md.size() > max {
+        return Some(format!("is {} bytes, more than the {max} a reader reads", md.size()));
     }
     None
 }

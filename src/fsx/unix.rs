@@ -50,10 +50,11 @@ pub fn handle_id(_: &File, md: &fs::Metadata) -> io::Result<(u64, u64)> {
     Ok(file_id(md))
 }
 
-/// `file_id` of what is at a path, from its metadata (`lstat`).
+/// `file_id` of what is at a path, from its metadata (`lstat`, or the
+/// [`Stat`] of [`lstat`]).
 #[inline]
-pub fn path_id(_: &Path, md: &fs::Metadata) -> io::Result<(u64, u64)> {
-    Ok(file_id(md))
+pub fn path_id(_: &Path, md: &impl super::Meta) -> io::Result<(u64, u64)> {
+    Ok(md.dev_ino())
 }
 
 /// What kind of non-regular, non-directory file this is.
@@ -423,5 +424,433 @@ pub fn read_stdin(max: usize, max_drain: usize, deadline: Instant) -> Input {
                 return Input::TooLarge { seen: buf.len() + drained };
             }
         }
+    }
+}
+
+/// What an `lstat` says of a file, enough for every check made on a state
+/// file ([`super::Meta`]): std's `Metadata` cannot be built from the
+/// `fstatat` a stat relative to the data dir's handle makes ([`lstat`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    len: u64,
+    dev: u64,
+    ino: u64,
+    /// `st_mode`: the type bits and the permission bits.
+    mode: u32,
+    uid: u32,
+}
+
+// No `is_empty`: callers compare `len()` as they do on std's `Metadata`,
+// which is what Windows' `Stat` is.
+#[allow(clippy::len_without_is_empty)]
+impl Stat {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn of(md: &fs::Metadata) -> Stat {
+        Stat { len: md.len(), dev: md.dev(), ino: md.ino(), mode: md.mode(), uid: md.uid() }
+    }
+
+    // The fields' widths differ across Unixes (macOS: a 16-bit mode, a
+    // 32-bit device): casts that are no-ops on Linux.
+    #[allow(clippy::unnecessary_cast)]
+    fn of_raw(st: &libc::stat) -> Stat {
+        Stat {
+            len: st.st_size as u64,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            mode: st.st_mode as u32,
+            uid: st.st_uid as u32,
+        }
+    }
+}
+
+impl super::Meta for Stat {
+    #[allow(clippy::unnecessary_cast)] // as in `Stat::of_raw`
+    fn kind(&self) -> super::Kind {
+        use super::Kind;
+        match self.mode & libc::S_IFMT as u32 {
+            m if m == libc::S_IFREG as u32 => Kind::File,
+            m if m == libc::S_IFDIR as u32 => Kind::Dir,
+            m if m == libc::S_IFLNK as u32 => Kind::Symlink,
+            m if m == libc::S_IFIFO as u32 => Kind::Special(SpecialFile::Fifo),
+            m if m == libc::S_IFSOCK as u32 => Kind::Special(SpecialFile::Socket),
+            m if m == libc::S_IFCHR as u32 || m == libc::S_IFBLK as u32 => Kind::Special(SpecialFile::Device),
+            _ => Kind::Special(SpecialFile::Other),
+        }
+    }
+    fn uid_of(&self) -> u32 {
+        self.uid
+    }
+    fn mode_bits(&self) -> u32 {
+        self.mode & 0o7777
+    }
+    fn size(&self) -> u64 {
+        self.len
+    }
+    fn dev_ino(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+}
+
+/// The data dir's handle: an `O_PATH` descriptor of the directory its path
+/// named when opened, with that directory's (device, inode).
+#[derive(Debug)]
+struct Anchor {
+    path: std::path::PathBuf,
+    id: (u64, u64),
+    fd: std::os::fd::OwnedFd,
+}
+
+/// What this thread knows of the one data dir it anchors (one: a bound;
+/// another path or another directory there replaces it).
+#[derive(Debug)]
+enum Anchored {
+    None,
+    /// Checked once at `path` with this id: a second question there opens
+    /// the handle (a one-shot process asks once and never pays the open).
+    Seen(std::path::PathBuf, (u64, u64)),
+    /// Tried and failed (no descriptor left, the dir replaced in between):
+    /// not tried again for this path and id.
+    Failed(std::path::PathBuf, (u64, u64)),
+    /// The handle, and whether the question this thread is in checked it
+    /// (its path named the handle's directory at the question's check).
+    Open(Anchor, bool),
+}
+
+thread_local! {
+    /// Per thread: a question runs on one, and a handle no other thread
+    /// uses needs no lock (closed when the thread ends).
+    static ANCHORED: std::cell::RefCell<Anchored> = const { std::cell::RefCell::new(Anchored::None) };
+}
+
+/// The question's check of the data dir `dir` found `md` there (a `stat`,
+/// following a symlink, as the check does): from now until [`unanchor`],
+/// [`lstat`] of a path inside `dir` is made relative to a handle of that
+/// directory when this thread holds one and it is the same (device,
+/// inode). The handle is opened at the second question that finds the same
+/// directory at the same path; anything else (another path, another
+/// directory there, an open that fails) leaves the stats on the path.
+pub fn anchor(dir: &Path, md: &fs::Metadata) {
+    let id = file_id(md);
+    ANCHORED.with_borrow_mut(|a| {
+        let next = match std::mem::replace(a, Anchored::None) {
+            Anchored::Open(h, _) if h.path == dir && h.id == id => Anchored::Open(h, true),
+            Anchored::Failed(p, i) if p == dir && i == id => Anchored::Failed(p, i),
+            Anchored::Seen(p, i) if p == dir && i == id => match open_anchor(dir, id) {
+                Some(h) => Anchored::Open(h, true),
+                None => Anchored::Failed(p, i),
+            },
+            _ => Anchored::Seen(dir.to_path_buf(), id),
+        };
+        *a = next;
+    });
+}
+
+/// The question ended: stats go by path until the next one's check.
+pub fn unanchor() {
+    ANCHORED.with_borrow_mut(|a| {
+        if let Anchored::Open(_, valid) = a {
+            *valid = false;
+        }
+    });
+}
+
+/// Open `dir`'s handle (following a symlink, as the check did) and keep it
+/// only if it is the directory the check found (`id`): the path may have
+/// been replaced since.
+fn open_anchor(dir: &Path, id: (u64, u64)) -> Option<Anchor> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let c = c_path(dir).ok()?;
+    // SAFETY: a valid NUL-terminated path; the descriptor returned is owned
+    // by the `OwnedFd` at once.
+    let raw = unsafe { libc::open(c.as_ptr(), O_DIR_HANDLE | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: a zeroed out-struct and a descriptor `fd` owns.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    (super::Meta::dev_ino(&Stat::of_raw(&st)) == id).then(|| Anchor { path: dir.to_path_buf(), id, fd })
+}
+
+/// `O_PATH` where there is one (Linux): the handle only names the
+/// directory, it reads nothing. Elsewhere a read-only open of it.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const O_DIR_HANDLE: libc::c_int = libc::O_PATH;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const O_DIR_HANDLE: libc::c_int = libc::O_RDONLY;
+
+/// `lstat` of `path` (a symlink is not followed): relative to the data
+/// dir's handle when `path` is inside the dir the current question checked
+/// and this thread holds a handle of it ([`anchor`]); by the path
+/// otherwise, and whenever the relative stat fails (the answer, error or
+/// not, is then the path's own, as before). The same file either way: the
+/// handle is the directory the path named at the question's check, and the
+/// rest of the path is walked from it as the kernel walks it from the path
+/// (each name looked up again: a subdirectory replaced is seen).
+pub fn lstat(path: &Path) -> io::Result<Stat> {
+    let tried = ANCHORED.with_borrow(|a| match a {
+        Anchored::Open(h, true) => lstat_at(h, path),
+        _ => None,
+    });
+    if let Some(Err(e)) = &tried {
+        // Answered by the path below, and so is the rest of the question;
+        // a handle that fails for anything but a missing file is dropped
+        // (a later question opens another).
+        let missing = e.kind() == io::ErrorKind::NotFound;
+        ANCHORED.with_borrow_mut(|a| match a {
+            Anchored::Open(_, valid) if missing => *valid = false,
+            _ => *a = Anchored::None,
+        });
+    }
+    match tried {
+        Some(Ok(st)) => Ok(st),
+        _ => fs::symlink_metadata(path).map(|md| Stat::of(&md)),
+    }
+}
+
+/// The longest path relative to the handle stat'ed from a buffer on the
+/// stack (a data dir's files are far shorter); longer ones go by the path.
+const MAX_RELATIVE: usize = 256;
+
+/// `fstatat` of `path`'s part below the handle's directory, `None` when
+/// `path` is not below it by plain names (no `..`, no `.`, nothing else).
+fn lstat_at(a: &Anchor, path: &Path) -> Option<io::Result<Stat>> {
+    use std::os::fd::AsRawFd;
+    use std::path::Component;
+    let rest = path.strip_prefix(&a.path).ok()?;
+    if rest.as_os_str().is_empty() || !rest.components().all(|c| matches!(c, Component::Normal(_))) {
+        return None;
+    }
+    let bytes = rest.as_os_str().as_bytes();
+    if bytes.len() >= MAX_RELATIVE || bytes.contains(&0) {
+        return None;
+    }
+    let mut buf = [0u8; MAX_RELATIVE];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    // SAFETY: a zeroed out-struct, a NUL-terminated name in `buf` and a
+    // descriptor the anchor owns for the duration of the call.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::fstatat(a.fd.as_raw_fd(), buf.as_ptr().cast(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    Some(if r == 0 { Ok(Stat::of_raw(&st)) } else { Err(io::Error::last_os_error()) })
+}
+
+/// The data dir this thread holds a handle of, valid or not (tests).
+#[cfg(test)]
+pub(crate) fn anchored() -> Option<(std::path::PathBuf, bool)> {
+    ANCHORED.with_borrow(|a| match a {
+        Anchored::Open(h, valid) => Some((h.path.clone(), *valid)),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod anchor_tests {
+    //! The data dir's handle on real directories: the same answers as the
+    //! path, the handle used only while the path names its directory. Each
+    //! test runs on its own thread, and the handle is per thread.
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn state_file(p: &Path, text: &str) {
+        fs::write(p, text).unwrap();
+        fs::set_permissions(p, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    fn data_dir(parent: &Path, name: &str) -> std::path::PathBuf {
+        let d = parent.join(name);
+        create_private_dir(&d, false).unwrap();
+        fs::create_dir(d.join("witness")).unwrap();
+        state_file(&d.join("journal"), "a\n");
+        state_file(&d.join("witness/c.lock"), "");
+        d
+    }
+
+    /// One question's check of `d`, as `readpath::asking` makes it.
+    fn question(d: &Path) {
+        unanchor();
+        anchor(d, &fs::metadata(d).unwrap());
+    }
+
+    fn by_path(p: &Path) -> io::Result<Stat> {
+        fs::symlink_metadata(p).map(|m| Stat::of(&m))
+    }
+
+    fn ino(p: &Path) -> u64 {
+        lstat(p).unwrap().ino
+    }
+
+    #[test]
+    fn the_second_question_opens_the_handle_and_every_answer_is_the_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        std::os::unix::fs::symlink("/dev/null", d.join("link")).unwrap();
+        question(&d);
+        assert_eq!(anchored(), None, "a first question opens nothing");
+        question(&d);
+        assert_eq!(anchored(), Some((d.clone(), true)));
+        for name in ["journal", "witness/c.lock", "witness", "link"] {
+            let p = d.join(name);
+            assert_eq!(lstat(&p).unwrap(), by_path(&p).unwrap(), "{name}: device, inode, length, mode, owner");
+        }
+        let link = lstat(&d.join("link")).unwrap();
+        assert_eq!(crate::fsx::Meta::kind(&link), crate::fsx::Kind::Symlink, "not followed");
+        let e = lstat(&d.join("missing")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert_eq!(anchored(), Some((d.clone(), false)), "by the path for the rest of the question, still kept");
+        question(&d);
+        assert_eq!(anchored(), Some((d.clone(), true)), "valid again at the next check");
+        unanchor();
+        assert_eq!(anchored(), Some((d.clone(), false)), "not valid between questions");
+    }
+
+    #[test]
+    fn a_data_dir_replaced_between_questions_is_read_by_its_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        let j = d.join("journal");
+        question(&d);
+        question(&d);
+        let old = ino(&j);
+        fs::rename(&d, tmp.path().join("old")).unwrap();
+        data_dir(tmp.path(), "data");
+        let new = by_path(&j).unwrap().ino;
+        assert_ne!(old, new);
+        // Within the question the handle is the directory it checked...
+        assert_eq!(ino(&j), old);
+        unanchor();
+        // ...outside any, and at the next question's check, the path.
+        assert_eq!(ino(&j), new, "between questions");
+        question(&d);
+        assert_eq!(anchored(), None, "another directory at the path: the handle is dropped");
+        assert_eq!(ino(&j), new);
+        question(&d);
+        assert_eq!(anchored(), Some((d.clone(), true)), "the new directory's handle");
+        assert_eq!(ino(&j), new);
+    }
+
+    #[test]
+    fn a_witness_dir_replaced_is_walked_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        let lock = d.join("witness/c.lock");
+        question(&d);
+        question(&d);
+        let old = ino(&lock);
+        fs::rename(d.join("witness"), d.join("witness.old")).unwrap();
+        fs::create_dir(d.join("witness")).unwrap();
+        state_file(&lock, "");
+        assert_ne!(ino(&lock), old);
+        assert_eq!(lstat(&lock).unwrap(), by_path(&lock).unwrap());
+        assert_eq!(anchored(), Some((d.clone(), true)), "through the handle");
+    }
+
+    #[test]
+    fn a_file_missing_through_the_handle_is_answered_by_the_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        question(&d);
+        question(&d);
+        fs::rename(&d, tmp.path().join("old")).unwrap();
+        data_dir(tmp.path(), "data");
+        state_file(&d.join("only-new"), "x");
+        assert_eq!(lstat(&d.join("only-new")).unwrap(), by_path(&d.join("only-new")).unwrap());
+        assert_eq!(anchored(), Some((d.clone(), false)));
+    }
+
+    #[test]
+    fn a_failing_stat_through_the_handle_drops_it_and_the_path_answers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        question(&d);
+        question(&d);
+        let p = d.join("journal/x");
+        let (e, want) = (lstat(&p).unwrap_err(), by_path(&p).unwrap_err());
+        assert_eq!((e.kind(), e.raw_os_error()), (want.kind(), want.raw_os_error()));
+        assert_eq!(want.raw_os_error(), Some(libc::ENOTDIR));
+        assert_eq!(anchored(), None, "dropped");
+        question(&d);
+        question(&d);
+        assert_eq!(anchored(), Some((d.clone(), true)), "opened again");
+    }
+
+    #[test]
+    fn a_symlinked_data_dir_is_anchored_at_its_target() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (data_dir(tmp.path(), "a"), data_dir(tmp.path(), "b"));
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let j = link.join("journal");
+        question(&link);
+        question(&link);
+        assert_eq!(anchored(), Some((link.clone(), true)));
+        assert_eq!(ino(&j), by_path(&a.join("journal")).unwrap().ino);
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&b, &link).unwrap();
+        question(&link);
+        assert_eq!(anchored(), None, "the link names another directory");
+        assert_eq!(ino(&j), by_path(&b.join("journal")).unwrap().ino);
+    }
+
+    #[test]
+    fn only_plain_names_below_the_handle_go_through_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        let other = data_dir(tmp.path(), "other");
+        question(&d);
+        question(&d);
+        let h = ANCHORED.with_borrow(|a| match a {
+            Anchored::Open(h, _) => Anchor { path: h.path.clone(), id: h.id, fd: h.fd.try_clone().unwrap() },
+            _ => panic!("no handle"),
+        });
+        assert!(lstat_at(&h, &d.join("journal")).is_some());
+        for p in [d.clone(), d.join("../other/journal"), other.join("journal"), tmp.path().join("data2")] {
+            assert!(lstat_at(&h, &p).is_none(), "{}", p.display());
+            assert_eq!(lstat(&p).map_err(|e| e.kind()), by_path(&p).map_err(|e| e.kind()), "{}", p.display());
+        }
+        let long = d.join("x".repeat(MAX_RELATIVE));
+        assert!(lstat_at(&h, &long).is_none(), "too long for the stack buffer");
+    }
+
+    #[test]
+    fn a_handle_of_another_directory_is_not_kept() {
+        // The check found one directory, the open another (the path
+        // replaced in between): nothing is anchored, and not tried again.
+        let tmp = tempfile::tempdir().unwrap();
+        let (d, other) = (data_dir(tmp.path(), "data"), data_dir(tmp.path(), "other"));
+        let md = fs::metadata(&other).unwrap();
+        anchor(&d, &md);
+        anchor(&d, &md);
+        assert_eq!(anchored(), None);
+        assert!(ANCHORED.with_borrow(|a| matches!(a, Anchored::Failed(..))));
+        anchor(&d, &md);
+        assert!(ANCHORED.with_borrow(|a| matches!(a, Anchored::Failed(..))), "not tried again");
+        question(&d);
+        question(&d);
+        assert_eq!(anchored(), Some((d.clone(), true)), "the directory itself, once its id is the one checked");
+    }
+
+    #[test]
+    fn the_handle_names_the_directory_and_is_closed_on_exec() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = data_dir(tmp.path(), "data");
+        question(&d);
+        question(&d);
+        let fd = ANCHORED.with_borrow(|a| match a {
+            Anchored::Open(h, _) => h.fd.as_raw_fd(),
+            _ => panic!("no handle"),
+        });
+        // SAFETY: fcntl queries on a descriptor the thread's anchor owns.
+        let (fdflags, flags) = unsafe { (libc::fcntl(fd, libc::F_GETFD), libc::fcntl(fd, libc::F_GETFL)) };
+        assert_ne!(fdflags & libc::FD_CLOEXEC, 0, "close-on-exec");
+        assert_eq!(flags & O_DIR_HANDLE, O_DIR_HANDLE);
+        #[cfg(target_os = "linux")]
+        assert_eq!(fs::read_link(format!("/proc/self/fd/{fd}")).unwrap(), fs::canonicalize(&d).unwrap());
     }
 }

@@ -440,6 +440,21 @@ pub fn under_wine() -> bool {
     }
 }
 
+/// What [`lstat`] gives: the path's own metadata (no handle-relative stats
+/// here, see the Unix `Stat`).
+pub type Stat = fs::Metadata;
+
+/// `lstat` of `path`: by the path, always (Windows keeps no data dir handle).
+pub fn lstat(path: &Path) -> io::Result<Stat> {
+    fs::symlink_metadata(path)
+}
+
+/// Nothing to anchor on Windows ([`lstat`] goes by the path).
+pub fn anchor(_: &Path, _: &fs::Metadata) {}
+
+/// Nothing anchored on Windows.
+pub fn unanchor() {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -667,7 +667,7 @@ pub fn check(
     let kept = held::take_lock(&lock);
     let reused = kept.as_ref().and_then(|(f, id)| {
         let g = lock_on(f, deadline).ok()?;
-        let md = std::fs::symlink_metadata(&lock).ok()?;
+        let md = fsx::lstat(&lock).ok()?;
         let same = fsx::state_problem(&md, MAX_LOCK_FILE_BYTES).is_none()
             && fsx::path_id(&lock, &md).is_ok_and(|now| now == *id);
         same.then_some((g, md.len()))
@@ -898,7 +898,7 @@ fn can_append(h: &Held) -> bool {
 fn load_held(path: &Path, kept: Option<Held>, log: (Vec<u8>, bool)) -> io::Result<Option<Held>> {
     let (mut transcript, mut buf) = (None, Vec::new());
     if let Some(h) = kept {
-        match std::fs::symlink_metadata(path) {
+        match fsx::lstat(path) {
             Ok(md) if held::is_current(&h, &md) && !log.1 && log.0 == h.log_bytes => return Ok(Some(h)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             _ => (transcript, buf) = (h.transcript, h.buf),

@@ -86,7 +86,7 @@ fn keep_last<T, K: PartialEq + ?Sized>(list: &Mutex<Vec<T>>, v: T, key: impl Fn(
 
 /// Whether the state file `held` came from is still the one at its path
 /// (`md`: the path's `lstat`), so its state needs no read.
-pub fn is_current(held: &Held, md: &std::fs::Metadata) -> bool {
+pub fn is_current(held: &Held, md: &fsx::Stat) -> bool {
     let Some((_, id)) = held.file.as_ref() else { return false };
     fsx::path_id(&held.path, md).is_ok_and(|now| now == *id)
         && fsx::state_problem(md, super::file::MAX_STATE_BYTES).is_none()

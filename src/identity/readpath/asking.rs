@@ -2,6 +2,7 @@
 //! stub, a delivery) `stat`s the data dir once, not once per step.
 
 use crate::base::paths;
+use crate::fsx;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,6 +30,7 @@ impl Drop for Asking {
             if c.0 == 0 {
                 c.1 = None;
                 QUESTION.set(0);
+                fsx::unanchor();
             }
         });
     }
@@ -52,17 +54,20 @@ pub(crate) fn question() -> Option<u64> {
 
 /// [`paths::check_data_dir`], once per question: a success is remembered
 /// until the question ends (a failure is checked again, with its reason).
+/// A success inside a question also anchors the data dir for it
+/// ([`fsx::anchor`]): until the question ends, the `lstat`s of the dir's
+/// files (journal, lock files, witness state) may go relative to a handle
+/// of the directory this `stat` found, not along the whole path again.
 pub(super) fn check_dir(d: &Path) -> Result<(), paths::DirProblem> {
     if CHECKED.with_borrow(|c| c.0 > 0 && c.1.as_deref() == Some(d)) {
         return Ok(());
     }
-    let r = paths::check_data_dir(d);
-    if r.is_ok() {
-        CHECKED.with_borrow_mut(|c| {
-            if c.0 > 0 {
-                c.1 = Some(d.to_path_buf());
-            }
-        });
-    }
-    r
+    let md = paths::check_data_dir_md(d)?;
+    CHECKED.with_borrow_mut(|c| {
+        if c.0 > 0 {
+            c.1 = Some(d.to_path_buf());
+            fsx::anchor(d, &md);
+        }
+    });
+    Ok(())
 }

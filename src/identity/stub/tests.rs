@@ -249,3 +249,35 @@ fn an_idle_returns_lines_written_after_the_question_starts_are_waited_for() {
     assert_eq!(ans.decision.reason, Reason::ConfirmedDelivery, "{ans:?}");
     assert!(t.elapsed() < CATCH_UP_WAIT, "it answered once the lines came: {:?}", t.elapsed());
 }
+
+/// A process that asks again stats the data dir's files relative to a
+/// handle of it (`fsx::lstat`), valid only while the path names the
+/// directory the question's check found: a data dir replaced between
+/// questions is read by its path (an empty one withholds, where the old
+/// one's handle would have confirmed), and put back, answers as before.
+#[cfg(unix)]
+#[test]
+fn a_data_dir_replaced_between_questions_answers_from_the_new_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    crate::fsx::create_private_dir(&dir, false).unwrap();
+    let now = clock::now_ms();
+    let (_, rp) = confirmed(&dir, now, &[&prompt("u1"), &tool_use("toolu_1"), &tool_use("toolu_2")]);
+    let allowed = || rp.stub(&claude_call("toolu_2"), "a.rs", "v1", None).is_ok_and(|a| a.decision.allow);
+    assert!(allowed(), "by path");
+    assert_eq!(crate::fsx::anchored(), None, "one question opens no handle");
+    assert!(allowed(), "the second question opens the handle");
+    assert_eq!(crate::fsx::anchored(), Some((dir.clone(), false)), "kept, valid only within a question");
+    assert!(allowed(), "through the handle");
+    let old = tmp.path().join("old");
+    std::fs::rename(&dir, &old).unwrap();
+    crate::fsx::create_private_dir(&dir, false).unwrap();
+    assert!(!allowed(), "an empty data dir confirms nothing");
+    assert_eq!(crate::fsx::anchored(), None, "another directory at the path: the handle dropped");
+    std::fs::remove_dir(&dir).unwrap();
+    std::fs::rename(&old, &dir).unwrap();
+    for _ in 0..3 {
+        assert!(allowed(), "the data dir back");
+    }
+    assert_eq!(crate::fsx::anchored(), Some((dir.clone(), false)));
+}

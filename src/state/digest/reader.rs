@@ -3,7 +3,7 @@
 use super::Digest;
 use crate::fsx;
 use crate::state::journal::{self, Journal};
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
 use std::sync::Arc;
 
@@ -181,7 +181,7 @@ impl Reader {
             return false;
         }
         let path = journal.path();
-        fs::symlink_metadata(&path).is_ok_and(|md| {
+        fsx::lstat(&path).is_ok_and(|md| {
             md.len() == self.offset
                 && fsx::state_problem(&md, journal::MAX_READ_BYTES).is_none()
                 && fsx::path_id(&path, &md).is_ok_and(|now| now == id)
@@ -234,7 +234,7 @@ impl Reader {
         let md = if self.id.is_none() {
             None
         } else {
-            let md = match fs::symlink_metadata(&path) {
+            let md = match fsx::lstat(&path) {
                 Ok(m) => m,
                 Err(e) => {
                     self.reset();

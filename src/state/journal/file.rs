@@ -62,11 +62,11 @@ impl Journal {
     }
 
     /// Whether `journal.lock` is still the file `id` a reader holds (one
-    /// `lstat`): a lock file deleted and made again is another file, whose
-    /// locks the held one would not see.
+    /// `lstat`, [`fsx::lstat`]): a lock file deleted and made again is
+    /// another file, whose locks the held one would not see.
     pub fn lock_is(&self, id: (u64, u64)) -> bool {
         let path = self.dir.join(JOURNAL_LOCK_FILE);
-        fs::symlink_metadata(&path).is_ok_and(|md| {
+        fsx::lstat(&path).is_ok_and(|md| {
             fsx::state_problem(&md, u64::MAX).is_none() && fsx::path_id(&path, &md).is_ok_and(|now| now == id)
         })
     }
