@@ -536,9 +536,9 @@ pub fn anchor(dir: &Path, md: &fs::Metadata) {
     let id = file_id(md);
     ANCHORED.with_borrow_mut(|a| {
         let next = match std::mem::replace(a, Anchored::None) {
-            Anchored::Open(h, _) if h.path == dir && h.id == id => Anchored::Open(h, true),
-            Anchored::Failed(p, i) if p == dir && i == id => Anchored::Failed(p, i),
-            Anchored::Seen(p, i) if p == dir && i == id => match open_anchor(dir, id) {
+            Anchored::Open(h, _) if same_path(&h.path, dir) && h.id == id => Anchored::Open(h, true),
+            Anchored::Failed(p, i) if same_path(&p, dir) && i == id => Anchored::Failed(p, i),
+            Anchored::Seen(p, i) if same_path(&p, dir) && i == id => match open_anchor(dir, id) {
                 Some(h) => Anchored::Open(h, true),
                 None => Anchored::Failed(p, i),
             },
@@ -546,6 +546,11 @@ pub fn anchor(dir: &Path, md: &fs::Metadata) {
         };
         *a = next;
     });
+}
+
+/// The same bytes (another spelling of the path is another path here).
+fn same_path(a: &Path, b: &Path) -> bool {
+    a.as_os_str() == b.as_os_str()
 }
 
 /// The question ended: stats go by path until the next one's check.
@@ -620,25 +625,43 @@ pub fn lstat(path: &Path) -> io::Result<Stat> {
 const MAX_RELATIVE: usize = 256;
 
 /// `fstatat` of `path`'s part below the handle's directory, `None` when
-/// `path` is not below it by plain names (no `..`, no `.`, nothing else).
+/// `path` is not the handle's path (its bytes, as opened), a `/` and plain
+/// names (no `.`, `..` or empty one). Bytes, not `Path::strip_prefix`: its
+/// component parsing was ~2,000 instructions a stat (callgrind).
 fn lstat_at(a: &Anchor, path: &Path) -> Option<io::Result<Stat>> {
     use std::os::fd::AsRawFd;
-    use std::path::Component;
-    let rest = path.strip_prefix(&a.path).ok()?;
-    if rest.as_os_str().is_empty() || !rest.components().all(|c| matches!(c, Component::Normal(_))) {
+    let rest = below(a.path.as_os_str().as_bytes(), path.as_os_str().as_bytes())?;
+    if rest.len() >= MAX_RELATIVE || rest.contains(&0) {
         return None;
     }
-    let bytes = rest.as_os_str().as_bytes();
-    if bytes.len() >= MAX_RELATIVE || bytes.contains(&0) {
-        return None;
+    // Neither the buffer nor the out-struct is zeroed first (~140
+    // instructions of `memset` a stat): the name and its NUL are written,
+    // and the struct is read only once the call has filled it.
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); MAX_RELATIVE];
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `rest` (shorter than the buffer, no NUL in it) and a NUL are
+    // copied into `buf`, which then holds a NUL-terminated name; the
+    // descriptor is the anchor's for the duration of the call; `st` is
+    // read only after a successful `fstatat` wrote it whole.
+    unsafe {
+        std::ptr::copy_nonoverlapping(rest.as_ptr(), buf.as_mut_ptr().cast::<u8>(), rest.len());
+        buf[rest.len()].write(0);
+        if libc::fstatat(a.fd.as_raw_fd(), buf.as_ptr().cast(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) == 0 {
+            Some(Ok(Stat::of_raw(st.assume_init_ref())))
+        } else {
+            Some(Err(io::Error::last_os_error()))
+        }
     }
-    let mut buf = [0u8; MAX_RELATIVE];
-    buf[..bytes.len()].copy_from_slice(bytes);
-    // SAFETY: a zeroed out-struct, a NUL-terminated name in `buf` and a
-    // descriptor the anchor owns for the duration of the call.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::fstatat(a.fd.as_raw_fd(), buf.as_ptr().cast(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    Some(if r == 0 { Ok(Stat::of_raw(&st)) } else { Err(io::Error::last_os_error()) })
+}
+
+/// What follows `dir` in `path` when `path` is `dir`, a `/` and one or more
+/// plain names separated by single `/`s: the names, as the kernel would walk
+/// them from `dir`.
+fn below<'p>(dir: &[u8], path: &'p [u8]) -> Option<&'p [u8]> {
+    let rest = path.strip_prefix(dir)?;
+    let rest = if dir.ends_with(b"/") { rest } else { rest.strip_prefix(b"/")? };
+    let plain = |n: &[u8]| !n.is_empty() && n != b"." && n != b"..";
+    (!rest.is_empty() && rest.split(|&b| b == b'/').all(plain)).then_some(rest)
 }
 
 /// The data dir this thread holds a handle of, valid or not (tests).
@@ -810,9 +833,30 @@ mod anchor_tests {
             _ => panic!("no handle"),
         });
         assert!(lstat_at(&h, &d.join("journal")).is_some());
-        for p in [d.clone(), d.join("../other/journal"), other.join("journal"), tmp.path().join("data2")] {
+        for p in [
+            d.clone(),
+            d.join("../other/journal"),
+            d.join("./journal"),
+            other.join("journal"),
+            tmp.path().join("data2"),
+        ] {
             assert!(lstat_at(&h, &p).is_none(), "{}", p.display());
             assert_eq!(lstat(&p).map_err(|e| e.kind()), by_path(&p).map_err(|e| e.kind()), "{}", p.display());
+        }
+        for (dir, path, want) in [
+            ("/d", "/d/journal", Some("journal")),
+            ("/d", "/d/witness/c.lock", Some("witness/c.lock")),
+            ("/d/", "/d/journal", Some("journal")),
+            ("/d", "/d", None),
+            ("/d", "/d/", None),
+            ("/d", "/dx/journal", None),
+            ("/d", "/d//journal", None),
+            ("/d", "/d/./journal", None),
+            ("/d", "/d/../journal", None),
+            ("/d", "/d/witness/", None),
+            ("d", "d/journal", Some("journal")),
+        ] {
+            assert_eq!(below(dir.as_bytes(), path.as_bytes()), want.map(str::as_bytes), "{dir} {path}");
         }
         let long = d.join("x".repeat(MAX_RELATIVE));
         assert!(lstat_at(&h, &long).is_none(), "too long for the stack buffer");
