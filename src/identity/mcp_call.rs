@@ -48,15 +48,15 @@ impl McpCall {
     }
 
     fn meta_id(&self, key: &str) -> Option<&str> {
-        self.meta.get(key).and_then(Value::as_str).and_then(ids::valid_id)
+        field(&self.meta, key).and_then(Value::as_str).and_then(ids::valid_id)
     }
 
     /// Codex: `_meta.sessionId` names the session; `threadId` (or the turn
     /// metadata's `thread_id` under a `parent_thread_id`) names a subagent
     /// thread when it differs from the session.
     pub fn codex_caller(&self) -> Option<Caller> {
-        let turn = self.meta.get("x-codex-turn-metadata");
-        let tm = |k: &str| turn.and_then(|t| t.get(k)).and_then(Value::as_str).and_then(ids::valid_id);
+        let turn = field(&self.meta, "x-codex-turn-metadata");
+        let tm = |k: &str| turn.and_then(|t| field(t, k)).and_then(Value::as_str).and_then(ids::valid_id);
         let session = self.meta_id("sessionId").or_else(|| tm("session_id"))?;
         let thread = self.meta_id("threadId").or_else(|| tm("thread_id"));
         let scope = match thread {
@@ -84,6 +84,20 @@ impl McpCall {
     /// The host's call id under any known key (Codex `callId` too).
     pub fn host_call_id(&self) -> Option<&str> {
         self.claude_tool_use_id().or_else(|| self.meta_id("callId"))
+    }
+}
+
+/// Objects of at most this many keys are searched key by key ([`field`]).
+const SCAN_KEYS: usize = 8;
+
+/// `v.get(key)`: an object's keys are unique, so a scan finds what the map
+/// would. A small object (`_meta` holds a few keys) is scanned: a stub
+/// question asks `_meta` about nine times, and hashing the key (SipHash)
+/// cost several times the comparisons (~270 instructions a lookup).
+fn field<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) if m.len() <= SCAN_KEYS => m.iter().find_map(|(k, x)| (k == key).then_some(x)),
+        _ => v.get(key),
     }
 }
 
@@ -187,6 +201,30 @@ pub fn claimant_token(server_pid: u32, call: &McpCall, fp: &str) -> Option<Strin
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The scan answers as the map does, small objects and large, keys
+    /// present and absent, and a non-object has no field.
+    #[test]
+    fn a_field_is_found_as_the_map_finds_it() {
+        for n in 0..=2 * SCAN_KEYS + 1 {
+            let mut m = serde_json::Map::new();
+            for i in 0..n {
+                m.insert(format!("k{i}"), json!(i));
+            }
+            let v = Value::Object(m);
+            for i in 0..=n + 1 {
+                let k = format!("k{i}");
+                assert_eq!(field(&v, &k), v.get(&k), "{n} keys, {k}");
+            }
+            assert_eq!(field(&v, ""), None);
+        }
+        // A duplicate key in the text: the map keeps one value, the scan finds it.
+        let dup: Value = serde_json::from_str(r#"{"callId":"a","callId":"b"}"#).unwrap();
+        assert_eq!(field(&dup, "callId"), dup.get("callId"));
+        for v in [json!(null), json!("callId"), json!(["callId"]), json!(1)] {
+            assert_eq!(field(&v, "callId"), None);
+        }
+    }
 
     #[test]
     fn call_parts() {

@@ -182,13 +182,26 @@ fn same_json(blocks: &[Value], sc: &Value) -> bool {
 
 /// The first 16 bytes of a digest as 32 lower-case hex digits.
 pub(crate) fn hex32(d: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(32);
-    for &b in &d[..16] {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
+    hex32_str(&mut [0; 32], d).to_string()
+}
+
+/// [`hex32`] written into `buf` (no allocation), two digits a byte from
+/// one table: a stub question writes a few seals.
+pub(crate) fn hex32_str<'b>(buf: &'b mut [u8; 32], d: &[u8]) -> &'b str {
+    const PAIRS: [[u8; 2]; 256] = {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut t = [[0u8; 2]; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = [HEX[b >> 4], HEX[b & 15]];
+            b += 1;
+        }
+        t
+    };
+    for (o, &b) in buf.chunks_exact_mut(2).zip(&d[..16]) {
+        o.copy_from_slice(&PAIRS[b as usize]);
     }
-    s
+    std::str::from_utf8(buf).expect("hex digits are ASCII")
 }
 
 /// The server's side: a `tools/call` result as the server returns it — the
@@ -269,7 +282,12 @@ pub fn received_content(v: &Value) -> Option<Content> {
 /// else the tool and argument fingerprint (Cursor, CodeBuddy), which only
 /// matches within one conversation.
 pub fn id_ref(call_id: &str) -> String {
-    format!("id:{call_id}")
+    // Not `format!`: asked at every stub question, and its formatting
+    // machinery cost several times the copy.
+    let mut r = String::with_capacity(3 + call_id.len());
+    r.push_str("id:");
+    r.push_str(call_id);
+    r
 }
 
 /// The reference of a call known only by its tool and argument fingerprint.
@@ -277,6 +295,15 @@ pub fn fp_ref(tool: &str, fp: &str) -> String {
     let mut h = sha256_hex(format!("{tool}\0{fp}").as_bytes());
     h.truncate(32);
     format!("fp:{h}")
+}
+
+/// The window of Claude Code host process `pid` (`proc:<pid>`), the form
+/// [`pid_of_window`] reads.
+pub fn proc_window(pid: u32) -> String {
+    let mut w = String::with_capacity(15);
+    w.push_str("proc:");
+    w.push_str(itoa::Buffer::new().format(pid));
+    w
 }
 
 /// The Claude Code host process a delivery's window names (`proc:<pid>`).
@@ -288,7 +315,19 @@ pub fn pid_of_window(w: &str) -> Option<u32> {
 /// `proc:`, a reach's `proc:` and `process:`): digits only, not 0 (`+7`,
 /// which `u32::from_str` takes, is not one).
 pub fn pid_digits(digits: &str) -> Option<u32> {
-    digits.parse::<u32>().ok().filter(|&p| p > 0 && digits.bytes().all(|b| b.is_ascii_digit()))
+    // A digit loop: `str::parse` and a second pass cost ~100 instructions,
+    // and a stub question reads a window's pid five times or so.
+    if digits.is_empty() {
+        return None;
+    }
+    let mut p: u32 = 0;
+    for b in digits.bytes() {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        p = p.checked_mul(10)?.checked_add(u32::from(b - b'0'))?;
+    }
+    (p > 0).then_some(p)
 }
 
 /// A fingerprint ref names a call only within its scope.
@@ -440,6 +479,16 @@ pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every byte value, two lower-case digits; the first 16 bytes only.
+    #[test]
+    fn hex32_is_the_first_16_bytes_in_lower_case() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        for d in bytes.chunks(16).chain([[0u8; 16].as_slice(), [255u8; 20].as_slice()]) {
+            let want: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex32(d), want);
+        }
+    }
+
     /// A window names a process the way a reach does: digits only, not 0.
     #[test]
     fn a_window_names_a_process_by_digits_only() {
@@ -452,6 +501,33 @@ pub(crate) mod tests {
         for (w, want) in rows {
             assert_eq!(pid_of_window(w), want, "{w}");
         }
+        // As `str::parse` with digits only: leading zeros, overflow, signs.
+        let parsed = |d: &str| d.parse::<u32>().ok().filter(|&p| p > 0 && d.bytes().all(|b| b.is_ascii_digit()));
+        for d in [
+            "",
+            "0",
+            "00",
+            "1",
+            "007",
+            "00000000000042",
+            "4294967295",
+            "4294967296",
+            "9999999999",
+            "+1",
+            "-1",
+            "1 ",
+            " 1",
+            "1a",
+            "٣",
+        ] {
+            assert_eq!(pid_digits(d), parsed(d), "{d:?}");
+        }
+        // Written as it is read, as `format!` wrote it.
+        for p in [1, 7, 10, 4242, u32::MAX] {
+            assert_eq!(proc_window(p), format!("proc:{p}"));
+            assert_eq!(pid_of_window(&proc_window(p)), Some(p));
+        }
+        assert_eq!(id_ref("toolu_1"), "id:toolu_1");
     }
 
     pub(crate) fn d<'a>(version: &'a str, window: Option<&'a str>, digest: &'a str) -> Delivery<'a> {

@@ -305,6 +305,15 @@ fn last_field_is_rsplit() {
 }
 
 #[test]
+fn next_to_last_is_rsplit() {
+    for line in ["", "k", "a\tk", "a\tbk\tc", "a\tk\t", "\t", "\t\t", "\tk", "x\t\tk", "C\t1\tclaude\tS\t\tid1\tkey"] {
+        let mut back = line.rsplit('\t');
+        back.next();
+        assert_eq!(next_to_last(line), back.next(), "{line:?}");
+    }
+}
+
+#[test]
 fn a_future_sighting_makes_the_digest_defer() {
     let text = "S\t1000\tcursor\ta\tx\nS\t999000\tcursor\ta\tx\nS\t1500\tcursor\tb\tx\n";
     let d = Digest::of_text(text);
