@@ -12,7 +12,9 @@
 //! size.
 
 use crate::fsx;
-use crate::state::ledger::{Content, hex32};
+#[cfg(test)]
+use crate::state::ledger::hex32;
+use crate::state::ledger::{Content, hex32_str};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -25,8 +27,8 @@ pub const SECRET_BYTES: usize = 32;
 /// Inputs longer than this (one BLAKE3 block) are remembered, one a thread.
 const MEMO_OVER: usize = 64;
 
-/// A remembered seal: the key, the input and its seal.
-type LongSeal = ([u8; SECRET_BYTES], Vec<u8>, String);
+/// A remembered seal: the key, the input and its digest.
+type LongSeal = ([u8; SECRET_BYTES], Vec<u8>, [u8; 32]);
 
 thread_local! {
     /// The last seal of more than one block made on this thread, with its
@@ -133,30 +135,61 @@ impl Secret {
     /// Short inputs (all of them, as a rule) by [`crate::base::blake3_short`],
     /// which spares a fresh process the `blake3` crate's CPU probe.
     pub fn seal_bytes(&self, domain: &str, raw: &[u8]) -> String {
-        let mut input = Vec::with_capacity(domain.len() + 1 + raw.len());
+        self.with_seal(domain, raw, str::to_string)
+    }
+
+    /// Whether [`Secret::seal_bytes`] of `raw` is `seal`, without making a
+    /// string of it (the witness compares the seal of a transcript's tail at
+    /// every question).
+    pub(crate) fn seal_is(&self, domain: &str, raw: &[u8], seal: &str) -> bool {
+        self.with_seal(domain, raw, |s| s == seal)
+    }
+
+    /// `*out` = [`Secret::seal_bytes`] of `raw`, in `out`'s own buffer.
+    pub(crate) fn seal_into(&self, domain: &str, raw: &[u8], out: &mut String) {
+        self.with_seal(domain, raw, |s| {
+            out.clear();
+            out.push_str(s);
+        })
+    }
+
+    /// `f` of the seal of `raw` in `domain`. The input (`domain`, a 0, `raw`)
+    /// is put together on the stack when it is one block, the seal's hex
+    /// always: a stub question seals a few names and a transcript tail or
+    /// two, and each seal took two or three allocations (input, hex, the
+    /// remembered seal's copy) before it was compared or kept.
+    fn with_seal<R>(&self, domain: &str, raw: &[u8], f: impl FnOnce(&str) -> R) -> R {
+        let len = domain.len() + 1 + raw.len();
+        let is_input = |i: &[u8]| {
+            i.len() == len
+                && i[..domain.len()] == *domain.as_bytes()
+                && i[domain.len()] == 0
+                && i[domain.len() + 1..] == *raw
+        };
+        // Remembered: past one block, up to what `blake3_short` hashes.
+        let long = len > MEMO_OVER && len <= crate::base::blake3_short::SHORT_MAX;
+        let remembered = long
+            .then(|| LAST_LONG.with_borrow(|m| m.as_ref().filter(|(k, i, _)| *k == self.0 && is_input(i)).map(|m| m.2)))
+            .flatten();
+        if let Some(d) = remembered {
+            return f(hex32_str(&mut [0; 32], &d));
+        }
+        if len <= MEMO_OVER {
+            let mut input = [0u8; MEMO_OVER];
+            input[..domain.len()].copy_from_slice(domain.as_bytes());
+            input[domain.len() + 1..len].copy_from_slice(raw);
+            let d = crate::base::blake3_short::keyed(&self.0, &input[..len]);
+            return f(hex32_str(&mut [0; 32], &d));
+        }
+        let mut input = Vec::with_capacity(len);
         input.extend_from_slice(domain.as_bytes());
         input.push(0);
         input.extend_from_slice(raw);
-        let long = input.len() > MEMO_OVER;
-        if long
-            && let Some(out) = LAST_LONG.with_borrow(|m| {
-                m.as_ref().filter(|(k, i, _)| *k == self.0 && *i == input).map(|(_, _, out)| out.clone())
-            })
-        {
-            return out;
+        let d = crate::base::blake3_short::keyed(&self.0, &input);
+        if long {
+            LAST_LONG.with_borrow_mut(|m| *m = Some((self.0, input, d)));
         }
-        if let Some(d) = crate::base::blake3_short::keyed_hash(&self.0, &input) {
-            let out = hex32(&d);
-            if long {
-                LAST_LONG.with_borrow_mut(|m| *m = Some((self.0, input, out.clone())));
-            }
-            return out;
-        }
-        let mut h = blake3::Hasher::new_keyed(&self.0);
-        h.update(domain.as_bytes());
-        h.update(&[0]);
-        h.update(raw);
-        hex32(h.finalize().as_bytes())
+        f(hex32_str(&mut [0; 32], &d))
     }
 
     /// The journal's name for a `--key` or `--version`.
@@ -259,6 +292,45 @@ mod tests {
             assert_eq!(s.seal_bytes("witness-tail", raw), fresh(s, raw));
         }
         assert_ne!(a.seal_bytes("witness-tail", &tail), a.seal_bytes("witness-agent-tail", &tail));
+        // The same bytes split otherwise between domain and input are
+        // another input (the 0 between them moves).
+        let mut shifted = b"l".to_vec();
+        shifted.extend_from_slice(&tail);
+        assert_eq!(a.seal_bytes("witness-tail", &shifted), fresh_in(&a, "witness-tail", &shifted));
+        assert_eq!(
+            a.seal_bytes("witness-tai", &[b"l".as_slice(), &shifted].concat()),
+            fresh_in(&a, "witness-tai", &[b"l".as_slice(), &shifted].concat())
+        );
+    }
+
+    fn fresh_in(s: &Secret, domain: &str, raw: &[u8]) -> String {
+        let mut h = blake3::Hasher::new_keyed(&s.0);
+        h.update(domain.as_bytes());
+        h.update(&[0]);
+        h.update(raw);
+        hex32(h.finalize().as_bytes())
+    }
+
+    /// Every length, around one block and past what is remembered: the
+    /// seal is the `blake3` crate's, and comparing or writing it in place
+    /// says the same as the string.
+    #[test]
+    fn seals_of_every_length_are_blake3s() {
+        let s = Secret([7; SECRET_BYTES]);
+        let raw: Vec<u8> = (0..1101u32).map(|i| (i * 31 + 5) as u8).collect();
+        let mut kept = String::from("an earlier seal, longer than one");
+        for n in (0..80).chain([1000, 1017, 1018, 1019, 1023, 1024, 1025, 1100]) {
+            for domain in ["digest", "witness-tail"] {
+                let want = fresh_in(&s, domain, &raw[..n]);
+                assert_eq!(s.seal_bytes(domain, &raw[..n]), want, "{domain} {n}");
+                assert!(s.seal_is(domain, &raw[..n], &want), "{domain} {n}");
+                assert!(!s.seal_is(domain, &raw[..n], &fresh_in(&s, domain, &raw[..n + 1])), "{domain} {n}");
+                s.seal_into(domain, &raw[..n], &mut kept);
+                assert_eq!(kept, want, "{domain} {n}");
+                // Again: remembered (or not) alike.
+                assert_eq!(s.seal_bytes(domain, &raw[..n]), want, "{domain} {n}, again");
+            }
+        }
     }
 
     #[test]

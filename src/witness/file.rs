@@ -145,31 +145,41 @@ impl State {
     }
 }
 
+/// The conversation's witness files' name, without extension.
 fn name(host: Host, conv: &str) -> String {
-    thread_local! {
-        /// The last conversation named on this thread: a server asks about
-        /// one conversation question after question, and each name is a
-        /// SHA-256 in portable code (~2,000 instructions).
-        static LAST: std::cell::RefCell<Option<(Host, String, String)>> = const { std::cell::RefCell::new(None) };
-    }
-    LAST.with_borrow_mut(|last| {
-        if let Some((h, c, n)) = last.as_ref()
-            && *h == host
-            && c == conv
-        {
-            return n.clone();
-        }
-        let mut n = sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes());
-        n.truncate(32);
-        *last = Some((host, conv.to_string(), n.clone()));
-        n
-    })
+    let mut n = sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes());
+    n.truncate(32);
+    n
 }
 
+/// The dir, host and conversation [`paths`] last answered, and its answer.
+type LastPaths = (PathBuf, Host, String, (PathBuf, PathBuf));
+
+/// The conversation's state file and lock file in `dir`.
 fn paths(dir: &Path, host: Host, conv: &str) -> (PathBuf, PathBuf) {
-    let n = name(host, conv);
-    let d = dir.join(DIR);
-    (d.join(format!("{n}.json")), d.join(format!("{n}.lock")))
+    thread_local! {
+        /// The last conversation's files on this thread (one: bounded): a
+        /// server asks about one conversation question after question, and
+        /// each name is a SHA-256 in portable code (~2,000 instructions),
+        /// the paths three joins and two formats (~1,500 more).
+        static LAST: std::cell::RefCell<Option<LastPaths>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| {
+        // The dir compared as given (not by components): the paths are
+        // those its joins make.
+        if let Some((d, h, c, p)) = last.as_ref()
+            && *h == host
+            && c == conv
+            && d.as_os_str() == dir.as_os_str()
+        {
+            return p.clone();
+        }
+        let n = name(host, conv);
+        let d = dir.join(DIR);
+        let p = (d.join(format!("{n}.json")), d.join(format!("{n}.lock")));
+        *last = Some((dir.to_path_buf(), host, conv.to_string(), p.clone()));
+        p
+    })
 }
 
 /// The conversation's lock file, open for appending (it holds the
@@ -767,7 +777,8 @@ fn check_locked(
         || returns_before != h.state.returns
         || agents_moved
         || r.ended.is_some()
-        || before != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.clone())
+        || (before.0, before.1, before.2, before.3.as_str())
+            != (h.state.file, h.state.offset, h.state.skipping, h.state.tail.as_str())
     {
         // Only read on: a record in the lock file; else a new save (the
         // records carry the session's track only).
@@ -1013,21 +1024,27 @@ mod tests {
         assert_eq!(read_log(&f, 10).unwrap(), (Vec::new(), true));
     }
 
-    /// The remembered name is the name of that host's conversation only.
+    /// The remembered paths are those of that dir, host and conversation only.
     #[test]
-    fn names_stay_per_conversation_and_host() {
-        let fresh = |host: Host, conv: &str| {
-            sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes())[..32].to_string()
+    fn paths_stay_per_dir_conversation_and_host() {
+        let fresh = |dir: &str, host: Host, conv: &str| {
+            let n = &sha256_hex(format!("leanctx-witness\0{host}\0{conv}").as_bytes())[..32];
+            let d = Path::new(dir).join(DIR);
+            (d.join(format!("{n}.json")), d.join(format!("{n}.lock")))
         };
         let asks = [
-            (Host::ClaudeCode, "a"),
-            (Host::ClaudeCode, "a"),
-            (Host::ClaudeCode, "b"),
-            (Host::Codex, "b"),
-            (Host::ClaudeCode, "a"),
+            ("/d", Host::ClaudeCode, "a"),
+            ("/d", Host::ClaudeCode, "a"),
+            ("/d", Host::ClaudeCode, "b"),
+            ("/d", Host::Codex, "b"),
+            ("/e", Host::Codex, "b"),
+            ("/e//", Host::Codex, "b"),
+            ("/d", Host::ClaudeCode, "a"),
         ];
-        for (host, conv) in asks {
-            assert_eq!(name(host, conv), fresh(host, conv), "{host} {conv}");
+        for (dir, host, conv) in asks {
+            let p = paths(Path::new(dir), host, conv);
+            assert_eq!(p, fresh(dir, host, conv), "{dir} {host} {conv}");
+            assert_eq!(p.0.as_os_str(), fresh(dir, host, conv).0.as_os_str(), "{dir} {host} {conv}");
         }
         assert_ne!(name(Host::ClaudeCode, "b"), name(Host::Codex, "b"));
     }

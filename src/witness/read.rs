@@ -88,7 +88,7 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
         ended = restart(st, "the transcript shrank");
     }
     let (mut back, mut hi) = first_read(f, st.offset, len, buf)?;
-    if ended.is_none() && !st.tail.is_empty() && seal_tail(secret, &buf[..back]) != st.tail {
+    if ended.is_none() && !st.tail.is_empty() && !tail_is(secret, &buf[..back], &st.tail) {
         ended = restart(st, "the transcript was rewritten");
         (back, hi) = first_read(f, st.offset, len, buf)?;
     }
@@ -191,7 +191,7 @@ pub(super) fn read_on(h: &mut Held, secret: &Secret) -> io::Result<ReadOn> {
         };
     }
     st.offset += done;
-    st.tail = seal_tail(secret, tail.bytes());
+    seal_tail(secret, tail.bytes(), &mut st.tail);
     Ok(ReadOn { seen: if ended.is_some() { None } else { seen }, ended, reach, behind: avail - got })
 }
 
@@ -282,6 +282,13 @@ pub const TAIL_BYTES: u64 = 256;
 
 /// The seal of the bytes before the offset (keyed: they are the host's
 /// content, which is never stored); empty for none.
-fn seal_tail(secret: &Secret, bytes: &[u8]) -> String {
-    if bytes.is_empty() { String::new() } else { secret.seal_bytes("witness-tail", bytes) }
+/// Written into `tail`'s own buffer, and compared ([`tail_is`]) without a
+/// string: both happen at every question.
+fn seal_tail(secret: &Secret, bytes: &[u8], tail: &mut String) {
+    if bytes.is_empty() { tail.clear() } else { secret.seal_into("witness-tail", bytes, tail) }
+}
+
+/// Whether `tail` is the seal of `bytes` ([`seal_tail`]).
+fn tail_is(secret: &Secret, bytes: &[u8], tail: &str) -> bool {
+    if bytes.is_empty() { tail.is_empty() } else { secret.seal_is("witness-tail", bytes, tail) }
 }
