@@ -273,7 +273,8 @@ impl ReadPath {
                 }
                 let unavailable = unavailable || no_secret;
                 let lc = self.ledger_caller(call, view, unavailable, now, deadline);
-                let ans = self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, sealed.as_ref()), window.clone());
+                let ans =
+                    self.ledger_decide(&lc, view, unavailable, (&keyh, &verh, sealed.as_ref()), window.as_deref());
                 Some((ans, lc, at))
             })
         };
@@ -292,7 +293,7 @@ impl ReadPath {
             #[cfg(test)]
             tests::BEFORE_WITNESS.with_borrow(|f| f.as_ref().map(|f| f()));
             let asked = ans.delivery.as_ref().map(|d| d.call_ref.clone());
-            match self.ask_witness(&mut ans, call, now, deadline) {
+            match self.ask_witness(&mut ans, call, window.as_deref(), now, deadline) {
                 Witnessed::Present => {}
                 Witnessed::WithdrawnThis
                     if self.earlier_copy(
@@ -411,13 +412,13 @@ impl ReadPath {
         view: &dyn Ask,
         unavailable: bool,
         (keyh, verh, sent): (&str, &str, Option<&Content>),
-        window: Option<String>,
+        window: Option<&str>,
     ) -> LedgerAnswer {
         let answer = |decision, delivery| LedgerAnswer {
             decision,
             caller: lc.caller.clone(),
             per_call: lc.per_call.clone(),
-            window: window.clone(),
+            window: window.map(str::to_string),
             delivery,
             recorded: None,
             witness: None,
@@ -436,13 +437,13 @@ impl ReadPath {
         if lc.blind {
             return answer(Decision { allow: false, reason: Reason::SubagentActive }, None);
         }
-        let q = Question { scope, key: keyh, version: verh, window: window.as_deref(), sent };
-        let facts = match delivery_read(view, scope, keyh, window.as_deref()) {
-            Some((at, d)) => facts_of(view, keyh, at, d, window.as_deref()),
+        let q = Question { scope, key: keyh, version: verh, window, sent };
+        let facts = match delivery_read(view, scope, keyh, window) {
+            Some((at, d)) => facts_of(view, keyh, at, d, window),
             None => delivery::Facts::default(),
         };
         let mut ans = answer(delivery::decide(&q, &facts), seen_of(&facts, verh));
-        ans.relied = facts.relied.clone();
+        ans.relied = facts.relied;
         ans
     }
 
@@ -503,7 +504,7 @@ impl ReadPath {
                 break;
             }
             (ans.decision, ans.delivery, ans.witness, ans.relied) = (decision, seen, None, relied);
-            match self.ask_witness(ans, call, now, deadline) {
+            match self.ask_witness(ans, call, window, now, deadline) {
                 Witnessed::Present => return true,
                 Witnessed::WithdrawnThis => {}
                 Witnessed::NotAsked | Witnessed::Withheld => break,
@@ -517,7 +518,15 @@ impl ReadPath {
     /// results without a hook stands only if its transcript, read on from
     /// where the last question stopped, does not show it gone.
     /// What the witness said; unless present, `ans` withholds, saying why.
-    fn ask_witness(&self, ans: &mut LedgerAnswer, call: &McpCall, now: u64, deadline: Instant) -> Witnessed {
+    /// `window`: the call's ([`ReadPath::window_of`]), found once a question.
+    fn ask_witness(
+        &self,
+        ans: &mut LedgerAnswer,
+        call: &McpCall,
+        window: Option<&str>,
+        now: u64,
+        deadline: Instant,
+    ) -> Witnessed {
         let Some(seen) = &ans.delivery else { return Witnessed::NotAsked };
         let profile = crate::hosts::profile::profile(seen.host);
         if !profile.transcript_witness {
@@ -529,7 +538,6 @@ impl ReadPath {
         let end_all = |reach: crate::state::journal::Reach<'_>| {
             Journal::new(dir).append(&[Record::Compaction { t: now, host, conv, reach }], now)
         };
-        let window = self.window_of(call);
         let q = witness::Question {
             host,
             conv,
@@ -550,7 +558,7 @@ impl ReadPath {
             agent: own_transcript(host, &seen.scope),
             // Whether that process is one of the conversation's, the
             // witness checks (its hooks named it).
-            own: seen.window.as_deref().filter(|w| Some(*w) == window.as_deref()).and_then(pid_of_window),
+            own: seen.window.as_deref().filter(|w| Some(*w) == window).and_then(pid_of_window),
             relied: ans.relied.clone(),
         };
         let wait_end = Instant::now() + CATCH_UP_WAIT;
@@ -610,7 +618,7 @@ impl ReadPath {
             return Some(w.to_string());
         }
         call.claude_tool_use_id()?;
-        self.host_pid().map(|p| format!("proc:{p}"))
+        self.host_pid().map(ledger::proc_window)
     }
 
     fn record_delivery(
@@ -678,12 +686,15 @@ fn facts_of<'v>(
     d: ledger::Delivery<'v>,
     window: Option<&str>,
 ) -> delivery::Facts<'v> {
+    // One read of the acknowledgements serves both questions (each read
+    // parses the lines again).
+    let acks = view.acks_after_at(d.call_ref, at);
+    let reload = reloaded_after(view, &d, window, &acks);
     let mut facts = delivery::Facts {
-        acks_after: view.acks_after(d.call_ref, at),
+        acks_after: without_positions(acks),
         compacted_after: view.compacted_after(d.conv, d.scope, own_process(view, &d, window), at),
         ..delivery::Facts::default()
     };
-    let reload = reloaded_after(view, &d, window, at);
     facts.reloaded_after = reload.is_some();
     facts.relied.extend(reload.filter(|_| d.window != window));
     // A diff: the deliveries it rests on, each before the last.
@@ -692,10 +703,11 @@ fn facts_of<'v>(
         && facts.bases.len() < delivery::MAX_BASE_CHAIN
         && let Some((bat, b)) = view.delivery_before(d.scope, key, Some(v), before)
     {
-        let reload = reloaded_after(view, &b, d.window, bat);
+        let acks = view.acks_after_at(b.call_ref, bat);
+        let reload = reloaded_after(view, &b, d.window, &acks);
         facts.relied.extend(reload.filter(|_| b.window != d.window));
         facts.bases.push(delivery::Held {
-            acks_after: view.acks_after(b.call_ref, bat),
+            acks_after: without_positions(acks),
             compacted_after: view.compacted_after(b.conv, b.scope, own_process(view, &b, window), bat),
             reloaded_into_diff: reload.is_some(),
             delivery: b.clone(),
@@ -770,17 +782,24 @@ fn seen_of(f: &delivery::Facts<'_>, version: &str) -> Option<DeliverySeen> {
 /// the line it resumed from (the witness's part: [`crate::witness::lives`]).
 /// A process running alongside, which never had it, is withheld
 /// (`window-changed`). `Some((owner, loader, confirmed at))` when it did.
+/// `acks`: the delivery's acknowledgements after it, with their positions
+/// ([`Ask::acks_after_at`]).
 fn reloaded_after(
     view: &dyn Ask,
     d: &ledger::Delivery<'_>,
     window: Option<&str>,
-    at: usize,
+    acks: &[(usize, ledger::Ack<'_>)],
 ) -> Option<(u32, u32, u64)> {
     let (loader, owner) = (window.and_then(pid_of_window)?, d.window.and_then(pid_of_window)?);
-    let whole = view.acks_after_at(d.call_ref, at).into_iter().find(|(_, a)| {
+    let whole = acks.iter().find(|(_, a)| {
         a.whole && a.digest == d.digest && a.len == d.len && (!ledger::ref_needs_conv(d.call_ref) || a.scope == d.scope)
     });
     whole.filter(|(i, _)| view.started_after(d.host, loader, d.conv, *i)).map(|(_, a)| (owner, loader, a.t))
+}
+
+/// [`Ask::acks_after`] from [`Ask::acks_after_at`]'s answer.
+fn without_positions(acks: Vec<(usize, ledger::Ack<'_>)>) -> Vec<ledger::Ack<'_>> {
+    acks.into_iter().map(|(_, a)| a).collect()
 }
 
 #[cfg(test)]

@@ -37,13 +37,12 @@ pub(crate) trait Ask {
         version: Option<&str>,
         before: usize,
     ) -> Option<(usize, Delivery<'_>)>;
-    /// Acknowledgements of `call_ref` after position `after`.
-    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>>;
     /// A compaction of `conv` that reached `scope` after position `after`,
     /// asked by `own`, the host process that received the delivery (none:
     /// another, or not known; [`crate::state::journal::Reach::ends_for`]).
     fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool;
-    /// [`acks_after`](Ask::acks_after), each with its position.
+    /// Acknowledgements of `call_ref` after position `after`, each with its
+    /// position.
     fn acks_after_at(&self, call_ref: &str, after: usize) -> Vec<(usize, Ack<'_>)>;
     /// The host process `pid` started (or resumed) `conv` after position `after`.
     fn started_after(&self, host: Host, pid: u32, conv: &str, after: usize) -> bool;
@@ -107,9 +106,6 @@ impl Ask for Reader {
         before: usize,
     ) -> Option<(usize, Delivery<'_>)> {
         self.digest().delivery_before(scope, key, version, before)
-    }
-    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
-        self.digest().acks_after(call_ref, after)
     }
     fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
         self.digest().compacted_after(conv, scope, own, after)
@@ -180,9 +176,6 @@ impl Ask for View<'_> {
     ) -> Option<(usize, Delivery<'_>)> {
         View::delivery_before(self, scope, key, version, before).map(|(i, d)| (i, d.clone()))
     }
-    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
-        View::acks_after(self, call_ref, after)
-    }
     fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
         View::compacted_after(self, conv, scope, own, after)
     }
@@ -248,9 +241,6 @@ impl Ask for Digest {
         before: usize,
     ) -> Option<(usize, Delivery<'_>)> {
         Digest::delivery_before(self, scope, key, version, before)
-    }
-    fn acks_after(&self, call_ref: &str, after: usize) -> Vec<Ack<'_>> {
-        Digest::acks_after(self, call_ref, after)
     }
     fn compacted_after(&self, conv: &str, scope: &str, own: Option<u32>, after: usize) -> bool {
         Digest::compacted_after(self, conv, scope, own, after)

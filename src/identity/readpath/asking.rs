@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 thread_local! {
     /// How many questions this thread is inside, and the data dir the
     /// outermost found usable: one question `stat`s the data dir once, not
-    /// once per step (a decision checked it up to four times).
-    static CHECKED: std::cell::RefCell<(usize, Option<PathBuf>)> = const { std::cell::RefCell::new((0, None)) };
+    /// once per step (a decision checked it up to four times). The path's
+    /// buffer outlives the question (the flag says whether it holds this
+    /// question's dir): one allocation less a question.
+    static CHECKED: std::cell::RefCell<(usize, bool, Option<PathBuf>)> = const { std::cell::RefCell::new((0, false, None)) };
     /// The outermost question this thread is inside (see [`question`]).
     static QUESTION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -28,7 +30,7 @@ impl Drop for Asking {
         CHECKED.with_borrow_mut(|c| {
             c.0 -= 1;
             if c.0 == 0 {
-                c.1 = None;
+                c.1 = false;
                 QUESTION.set(0);
                 fsx::unanchor();
             }
@@ -59,15 +61,51 @@ pub(crate) fn question() -> Option<u64> {
 /// files (journal, lock files, witness state) may go relative to a handle
 /// of the directory this `stat` found, not along the whole path again.
 pub(super) fn check_dir(d: &Path) -> Result<(), paths::DirProblem> {
-    if CHECKED.with_borrow(|c| c.0 > 0 && c.1.as_deref() == Some(d)) {
+    if CHECKED.with_borrow(|c| c.0 > 0 && c.1 && c.2.as_deref() == Some(d)) {
         return Ok(());
     }
     let md = paths::check_data_dir_md(d)?;
     CHECKED.with_borrow_mut(|c| {
         if c.0 > 0 {
-            c.1 = Some(d.to_path_buf());
+            match &mut c.2 {
+                Some(kept) => {
+                    let kept = kept.as_mut_os_string();
+                    kept.clear();
+                    kept.push(d.as_os_str());
+                }
+                None => c.2 = Some(d.to_path_buf()),
+            }
+            c.1 = true;
             fsx::anchor(d, &md);
         }
     });
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A success holds for its question only, and for its dir only: a dir
+    /// opened to others meanwhile is refused by the next question, and
+    /// another dir is checked.
+    #[test]
+    fn a_checked_dir_is_remembered_for_its_question_and_dir_only() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mode = |d: &Path, m: u32| std::fs::set_permissions(d, std::fs::Permissions::from_mode(m)).unwrap();
+        mode(a.path(), 0o700);
+        mode(b.path(), 0o777);
+        {
+            let _q = asking();
+            assert!(check_dir(a.path()).is_ok());
+            mode(a.path(), 0o777);
+            assert!(check_dir(a.path()).is_ok(), "remembered within the question");
+            assert!(check_dir(b.path()).is_err(), "another dir is checked");
+        }
+        let _q = asking();
+        assert!(check_dir(a.path()).is_err(), "checked again by the next question");
+        mode(a.path(), 0o700);
+        assert!(check_dir(a.path()).is_ok());
+    }
 }
