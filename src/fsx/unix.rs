@@ -695,6 +695,14 @@ mod anchor_tests {
         d
     }
 
+    /// A data dir `data` in `parent`, through two questions: its handle open.
+    fn data_dir_held(parent: &Path) -> std::path::PathBuf {
+        let d = data_dir(parent, "data");
+        question(&d);
+        question(&d);
+        d
+    }
+
     /// One question's check of `d`, as `readpath::asking` makes it.
     fn question(d: &Path) {
         unanchor();
@@ -736,10 +744,8 @@ mod anchor_tests {
     #[test]
     fn a_data_dir_replaced_between_questions_is_read_by_its_path() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = data_dir(tmp.path(), "data");
+        let d = data_dir_held(tmp.path());
         let j = d.join("journal");
-        question(&d);
-        question(&d);
         let old = ino(&j);
         fs::rename(&d, tmp.path().join("old")).unwrap();
         data_dir(tmp.path(), "data");
@@ -761,10 +767,8 @@ mod anchor_tests {
     #[test]
     fn a_witness_dir_replaced_is_walked_again() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = data_dir(tmp.path(), "data");
+        let d = data_dir_held(tmp.path());
         let lock = d.join("witness/c.lock");
-        question(&d);
-        question(&d);
         let old = ino(&lock);
         fs::rename(d.join("witness"), d.join("witness.old")).unwrap();
         fs::create_dir(d.join("witness")).unwrap();
@@ -777,9 +781,7 @@ mod anchor_tests {
     #[test]
     fn a_file_missing_through_the_handle_is_answered_by_the_path() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = data_dir(tmp.path(), "data");
-        question(&d);
-        question(&d);
+        let d = data_dir_held(tmp.path());
         fs::rename(&d, tmp.path().join("old")).unwrap();
         data_dir(tmp.path(), "data");
         state_file(&d.join("only-new"), "x");
@@ -790,9 +792,7 @@ mod anchor_tests {
     #[test]
     fn a_failing_stat_through_the_handle_drops_it_and_the_path_answers() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = data_dir(tmp.path(), "data");
-        question(&d);
-        question(&d);
+        let d = data_dir_held(tmp.path());
         let p = d.join("journal/x");
         let (e, want) = (lstat(&p).unwrap_err(), by_path(&p).unwrap_err());
         assert_eq!((e.kind(), e.raw_os_error()), (want.kind(), want.raw_os_error()));
@@ -824,10 +824,8 @@ mod anchor_tests {
     #[test]
     fn only_plain_names_below_the_handle_go_through_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = data_dir(tmp.path(), "data");
         let other = data_dir(tmp.path(), "other");
-        question(&d);
-        question(&d);
+        let d = data_dir_held(tmp.path());
         let h = ANCHORED.with_borrow(|a| match a {
             Anchored::Open(h, _) => Anchor { path: h.path.clone(), id: h.id, fd: h.fd.try_clone().unwrap() },
             _ => panic!("no handle"),
@@ -883,9 +881,7 @@ mod anchor_tests {
     #[test]
     fn the_handle_names_the_directory_and_is_closed_on_exec() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = data_dir(tmp.path(), "data");
-        question(&d);
-        question(&d);
+        let d = data_dir_held(tmp.path());
         let fd = ANCHORED.with_borrow(|a| match a {
             Anchored::Open(h, _) => h.fd.as_raw_fd(),
             _ => panic!("no handle"),
