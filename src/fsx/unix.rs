@@ -882,6 +882,7 @@ mod anchor_tests {
     fn the_handle_names_the_directory_and_is_closed_on_exec() {
         let tmp = tempfile::tempdir().unwrap();
         let d = data_dir_held(tmp.path());
+        assert_eq!(anchored(), Some((d.clone(), true)));
         let fd = ANCHORED.with_borrow(|a| match a {
             Anchored::Open(h, _) => h.fd.as_raw_fd(),
             _ => panic!("no handle"),
